@@ -1,0 +1,48 @@
+# Every target does its own set-up: a fresh clone needs nothing but Python 3.11+, Go and make.
+SHELL := /bin/bash
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+PYTEST_ARGS ?=
+
+.PHONY: all venv k8s-binaries test test-unit lint crds run clean
+
+all: lint test
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-*; touch $@
+
+venv: $(STAMP)
+
+## Build (or reuse from ~/.cache/llmkube) kube-apiserver, controller-manager, scheduler, etcd, kwok.
+k8s-binaries:
+	bash hack/build-k8s.sh
+
+## The whole test suite: unit, integration (real kube-apiserver) and e2e (full local control plane).
+test: venv k8s-binaries
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## Only the fast, pure tests (no control plane).
+test-unit: venv
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check llmkube tests bench hack
+	$(BIN)/ruff format --check llmkube tests bench hack
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+## Regenerate manifests/crd from the API types (never edit those files by hand).
+crds: venv
+	$(BIN)/python hack/gen-crds.py
+
+## Run the controller: against $$KUBECONFIG / --kubeconfig when given, else a local embedded control plane.
+run: venv
+	$(BIN)/llmkube run $(RUN_ARGS)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

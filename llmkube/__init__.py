@@ -1,0 +1,3 @@
+"""llmkube: a Kubernetes operator for self-hosted LLM inference."""
+
+__version__ = "0.1.0"
