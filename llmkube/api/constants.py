@@ -1,0 +1,42 @@
+"""Names that clients, dashboards and scripts match on: group, version, labels, annotations.
+
+They follow the reference operator exactly (reference-behaviour.md §3, §4.6); changing one is a
+breaking change for users.
+"""
+
+from typing import Final
+
+GROUP: Final = "inference.llmkube.dev"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+ISVC_KIND: Final = "InferenceService"
+ISVC_PLURAL: Final = "inferenceservices"
+ISVC_SINGULAR: Final = "inferenceservice"
+ISVC_SHORT_NAMES: Final = ("isvc",)
+
+MODEL_KIND: Final = "Model"
+MODEL_PLURAL: Final = "models"
+MODEL_SINGULAR: Final = "model"
+MODEL_SHORT_NAMES: Final = ("mdl",)
+
+CATEGORIES: Final = ("llmkube",)
+
+FIELD_MANAGER: Final = "llmkube-controller"
+EVENT_REPORTER: Final = "inferenceservice-controller"
+
+# Labels on everything we create for an InferenceService.
+LABEL_APP: Final = "app"
+LABEL_MODEL: Final = f"{GROUP}/model"
+LABEL_SERVICE: Final = f"{GROUP}/service"
+LABEL_RUNTIME: Final = f"{GROUP}/runtime"
+# Scopes our informers: owned objects carry it so we never cache every Deployment of a cluster.
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE: Final = "llmkube"
+LABEL_NAME: Final = "app.kubernetes.io/name"
+LABEL_COMPONENT: Final = "app.kubernetes.io/component"
+
+# Metal path (reference §3.8).
+ANNOTATION_AGENT_HEARTBEAT: Final = "llmkube.ai/agent-heartbeat"
+LABEL_METAL_MANAGED_BY: Final = "llmkube.ai/managed-by"
+METAL_AGENT_VALUE: Final = "metal-agent"

@@ -1,0 +1,194 @@
+"""InferenceService (`isvc`): field for field the contract in shared/spec/inferenceservice.schema.json.
+
+Enums, ranges and defaults are the contract's; the API server applies the same defaults, so a
+document read back from the cluster and one parsed here agree. Kubernetes sub-objects (env,
+tolerations, probes, security contexts) stay plain dicts: the API server validates them.
+"""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from llmkube.api.base import ApiModel, KubeObject
+from llmkube.api.constants import API_VERSION, ISVC_KIND
+from llmkube.api.meta import Condition, ObjectMeta
+
+Runtime = Literal["llamacpp", "personaplex", "vllm", "tgi", "generic"]
+Priority = Literal["critical", "high", "normal", "low", "batch"]
+ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
+CacheType = Literal["f16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]
+RopeScalingType = Literal["linear", "yarn", "longrope"]
+MetricType = Literal["Pods", "Resource"]
+Phase = Literal["Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed"]
+VLLMQuantization = Literal["awq", "gptq", "squeezellm", "fp8", "nvfp4", "compressed-tensors"]
+VLLMDtype = Literal["auto", "float16", "bfloat16"]
+VLLMKVCacheDtype = Literal["auto", "fp8_e5m2", "fp8_e4m3"]
+AttentionBackend = Literal[
+    "FLASH_ATTN", "FLASHINFER", "XFORMERS", "flashinfer", "flash_attn", "xformers", "torch_sdpa"
+]
+TGIQuantize = Literal["bitsandbytes", "gptq", "awq", "eetq"]
+TGIDtype = Literal["float16", "bfloat16"]
+
+INT32_MAX = 2**31 - 1
+
+
+class SecretKeySelector(ApiModel):
+    """corev1.SecretKeySelector (atomic): a key in a Secret of the service's namespace."""
+
+    key: str
+    name: str | None = ""
+    optional: bool | None = None
+
+
+class MetricSpec(ApiModel):
+    name: str
+    type: MetricType
+    target_average_value: str | None = None
+    target_average_utilization: int | None = Field(default=None, le=INT32_MAX)
+
+
+class AutoscalingSpec(ApiModel):
+    max_replicas: int = Field(ge=1, le=100)
+    min_replicas: int | None = Field(default=1, ge=1, le=10)
+    metrics: list[MetricSpec] | None = None
+
+
+class EndpointSpec(ApiModel):
+    port: int | None = Field(default=8080, ge=1, le=65535)
+    path: str | None = "/v1/chat/completions"
+    type: ServiceType | None = "ClusterIP"
+
+
+class InferenceResources(ApiModel):
+    """Quantities stay strings here; planning validates them and reports bad ones in status."""
+
+    gpu: int | None = Field(default=None, ge=0, le=8)
+    cpu: str | None = None
+    memory: str | None = None
+    host_memory: str | None = None
+    gpu_memory: str | None = None
+
+
+class RopeScalingSpec(ApiModel):
+    type: RopeScalingType
+    factor: str | None = Field(default=None, pattern=r"^[0-9]+(\.[0-9]+)?$")
+    original_context: int | None = Field(default=None, ge=128, le=INT32_MAX)
+
+
+class ProbeOverrides(ApiModel):
+    startup: KubeObject | None = None
+    liveness: KubeObject | None = None
+    readiness: KubeObject | None = None
+
+
+class PersonaPlexConfig(ApiModel):
+    quantize_4bit: bool | None = Field(default=None, alias="quantize4Bit")
+    cpu_offload: bool | None = None
+    hf_token_secret_ref: SecretKeySelector | None = None
+
+
+class SpeculativeConfig(ApiModel):
+    enabled: bool | None = None
+    model: str | None = None
+    num_speculative_tokens: int | None = Field(default=4, ge=1, le=16)
+
+
+class VLLMConfig(ApiModel):
+    tensor_parallel_size: int | None = Field(default=None, le=INT32_MAX)
+    max_model_len: int | None = Field(default=None, le=INT32_MAX)
+    quantization: VLLMQuantization | None = None
+    dtype: VLLMDtype | None = None
+    kv_cache_dtype: VLLMKVCacheDtype | None = "auto"
+    kv_cache_custom_dtype: str | None = None
+    enable_prefix_caching: bool | None = None
+    enable_chunked_prefill: bool | None = None
+    max_num_batched_tokens: int | None = Field(default=None, ge=512, le=INT32_MAX)
+    attention_backend: AttentionBackend | None = None
+    speculative: SpeculativeConfig | None = None
+    enable_expert_parallel: bool | None = None
+    hf_token_secret_ref: SecretKeySelector | None = None
+    cpu_offload_gb: int | None = Field(default=None, ge=0, le=INT32_MAX, alias="cpuOffloadGB")
+    gpu_memory_utilization: float | None = Field(default=None, ge=0.1, le=0.99)
+
+
+class TGIConfig(ApiModel):
+    quantize: TGIQuantize | None = None
+    max_input_length: int | None = Field(default=None, le=INT32_MAX)
+    max_total_tokens: int | None = Field(default=None, le=INT32_MAX)
+    dtype: TGIDtype | None = None
+    hf_token_secret_ref: SecretKeySelector | None = None
+
+
+class InferenceServiceSpec(ApiModel):
+    model_ref: str
+    runtime: Runtime | None = "llamacpp"
+    replicas: int | None = Field(default=1, ge=0, le=10)
+    autoscaling: AutoscalingSpec | None = None
+    image: str | None = None
+    endpoint: EndpointSpec | None = None
+    resources: InferenceResources | None = None
+    tolerations: list[KubeObject] | None = None
+    node_selector: dict[str, str] | None = None
+    pod_annotations: dict[str, str] | None = None
+    pod_labels: dict[str, str] | None = None
+    runtime_class_name: str | None = None
+    context_size: int | None = Field(default=None, ge=128, le=2097152)
+    rope_scaling: RopeScalingSpec | None = None
+    parallel_slots: int | None = Field(default=None, ge=1, le=64)
+    flash_attention: bool | None = None
+    jinja: bool | None = None
+    cache_type_k: CacheType | None = None
+    cache_type_v: CacheType | None = None
+    cache_type_custom_k: str | None = None
+    cache_type_custom_v: str | None = None
+    moe_cpu_offload: bool | None = Field(default=None, alias="moeCPUOffload")
+    moe_cpu_layers: int | None = Field(default=None, ge=0, le=INT32_MAX, alias="moeCPULayers")
+    no_kv_offload: bool | None = None
+    no_warmup: bool | None = None
+    reasoning_budget: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    reasoning_budget_message: str | None = None
+    metadata_overrides: list[str] | None = None
+    tensor_overrides: list[str] | None = None
+    batch_size: int | None = Field(default=None, ge=1, le=16384)
+    u_batch_size: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    extra_args: list[str] | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[KubeObject] | None = None
+    container_port: int | None = Field(default=None, ge=1, le=65535)
+    probe_overrides: ProbeOverrides | None = None
+    skip_model_init: bool | None = None
+    persona_plex_config: PersonaPlexConfig | None = None
+    vllm_config: VLLMConfig | None = None
+    tgi_config: TGIConfig | None = None
+    image_pull_secrets: list[KubeObject] | None = None
+    priority: Priority | None = "normal"
+    priority_class_name: str | None = None
+    eviction_protection: bool | None = None
+    pod_security_context: KubeObject | None = None
+    security_context: KubeObject | None = None
+
+
+class InferenceServiceStatus(ApiModel):
+    phase: Phase | None = None
+    conditions: list[Condition] | None = None
+    replicas: int | None = None
+    ready_replicas: int | None = None
+    desired_replicas: int | None = None
+    endpoint: str | None = None
+    model_ready: bool | None = None
+    effective_priority: int | None = None
+    queue_position: int | None = None
+    scheduling_status: str | None = None
+    scheduling_message: str | None = None
+    waiting_for: str | None = None
+    last_updated: datetime | None = None
+
+
+class InferenceService(ApiModel):
+    api_version: str | None = API_VERSION
+    kind: str | None = ISVC_KIND
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: InferenceServiceSpec
+    status: InferenceServiceStatus | None = None

@@ -1,0 +1,94 @@
+"""Model (`mdl`): where the weights come from (reference-behaviour.md §7.1, §7.2)."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from llmkube.api.base import ApiModel
+from llmkube.api.constants import API_VERSION, MODEL_KIND
+from llmkube.api.meta import Condition, ObjectMeta
+
+# http(s)://, file://, pvc://, an absolute path without whitespace, or a HuggingFace repo id.
+SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|/\S*|[a-zA-Z0-9][\w\-./]+)$"
+SHA256_PATTERN = r"^[a-fA-F0-9]{64}$"
+
+RefreshPolicy = Literal["IfNotPresent", "OnChange"]
+ModelFormat = Literal["gguf", "mlx", "safetensors", "pytorch", "custom"]
+Accelerator = Literal["cpu", "metal", "cuda", "rocm", "intel"]
+GPUVendor = Literal["nvidia", "amd", "intel"]
+ShardingStrategy = Literal["layer", "tensor", "row", "pipeline", "none"]
+ModelPhase = Literal["Pending", "Downloading", "Copying", "Ready", "Failed"]
+
+
+class ShardingSpec(ApiModel):
+    strategy: ShardingStrategy | None = "layer"
+    layer_split: list[str] | None = None
+
+
+class GPUSpec(ApiModel):
+    enabled: bool | None = None
+    count: int | None = Field(default=None, ge=0, le=8)
+    memory: str | None = None
+    vendor: GPUVendor | None = "nvidia"
+    layers: int | None = Field(default=None, ge=-1)
+    sharding: ShardingSpec | None = None
+
+
+class HardwareSpec(ApiModel):
+    accelerator: Accelerator | None = "cpu"
+    gpu: GPUSpec | None = None
+    memory_budget: str | None = None
+    memory_fraction: float | None = Field(default=None, ge=0, le=1)
+
+
+class ModelResources(ApiModel):
+    cpu: str | None = None
+    memory: str | None = None
+
+
+class ModelSpec(ApiModel):
+    source: str = Field(pattern=SOURCE_PATTERN)
+    sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)
+    refresh_policy: RefreshPolicy | None = "IfNotPresent"
+    format: ModelFormat | None = "gguf"
+    quantization: str | None = None
+    hardware: HardwareSpec | None = None
+    resources: ModelResources | None = None
+
+
+class GGUFMetadata(ApiModel):
+    architecture: str | None = None
+    model_name: str | None = None
+    quantization: str | None = None
+    context_length: int | None = None
+    embedding_size: int | None = None
+    layer_count: int | None = None
+    head_count: int | None = None
+    tensor_count: int | None = None
+    file_version: int | None = None
+    license: str | None = None
+
+
+class ModelStatus(ApiModel):
+    phase: ModelPhase | None = None
+    size: str | None = None
+    path: str | None = None
+    cache_key: str | None = None
+    sha256: str | None = None
+    source_e_tag: str | None = Field(default=None, alias="sourceETag")
+    source_content_length: int | None = None
+    last_revalidated: datetime | None = None
+    accelerator_ready: bool | None = None
+    gguf: GGUFMetadata | None = None
+    last_updated: datetime | None = None
+    observed_generation: int | None = None
+    conditions: list[Condition] | None = None
+
+
+class Model(ApiModel):
+    api_version: str | None = API_VERSION
+    kind: str | None = MODEL_KIND
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ModelSpec
+    status: ModelStatus | None = None

@@ -1,0 +1,57 @@
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from llmkube.api.meta import Condition
+from llmkube.plan.conditions import find_condition, is_true, remove_condition, set_condition
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T1 = T0 + timedelta(minutes=5)
+
+
+def cond(type_: str, status: str = "True", reason: str = "R", at: datetime = T0) -> Condition:
+    return Condition.model_validate(
+        {"type": type_, "status": status, "reason": reason, "message": "m", "lastTransitionTime": at}
+    )
+
+
+@pytest.mark.parametrize(
+    ("existing", "status", "expected_transition"),
+    [
+        (None, "True", T1),  # new condition: transition is now
+        (cond("Ready", "True"), "True", T0),  # same status: transition kept
+        (cond("Ready", "False"), "True", T1),  # flipped: transition is now
+    ],
+)
+def test_set_condition_moves_transition_time_only_on_flip(
+    existing: Condition | None, status: str, expected_transition: datetime
+) -> None:
+    result = set_condition(
+        [existing] if existing else [],
+        type_="Ready",
+        status=status,  # type: ignore[arg-type]
+        reason="Now",
+        message="new message",
+        now=T1,
+        observed_generation=7,
+    )
+    assert len(result) == 1
+    assert result[0].last_transition_time == expected_transition
+    assert (result[0].reason, result[0].message, result[0].observed_generation) == ("Now", "new message", 7)
+
+
+def test_set_condition_keeps_order_and_other_conditions() -> None:
+    before = [cond("A"), cond("B"), cond("C")]
+    after = set_condition(before, type_="B", status="False", reason="X", message="x", now=T1)
+    assert [c.type for c in after] == ["A", "B", "C"]
+    assert after[0] is before[0] and after[2] is before[2]
+    assert set_condition(before, type_="D", status="True", reason="X", message="", now=T1)[-1].type == "D"
+
+
+def test_remove_find_and_is_true() -> None:
+    conditions = [cond("A", "True"), cond("B", "False")]
+    assert [c.type for c in remove_condition(conditions, "A")] == ["B"]
+    assert remove_condition(None, "A") == []
+    assert find_condition(conditions, "B") is conditions[1]
+    assert find_condition(None, "B") is None
+    assert is_true(conditions, "A") and not is_true(conditions, "B") and not is_true(conditions, "Z")
