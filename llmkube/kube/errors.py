@@ -1,0 +1,162 @@
+"""Typed API errors, built from the server's ``Status`` body (a pure mapping, unit-tested)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "AlreadyExists",
+    "ApiError",
+    "Conflict",
+    "Expired",
+    "FieldCause",
+    "Forbidden",
+    "Invalid",
+    "NotFound",
+    "ServerTimeout",
+    "TooManyRequests",
+    "Unauthorized",
+    "error_from_response",
+    "parse_retry_after",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldCause:
+    """One entry of ``Status.details.causes``: which field the server rejected and why."""
+
+    field: str
+    reason: str
+    message: str
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server (``status`` is the HTTP code)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        reason: str = "",
+        causes: tuple[FieldCause, ...] = (),
+        details: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {reason or 'Error'}: {message}")
+        self.status = status
+        self.message = message
+        self.reason = reason
+        self.causes = causes
+        self.details = details or {}
+        self.retry_after = retry_after
+
+
+class NotFound(ApiError):
+    pass
+
+
+class AlreadyExists(ApiError):
+    pass
+
+
+class Conflict(ApiError):
+    """409 other than AlreadyExists: a stale resourceVersion, a failed precondition, an SSA conflict."""
+
+
+class Expired(ApiError):
+    """410 Gone / reason Expired: the resourceVersion is older than the server still remembers."""
+
+
+class Invalid(ApiError):
+    """422: validation failed; ``causes`` lists the offending fields."""
+
+    def mentions_immutable_field(self) -> bool:
+        """True when the rejection is about changing a field that cannot be changed in place."""
+        texts = [self.message, *(cause.message for cause in self.causes)]
+        return any("immutable" in text or "may not be changed" in text for text in texts)
+
+
+class Forbidden(ApiError):
+    pass
+
+
+class Unauthorized(ApiError):
+    pass
+
+
+class TooManyRequests(ApiError):
+    pass
+
+
+class ServerTimeout(ApiError):
+    pass
+
+
+_BY_REASON: dict[str, type[ApiError]] = {
+    "NotFound": NotFound,
+    "AlreadyExists": AlreadyExists,
+    "Conflict": Conflict,
+    "Expired": Expired,
+    "Gone": Expired,
+    "Invalid": Invalid,
+    "Forbidden": Forbidden,
+    "Unauthorized": Unauthorized,
+    "TooManyRequests": TooManyRequests,
+    "Timeout": ServerTimeout,
+    "ServerTimeout": ServerTimeout,
+}
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Expired,
+    422: Invalid,
+    429: TooManyRequests,
+    504: ServerTimeout,
+}
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (the API server only sends delta-seconds)."""
+    if not value:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return max(0.0, seconds)
+
+
+def error_from_status(status: int, body: Any, retry_after: float | None = None) -> ApiError:
+    """Build the typed error for an HTTP status and a decoded ``Status`` object (or anything else)."""
+    payload = body if isinstance(body, dict) else {}
+    reason = str(payload.get("reason") or "")
+    message = str(payload.get("message") or (body if isinstance(body, str) else "") or f"HTTP {status}")
+    details = payload.get("details") if isinstance(payload.get("details"), dict) else {}
+    causes = tuple(
+        FieldCause(
+            field=str(cause.get("field") or ""),
+            reason=str(cause.get("reason") or ""),
+            message=str(cause.get("message") or ""),
+        )
+        for cause in (details or {}).get("causes") or ()
+        if isinstance(cause, dict)
+    )
+    code = int(payload.get("code") or status)
+    # A 409 with reason AlreadyExists is its own type; an ERROR watch event carries 410 in `code`.
+    error_type = _BY_REASON.get(reason) or _BY_STATUS.get(code) or ApiError
+    return error_type(code, message, reason=reason, causes=causes, details=details, retry_after=retry_after)
+
+
+def error_from_response(status: int, body: bytes, retry_after_header: str | None = None) -> ApiError:
+    try:
+        decoded: Any = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        decoded = body.decode("utf-8", "replace").strip()
+    return error_from_status(status, decoded, parse_retry_after(retry_after_header))
