@@ -1,0 +1,458 @@
+"""A real local Kubernetes control plane, the way controller-runtime's envtest provides one.
+
+tier "api":  etcd + kube-apiserver (RBAC on, service-account keys, token users).
+tier "full": api + kube-controller-manager + kube-scheduler + kwok with fake nodes that
+             advertise GPUs, so Deployments get pods that turn Ready, the scheduler reports
+             `Insufficient nvidia.com/gpu`, and garbage collection deletes owned objects.
+
+Binaries come from `hack/build-k8s.sh` (built through the Go module proxy, cached outside the
+repository). Everything runs on loopback ports in a temporary directory; `stop()` (also on
+Ctrl-C and interpreter exit) tears it all down, and every component's log stays in
+`<workdir>/logs` for failed tests.
+"""
+
+import atexit
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from llmkube.testing.pki import ClusterPKI, generate_pki
+from llmkube.testing.rest import KubeRest, RestError, wait_until
+
+Tier = Literal["api", "full"]
+
+K8S_VERSION = "v1.37.2"
+BUILD_COMMAND = "bash hack/build-k8s.sh"
+API_BINARIES = ("etcd", "kube-apiserver")
+FULL_BINARIES = (*API_BINARIES, "kube-controller-manager", "kube-scheduler", "kwok")
+
+ADMIN_USER = "llmkube-admin"
+RESTRICTED_USER = "llmkube-restricted"
+# A static-token identity named like the controller's service account, so RBAC written for the
+# ServiceAccount (manifests/rbac) applies to it unchanged: least privilege proven with our own RBAC.
+CONTROLLER_NAMESPACE = "llmkube-system"
+CONTROLLER_SERVICE_ACCOUNT = "llmkube-controller"
+CONTROLLER_USER = f"system:serviceaccount:{CONTROLLER_NAMESPACE}:{CONTROLLER_SERVICE_ACCOUNT}"
+
+GPU_TAINT_VALUE = "present"
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+class MissingBinaryError(ClusterError):
+    pass
+
+
+def default_bin_dir() -> Path:
+    if explicit := os.environ.get("LLMKUBE_K8S_BIN"):
+        return Path(explicit)
+    cache = os.environ.get("LLMKUBE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "llmkube"
+    )
+    return Path(cache) / f"k8s-{K8S_VERSION}" / "bin"
+
+
+def check_binaries(bin_dir: Path, tier: Tier) -> None:
+    names = FULL_BINARIES if tier == "full" else API_BINARIES
+    missing = [name for name in names if not os.access(bin_dir / name, os.X_OK)]
+    if tier == "full" and not (bin_dir / "kwok-stages.yaml").is_file():
+        missing.append("kwok-stages.yaml")
+    if missing:
+        raise MissingBinaryError(
+            f"missing control-plane binaries in {bin_dir}: {', '.join(missing)}. "
+            f"Build them with: {BUILD_COMMAND}  (or point LLMKUBE_K8S_BIN at a directory that has them)"
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A kwok node. GPU nodes carry the usual `<resource>=present:NoSchedule` taint."""
+
+    name: str
+    gpus: int = 0
+    gpu_resource: str = "nvidia.com/gpu"
+    cpu: str = "32"
+    memory: str = "256Gi"
+    pods: str = "110"
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def manifest(self) -> dict[str, object]:
+        capacity = {"cpu": self.cpu, "memory": self.memory, "pods": self.pods}
+        taints: list[dict[str, str]] = []
+        if self.gpus:
+            capacity[self.gpu_resource] = str(self.gpus)
+            taints.append({"key": self.gpu_resource, "value": GPU_TAINT_VALUE, "effect": "NoSchedule"})
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.name,
+                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {
+                    "kubernetes.io/hostname": self.name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "type": "kwok",
+                    **self.labels,
+                },
+            },
+            "spec": {"taints": taints} if taints else {},
+            "status": {"capacity": capacity, "allocatable": capacity},
+        }
+
+
+DEFAULT_NODES = (
+    NodeSpec("kwok-cpu-0"),
+    NodeSpec("kwok-gpu-0", gpus=2),
+    NodeSpec("kwok-gpu-1", gpus=1),
+)
+
+
+try:  # loaded once in the parent: the child between fork and exec must not import or load anything
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL("libc.so.6", use_errno=True)
+except OSError:
+    _LIBC = None
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: SIGTERM it if the launching process dies for any reason,
+    so a killed test run never leaves an API server behind."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class _Component:
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+def _kubeconfig(server: str, ca: Path, user: str, token: str) -> str:
+    import base64
+
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "llmkube-local",
+                    "cluster": {
+                        "server": server,
+                        "certificate-authority-data": base64.b64encode(ca.read_bytes()).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "llmkube-local", "context": {"cluster": "llmkube-local", "user": user}}],
+            "current-context": "llmkube-local",
+        }
+    )
+
+
+class LocalCluster:
+    """Start with `start()` (or a `with` block); stop with `stop()`. Not re-entrant."""
+
+    def __init__(
+        self,
+        tier: Tier = "api",
+        *,
+        nodes: tuple[NodeSpec, ...] = DEFAULT_NODES,
+        workdir: Path | None = None,
+        bin_dir: Path | None = None,
+        start_timeout: float = 90.0,
+    ) -> None:
+        self.tier: Tier = tier
+        self.nodes = nodes if tier == "full" else ()
+        self.bin_dir = bin_dir or default_bin_dir()
+        self._own_workdir = workdir is None
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"llmkube-{tier}-"))
+        self.start_timeout = start_timeout
+        self.components: list[_Component] = []
+        self.etcd_port = free_port()
+        self.api_port = free_port()
+        self.server = f"https://127.0.0.1:{self.api_port}"
+        self.etcd_endpoint = f"http://127.0.0.1:{self.etcd_port}"
+        self.logs_dir = self.workdir / "logs"
+        self.kubeconfig = self.workdir / "admin.kubeconfig"
+        self.restricted_kubeconfig = self.workdir / "restricted.kubeconfig"
+        self.controller_kubeconfig = self.workdir / "controller.kubeconfig"
+        self.startup_seconds: dict[str, float] = {}
+        self._pki: ClusterPKI | None = None
+        self._stopped = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def __enter__(self) -> "LocalCluster":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> "LocalCluster":
+        check_binaries(self.bin_dir, self.tier)
+        atexit.register(self.stop)
+        t0 = time.monotonic()
+        try:
+            self._prepare()
+            self._start_etcd()
+            self._start_apiserver()
+            self.startup_seconds["api"] = time.monotonic() - t0
+            if self.tier == "full":
+                self._start_full_tier()
+                self.startup_seconds["full"] = time.monotonic() - t0
+        except BaseException:
+            self.print_logs()
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        for component in reversed(self.components):
+            if component.process.poll() is None:
+                component.process.terminate()
+        deadline = time.monotonic() + 10
+        for component in reversed(self.components):
+            try:
+                component.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                component.process.kill()
+                component.process.wait()
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.stop)
+        if self._own_workdir and not os.environ.get("LLMKUBE_KEEP_CLUSTER_DIR"):
+            # Keep the logs of a failed run; they are small. The etcd data is not.
+            shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+
+    def admin(self) -> KubeRest:
+        return KubeRest.from_kubeconfig(self.kubeconfig)
+
+    def restricted(self) -> KubeRest:
+        return KubeRest.from_kubeconfig(self.restricted_kubeconfig)
+
+    # -- set-up steps -------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        self._pki = generate_pki(self.workdir / "pki")
+        self._tokens = {
+            ADMIN_USER: os.urandom(16).hex(),
+            RESTRICTED_USER: os.urandom(16).hex(),
+            CONTROLLER_USER: os.urandom(16).hex(),
+        }
+        sa_groups = f"system:serviceaccounts,system:serviceaccounts:{CONTROLLER_NAMESPACE}"
+        (self.workdir / "tokens.csv").write_text(
+            f'{self._tokens[ADMIN_USER]},{ADMIN_USER},uid-admin,"system:masters"\n'
+            f"{self._tokens[RESTRICTED_USER]},{RESTRICTED_USER},uid-restricted\n"
+            f'{self._tokens[CONTROLLER_USER]},{CONTROLLER_USER},uid-controller,"{sa_groups}"\n'
+        )
+        ca = self._pki.ca_cert
+        self.kubeconfig.write_text(_kubeconfig(self.server, ca, ADMIN_USER, self._tokens[ADMIN_USER]))
+        self.restricted_kubeconfig.write_text(
+            _kubeconfig(self.server, ca, RESTRICTED_USER, self._tokens[RESTRICTED_USER])
+        )
+        self.controller_kubeconfig.write_text(
+            _kubeconfig(self.server, ca, CONTROLLER_USER, self._tokens[CONTROLLER_USER])
+        )
+
+    def _spawn(self, name: str, args: list[str]) -> _Component:
+        log = self.logs_dir / f"{name}.log"
+        handle = log.open("ab")
+        process = subprocess.Popen(
+            [str(self.bin_dir / args[0]), *args[1:]],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=self.workdir,
+            preexec_fn=_die_with_parent,
+        )
+        handle.close()
+        component = _Component(name, process, log)
+        self.components.append(component)
+        return component
+
+    def _check_alive(self) -> None:
+        for component in self.components:
+            if component.process.poll() is not None:
+                raise ClusterError(
+                    f"{component.name} exited with code {component.process.returncode}; "
+                    f"log: {component.log}\n{_tail(component.log)}"
+                )
+
+    def _wait(self, predicate: object, what: str) -> None:
+        def check() -> object:
+            self._check_alive()
+            return predicate() if callable(predicate) else predicate
+
+        wait_until(check, timeout=self.start_timeout, interval=0.1, what=what)
+
+    def _start_etcd(self) -> None:
+        peer = free_port()
+        self._spawn(
+            "etcd",
+            [
+                "etcd",
+                "--name=default",
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls={self.etcd_endpoint}",
+                f"--advertise-client-urls={self.etcd_endpoint}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer}",
+                "--unsafe-no-fsync=true",  # throwaway data: durability buys nothing, fsync costs seconds
+                "--log-level=warn",
+            ],
+        )
+
+        def healthy() -> bool:
+            import urllib.request
+
+            try:
+                with urllib.request.urlopen(f"{self.etcd_endpoint}/health", timeout=2) as resp:
+                    return b'"true"' in resp.read()
+            except OSError:
+                return False
+
+        self._wait(healthy, "etcd /health")
+
+    def _start_apiserver(self) -> None:
+        assert self._pki is not None
+        pki = self._pki
+        self._spawn(
+            "kube-apiserver",
+            [
+                "kube-apiserver",
+                f"--etcd-servers={self.etcd_endpoint}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.api_port}",
+                f"--cert-dir={self.workdir / 'pki'}",
+                f"--tls-cert-file={pki.serving_cert}",
+                f"--tls-private-key-file={pki.serving_key}",
+                f"--client-ca-file={pki.ca_cert}",
+                f"--token-auth-file={self.workdir / 'tokens.csv'}",
+                "--authorization-mode=Node,RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                # Like envtest: pods need no service-account token volume (there is no kubelet).
+                "--disable-admission-plugins=ServiceAccount",
+                "--allow-privileged=true",
+                "--enable-priority-and-fairness=true",
+                "--endpoint-reconciler-type=none",
+                "--v=1",
+            ],
+        )
+        admin = KubeRest.from_kubeconfig(self.kubeconfig)
+        self._wait(lambda: admin.get_text("/readyz")[0] == 200, "kube-apiserver /readyz")
+
+    def _start_full_tier(self) -> None:
+        assert self._pki is not None
+        common = [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--secure-port=0",
+        ]
+        self._spawn(
+            "kube-controller-manager",
+            [
+                "kube-controller-manager",
+                *common,
+                f"--service-account-private-key-file={self._pki.sa_key}",
+                f"--root-ca-file={self._pki.ca_cert}",
+                "--controllers=*",
+                "--use-service-account-credentials=false",
+                "--horizontal-pod-autoscaler-sync-period=5s",
+                "--v=1",
+            ],
+        )
+        self._spawn("kube-scheduler", ["kube-scheduler", *common, "--v=1"])
+        self._spawn(
+            "kwok",
+            [
+                "kwok",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={self.bin_dir / 'kwok-stages.yaml'}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                "--node-ip=127.0.0.1",
+                "--node-lease-duration-seconds=40",
+                "--cidr=10.244.0.0/16",
+            ],
+        )
+        admin = self.admin()
+        for node in self.nodes:
+            admin.create(node.manifest())
+
+        def nodes_ready() -> bool:
+            ready = 0
+            for node in admin.list("v1", "Node"):
+                conditions = node.get("status", {}).get("conditions", [])
+                ready += any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+            return ready >= len(self.nodes)
+
+        self._wait(nodes_ready, f"{len(self.nodes)} kwok nodes Ready")
+
+        def default_service_account() -> bool:
+            try:
+                admin.get("v1", "ServiceAccount", "default", "default")
+            except RestError:
+                return False
+            return True
+
+        # The controller-manager is up once its service-account controller has done its first pass.
+        self._wait(default_service_account, "kube-controller-manager (default ServiceAccount)")
+
+    # -- diagnostics ----------------------------------------------------------------------------
+    def print_logs(self, lines: int = 40) -> None:
+        for component in self.components:
+            print(f"===== {component.name} ({component.log}) =====")
+            print(_tail(component.log, lines))
+
+    def __repr__(self) -> str:
+        return f"LocalCluster(tier={self.tier!r}, server={self.server!r}, workdir={str(self.workdir)!r})"
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@contextlib.contextmanager
+def local_cluster(tier: Tier = "api", **kwargs: object) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tier, **kwargs)  # type: ignore[arg-type]
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

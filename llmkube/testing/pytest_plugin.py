@@ -1,0 +1,176 @@
+"""pytest fixtures that give tests a real Kubernetes API server.
+
+One cluster per test session per tier (started lazily, only when a test asks for it), a fresh
+namespace per test. Where the cluster comes from:
+
+- `LLMKUBE_TEST_KUBECONFIG=<path>`: that cluster, for both tiers (nothing is started).
+- `LLMKUBE_TEST_CLUSTER=k3s`: a k3s container through testcontainers (needs a Docker engine;
+  skipped with the reason printed when there is none).
+- otherwise: `LocalCluster` from binaries built by `hack/build-k8s.sh`.
+
+Load it with `pytest_plugins = ["llmkube.testing.pytest_plugin"]`.
+"""
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmkube.testing.cluster import LocalCluster, MissingBinaryError, Tier
+from llmkube.testing.rest import KubeRest, RestError, wait_until
+
+K3S_IMAGE = "rancher/k3s:v1.33.5-k3s1"  # pinned: `latest` would change under us
+
+
+@dataclass
+class ClusterHandle:
+    """What a test needs to talk to a cluster, whichever way it was provided."""
+
+    tier: Tier
+    server: str
+    kubeconfig: Path
+    workdir: Path
+    restricted_kubeconfig: Path | None = None
+    controller_kubeconfig: Path | None = None
+    etcd_endpoint: str | None = None
+    local: LocalCluster | None = None
+    startup_seconds: dict[str, float] = field(default_factory=dict)
+
+    def admin(self) -> KubeRest:
+        return KubeRest.from_kubeconfig(self.kubeconfig)
+
+    def restricted(self) -> KubeRest:
+        if self.restricted_kubeconfig is None:
+            pytest.skip("this cluster has no restricted identity (external kubeconfig)")
+        return KubeRest.from_kubeconfig(self.restricted_kubeconfig)
+
+
+def _docker_available() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    result = subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=20)
+    return result.returncode == 0
+
+
+def _provide(tier: Tier) -> Iterator[ClusterHandle]:
+    if kubeconfig := os.environ.get("LLMKUBE_TEST_KUBECONFIG"):
+        path = Path(kubeconfig)
+        rest = KubeRest.from_kubeconfig(path)
+        yield ClusterHandle(tier, rest.server, path, Path(tempfile.mkdtemp(prefix="llmkube-ext-")))
+        return
+    if os.environ.get("LLMKUBE_TEST_CLUSTER") == "k3s":
+        if not _docker_available():
+            pytest.skip("LLMKUBE_TEST_CLUSTER=k3s needs a running Docker engine, and there is none here")
+        from testcontainers.k3s import K3SContainer
+
+        with K3SContainer(image=K3S_IMAGE) as k3s:
+            workdir = Path(tempfile.mkdtemp(prefix="llmkube-k3s-"))
+            path = workdir / "kubeconfig"
+            path.write_text(k3s.config_yaml())
+            yield ClusterHandle(tier, KubeRest.from_kubeconfig(path).server, path, workdir)
+        return
+    try:
+        cluster = LocalCluster(tier).start()
+    except MissingBinaryError as err:
+        pytest.fail(str(err), pytrace=False)
+    try:
+        yield ClusterHandle(
+            tier=tier,
+            server=cluster.server,
+            kubeconfig=cluster.kubeconfig,
+            workdir=cluster.workdir,
+            restricted_kubeconfig=cluster.restricted_kubeconfig,
+            controller_kubeconfig=cluster.controller_kubeconfig,
+            etcd_endpoint=cluster.etcd_endpoint,
+            local=cluster,
+            startup_seconds=cluster.startup_seconds,
+        )
+    finally:
+        cluster.stop()
+
+
+_started: list[ClusterHandle] = []
+
+
+@pytest.fixture(scope="session")
+def api_cluster() -> Iterator[ClusterHandle]:
+    """etcd + kube-apiserver with RBAC on: no controllers, no scheduler, no nodes."""
+    for cluster in _provide("api"):
+        _started.append(cluster)
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def full_cluster() -> Iterator[ClusterHandle]:
+    """api + controller-manager + scheduler + kwok nodes with GPUs."""
+    for cluster in _provide("full"):
+        _started.append(cluster)
+        yield cluster
+
+
+def _fresh_namespace(cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
+    base = "".join(ch if ch.isalnum() else "-" for ch in request.node.name.lower())[:40].strip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    admin = cluster.admin()
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(RestError):
+            admin.delete("v1", "Namespace", name)
+
+
+@pytest.fixture
+def namespace(api_cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace in the api-tier cluster, deleted after the test."""
+    yield from _fresh_namespace(api_cluster, request)
+
+
+@pytest.fixture
+def full_namespace(full_cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace in the full-tier cluster, deleted after the test."""
+    yield from _fresh_namespace(full_cluster, request)
+
+
+@pytest.fixture
+async def k8s_client(api_cluster: ClusterHandle) -> AsyncIterator[Any]:
+    """A kubernetes_asyncio ApiClient for the api-tier cluster (admin identity)."""
+    from kubernetes_asyncio import client, config
+
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=str(api_cluster.kubeconfig), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api:
+        yield api
+
+
+def apply_manifests(cluster: ClusterHandle, docs: list[dict[str, Any]], namespace: str | None = None) -> None:
+    """Server-side apply each document; waits for CRDs among them to be Established."""
+    admin = cluster.admin()
+    for doc in docs:
+        admin.apply(doc, namespace=namespace)
+    crds = [d["metadata"]["name"] for d in docs if d.get("kind") == "CustomResourceDefinition"]
+    for name in crds:
+
+        def established(crd_name: str = name) -> bool:
+            crd = admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd_name)
+            conditions = crd.get("status", {}).get("conditions", [])
+            return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+        wait_until(established, timeout=30, what=f"CRD {name} Established")
+    if crds:
+        admin.forget_discovery()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for cluster in _started:
+        if cluster.startup_seconds:
+            timings = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.startup_seconds.items())
+            terminalreporter.write_line(f"llmkube local control plane ({cluster.tier}): started in {timings}")

@@ -1,0 +1,19 @@
+"""Shared fixtures: real local control planes (see llmkube/testing/pytest_plugin.py)."""
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["llmkube.testing.pytest_plugin"]
+
+TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Mark by directory so `-m "not e2e"` works without decorating every test.
+    for item in items:
+        path = Path(str(item.fspath))
+        if TESTS / "integration" in path.parents:
+            item.add_marker(pytest.mark.integration)
+        elif TESTS / "e2e" in path.parents:
+            item.add_marker(pytest.mark.e2e)
