@@ -82,7 +82,6 @@ class ModelStatus(ApiModel):
     accelerator_ready: bool | None = None
     gguf: GGUFMetadata | None = None
     last_updated: datetime | None = None
-    observed_generation: int | None = None
     conditions: list[Condition] | None = None
 
 

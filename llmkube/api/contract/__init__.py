@@ -1,0 +1,1 @@
+"""The vendored API contract (a copy of shared/spec/inferenceservice.schema.json)."""

@@ -1,0 +1,288 @@
+"""The CustomResourceDefinitions, built from code (never edited by hand in manifests/crd).
+
+InferenceService: its schema *is* the API contract, converted to the structural form
+(`schema_convert.to_structural`). Model: its schema is written here from reference §7.1/§7.2,
+and a test keeps it in step with the pydantic types in `llmkube.api.model`.
+"""
+
+import json
+from importlib import resources
+from typing import Any
+
+from llmkube.api import constants as c
+from llmkube.api.schema_convert import Schema, to_structural
+
+CONTRACT_FILE = "inferenceservice.schema.json"
+
+
+def contract_schema() -> Schema:
+    """The InferenceService contract (a vendored copy of shared/spec, checked equal by a test)."""
+    text = resources.files("llmkube.api.contract").joinpath(CONTRACT_FILE).read_text()
+    schema: Schema = json.loads(text)
+    return schema
+
+
+def _column(name: str, path: str, type_: str = "string", priority: int = 0, description: str = "") -> Schema:
+    column: Schema = {"name": name, "type": type_, "jsonPath": path}
+    if description:
+        column["description"] = description
+    if priority:
+        column["priority"] = priority
+    return column
+
+
+def _crd(
+    *,
+    kind: str,
+    plural: str,
+    singular: str,
+    short_names: tuple[str, ...],
+    schema: Schema,
+    columns: list[Schema],
+    scale: bool,
+) -> dict[str, Any]:
+    subresources: Schema = {"status": {}}
+    if scale:
+        # No labelSelectorPath: the contract's status has no selector field.
+        subresources["scale"] = {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+        }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{plural}.{c.GROUP}",
+            "labels": {c.LABEL_NAME: "llmkube", c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE},
+        },
+        "spec": {
+            "group": c.GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": singular,
+                "shortNames": list(short_names),
+                "categories": list(c.CATEGORIES),
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": c.VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": subresources,
+                    "additionalPrinterColumns": columns,
+                }
+            ],
+        },
+    }
+
+
+def inferenceservice_crd() -> dict[str, Any]:
+    return _crd(
+        kind=c.ISVC_KIND,
+        plural=c.ISVC_PLURAL,
+        singular=c.ISVC_SINGULAR,
+        short_names=c.ISVC_SHORT_NAMES,
+        schema=to_structural(contract_schema()),
+        scale=True,
+        columns=[
+            _column("Phase", ".status.phase"),
+            _column("Model", ".spec.modelRef"),
+            _column("Replicas", ".status.readyReplicas", "integer", description="Ready replicas"),
+            _column("Reason", ".status.schedulingStatus", priority=1),
+            _column("Queue", ".status.queuePosition", "integer", priority=1),
+            _column("Priority", ".spec.priority", priority=1),
+            _column("Endpoint", ".status.endpoint"),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ],
+    )
+
+
+# -- Model schema (reference §7.1, §7.2) ----------------------------------------------------------
+
+
+def _s(description: str, **extra: Any) -> Schema:
+    return {"type": "string", "description": description, **extra}
+
+
+def _i(description: str, fmt: str = "int32", **extra: Any) -> Schema:
+    return {"type": "integer", "format": fmt, "description": description, **extra}
+
+
+def _b(description: str) -> Schema:
+    return {"type": "boolean", "description": description}
+
+
+def _o(description: str, properties: Schema, required: list[str] | None = None) -> Schema:
+    schema: Schema = {"type": "object", "description": description, "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _condition_schema() -> Schema:
+    """metav1.Condition, exactly as the contract spells it for InferenceService."""
+    isvc_status = contract_schema()["properties"]["status"]["properties"]
+    conditions: Schema = to_structural(isvc_status["conditions"])
+    conditions["description"] = "Conditions of the Model: Available, Progressing, Degraded, SourceDrifted."
+    return conditions
+
+
+def model_schema() -> Schema:
+    from llmkube.api.model import SHA256_PATTERN, SOURCE_PATTERN
+
+    sharding = _o(
+        "How layers or tensors are split across GPUs.",
+        {
+            "strategy": _s(
+                "layer (default), tensor, row, pipeline or none: llama.cpp --split-mode.",
+                enum=["layer", "tensor", "row", "pipeline", "none"],
+                default="layer",
+            ),
+            "layerSplit": {
+                "type": "array",
+                "description": '"start-end" layer ranges, one per GPU: they become --tensor-split ratios.',
+                "items": {"type": "string"},
+            },
+        },
+    )
+    gpu = _o(
+        "GPU requirements.",
+        {
+            "enabled": _b("Informational: the GPU count decides."),
+            "count": _i(
+                "GPUs per replica; takes precedence over the InferenceService's resources.gpu.",
+                minimum=0,
+                maximum=8,
+            ),
+            "memory": _s("Informational GPU memory per device, e.g. 24Gi."),
+            "vendor": _s(
+                "nvidia (default), amd or intel: selects the GPU resource name.",
+                enum=["nvidia", "amd", "intel"],
+                default="nvidia",
+            ),
+            "layers": _i("Layers to offload (--n-gpu-layers); -1, 0 or unset mean all (99).", minimum=-1),
+            "sharding": sharding,
+        },
+    )
+    hardware = _o(
+        "Hardware the model is meant for.",
+        {
+            "accelerator": _s(
+                "cpu (default), metal, cuda, rocm or intel.",
+                enum=["cpu", "metal", "cuda", "rocm", "intel"],
+                default="cpu",
+            ),
+            "gpu": gpu,
+            "memoryBudget": _s("Metal agent only: memory budget, e.g. 16Gi."),
+            "memoryFraction": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "Metal agent only: fraction of host memory to use.",
+            },
+        },
+    )
+    spec = _o(
+        "Where the weights come from and what hardware they need.",
+        {
+            "source": _s(
+                "http(s)://, file://, pvc://<claim>/<path>, an absolute path, or a HuggingFace repo id.",
+                pattern=SOURCE_PATTERN,
+            ),
+            "sha256": _s(
+                "Expected SHA-256 of the file (checked for files the controller copies).",
+                pattern=SHA256_PATTERN,
+            ),
+            "refreshPolicy": _s(
+                "IfNotPresent (default) or OnChange: re-fetch when the source changes.",
+                enum=["IfNotPresent", "OnChange"],
+                default="IfNotPresent",
+            ),
+            "format": _s(
+                "gguf (default), mlx, safetensors, pytorch or custom.",
+                enum=["gguf", "mlx", "safetensors", "pytorch", "custom"],
+                default="gguf",
+            ),
+            "quantization": _s("Informational, e.g. Q4_K_M."),
+            "hardware": hardware,
+            "resources": _o(
+                "Informational CPU and memory needs.", {"cpu": _s("e.g. 2"), "memory": _s("e.g. 4Gi")}
+            ),
+        },
+        required=["source"],
+    )
+    gguf = _o(
+        "Metadata read from the GGUF header.",
+        {
+            "architecture": _s("general.architecture"),
+            "modelName": _s("general.name"),
+            "quantization": _s("general.file_type as a name, e.g. Q4_K_M"),
+            "contextLength": _i("<arch>.context_length", "int64"),
+            "embeddingSize": _i("<arch>.embedding_length", "int64"),
+            "layerCount": _i("<arch>.block_count", "int64"),
+            "headCount": _i("<arch>.attention.head_count", "int64"),
+            "tensorCount": _i("Number of tensors", "int64"),
+            "fileVersion": _i("GGUF file format version", "int64"),
+            "license": _s("general.license"),
+        },
+    )
+    status = _o(
+        "Observed state of the Model.",
+        {
+            "phase": _s(
+                "Pending, Downloading, Copying, Ready or Failed.",
+                enum=["Pending", "Downloading", "Copying", "Ready", "Failed"],
+            ),
+            "size": _s('Human-readable size, e.g. "4.6 GiB"; "0" for runtime-resolved sources.'),
+            "path": _s("Path of the model file as the workload sees it, or empty."),
+            "cacheKey": _s("First 16 hex characters of SHA-256 of the source string."),
+            "sha256": _s("SHA-256 of the file the controller holds."),
+            "sourceETag": _s("ETag of the upstream source at the last fingerprint."),
+            "sourceContentLength": _i(
+                "Content-Length of the upstream source at the last fingerprint.", "int64"
+            ),
+            "lastRevalidated": _s("When the source was last fingerprinted.", format="date-time"),
+            "acceleratorReady": _b("Whether some node offers the accelerator this model needs."),
+            "gguf": gguf,
+            "lastUpdated": _s("When the status last changed.", format="date-time"),
+            "conditions": _condition_schema(),
+        },
+    )
+    return {
+        "type": "object",
+        "description": "Model is where an LLM's weights come from.",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+        "required": ["spec"],
+    }
+
+
+def model_crd() -> dict[str, Any]:
+    return _crd(
+        kind=c.MODEL_KIND,
+        plural=c.MODEL_PLURAL,
+        singular=c.MODEL_SINGULAR,
+        short_names=c.MODEL_SHORT_NAMES,
+        schema=model_schema(),
+        scale=False,
+        columns=[
+            _column("Phase", ".status.phase"),
+            _column("Size", ".status.size"),
+            _column("Accelerator", ".spec.hardware.accelerator"),
+            _column("Arch", ".status.gguf.architecture", priority=1),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ],
+    )
+
+
+def all_crds() -> list[dict[str, Any]]:
+    return [inferenceservice_crd(), model_crd()]

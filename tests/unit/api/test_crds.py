@@ -1,0 +1,105 @@
+"""The InferenceService CRD is the API contract; the committed manifests are what the code generates."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from llmkube.api import crds
+from llmkube.api.manifests import to_yaml
+from llmkube.api.schema_convert import to_json_schema, to_structural
+
+ROOT = Path(__file__).resolve().parents[3]
+SHARED_CONTRACT = ROOT.parent / "shared" / "spec" / "inferenceservice.schema.json"
+CRD_DIR = ROOT / "manifests" / "crd"
+
+
+def committed(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((CRD_DIR / name).read_text())
+    return doc
+
+
+def test_vendored_contract_is_the_shared_contract() -> None:
+    if not SHARED_CONTRACT.is_file():
+        pytest.skip(f"{SHARED_CONTRACT} is not checked out beside this repository")
+    assert crds.contract_schema() == json.loads(SHARED_CONTRACT.read_text())
+
+
+def test_committed_isvc_crd_schema_equals_the_contract() -> None:
+    """Loaded as data from the committed YAML: the same schema, in the contract's notation."""
+    contract = (
+        json.loads(SHARED_CONTRACT.read_text()) if SHARED_CONTRACT.is_file() else crds.contract_schema()
+    )
+    schema = committed("inference.llmkube.dev_inferenceservices.yaml")["spec"]["versions"][0]["schema"][
+        "openAPIV3Schema"
+    ]
+    assert to_json_schema(schema) == contract
+    assert to_structural(contract) == schema
+
+
+def test_committed_manifests_are_generated_not_hand_edited() -> None:
+    assert (CRD_DIR / "inference.llmkube.dev_inferenceservices.yaml").read_text() == to_yaml(
+        [crds.inferenceservice_crd()]
+    )
+    assert (CRD_DIR / "inference.llmkube.dev_models.yaml").read_text() == to_yaml([crds.model_crd()])
+
+
+def _walk_types(node: Any, path: str = "") -> list[str]:
+    found: list[str] = []
+    if isinstance(node, dict):
+        if isinstance(node.get("type"), list):
+            found.append(path)
+        if "properties" in node and "additionalProperties" in node:
+            found.append(path + " (additionalProperties beside properties)")
+        for key, value in node.items():
+            found += _walk_types(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for item in node:
+            found += _walk_types(item, path)
+    return found
+
+
+@pytest.mark.parametrize("crd", [crds.inferenceservice_crd(), crds.model_crd()], ids=["isvc", "model"])
+def test_schemas_are_structural(crd: dict[str, Any]) -> None:
+    assert _walk_types(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]) == []
+
+
+def test_isvc_crd_names_subresources_and_columns() -> None:
+    crd = crds.inferenceservice_crd()
+    spec = crd["spec"]
+    assert crd["metadata"]["name"] == "inferenceservices.inference.llmkube.dev"
+    assert spec["names"]["shortNames"] == ["isvc"]
+    assert spec["names"]["categories"] == ["llmkube"]
+    version = spec["versions"][0]
+    assert version["name"] == "v1alpha1"
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+    }
+    columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
+    assert [c["name"] for c in version["additionalPrinterColumns"] if "priority" not in c] == [
+        "Phase",
+        "Model",
+        "Replicas",
+        "Endpoint",
+        "Age",
+    ]
+    assert {name for name, c in columns.items() if c.get("priority") == 1} == {"Reason", "Queue", "Priority"}
+    assert columns["Replicas"]["jsonPath"] == ".status.readyReplicas"
+    assert columns["Queue"]["jsonPath"] == ".status.queuePosition"
+
+
+def test_model_crd_names_and_columns() -> None:
+    crd = crds.model_crd()
+    version = crd["spec"]["versions"][0]
+    assert crd["spec"]["names"]["shortNames"] == ["mdl"]
+    assert version["subresources"] == {"status": {}}
+    assert [(c["name"], c.get("priority", 0)) for c in version["additionalPrinterColumns"]] == [
+        ("Phase", 0),
+        ("Size", 0),
+        ("Accelerator", 0),
+        ("Arch", 1),
+        ("Age", 0),
+    ]
