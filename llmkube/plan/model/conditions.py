@@ -1,0 +1,207 @@
+"""Model conditions: types, reasons and messages as the reference writes them (§7.4), with standard
+semantics (design decision 11): `lastTransitionTime` moves only on a flip, and the three primary
+conditions always describe the present — Progressing and Degraded are cleared once the Model is Ready,
+Available is False whenever it is not.
+"""
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+from llmkube.api.meta import Condition, ConditionStatus
+from llmkube.plan.conditions import find_condition, set_condition
+
+AVAILABLE = "Available"
+PROGRESSING = "Progressing"
+DEGRADED = "Degraded"
+SOURCE_DRIFTED = "SourceDrifted"
+
+# Reasons (reference §7.4).
+PVC_NOT_FOUND = "PVCNotFound"
+PVC_NOT_BOUND = "PVCNotBound"
+PVC_MODEL_READY = "PVCModelReady"
+RUNTIME_RESOLVED = "RuntimeResolved"
+WORKLOAD_RESOLVED = "WorkloadResolved"
+METAL_AGENT_MANAGED = "MetalAgentManaged"
+MODEL_CACHED = "ModelCached"
+MODEL_READY = "ModelReady"
+COPY_STARTED = "CopyStarted"
+COPY_FAILED = "CopyFailed"
+DOWNLOAD_STARTED = "DownloadStarted"  # reference only: llmkube never downloads in the controller
+DOWNLOAD_FAILED = "DownloadFailed"  # reference only: unknown sources are InvalidSource here
+INTEGRITY_CHECK_FAILED = "IntegrityCheckFailed"
+INVALID_SOURCE = "InvalidSource"
+SUPERSEDED = "Superseded"
+IN_SYNC = "InSync"
+UPSTREAM_CHANGED = "UpstreamChanged"
+
+# Messages (reference §7.4, §7.7).
+MSG_RUNTIME_RESOLVED = "Source is runtime-resolved (e.g., HuggingFace repo ID); runtime will fetch at startup"
+MSG_WORKLOAD_RESOLVED = (
+    "Source is a remote URL; the InferenceService Pod's init container will fetch the model "
+    "into the per-namespace model cache PVC at startup"
+)
+MSG_WORKLOAD_RESOLVED_METAL = (
+    "Source is a remote URL; the host metal-agent will fetch the model into its model store "
+    "when the InferenceService is reconciled"
+)
+MSG_METAL_AGENT_MANAGED = (
+    "Source is a local path on the Metal node; the host metal-agent loads the model directly"
+)
+MSG_MODEL_CACHED = "Model found in cache"
+MSG_MODEL_READY = "Model downloaded and cached"
+MSG_COPY_STARTED = "Started copying local model"
+MSG_SUPERSEDED_NO_DOWNLOAD = "Model reached Ready without a controller-side download"
+MSG_SUPERSEDED_CACHED = "Model reached Ready from the controller's cache"
+MSG_IN_SYNC = "Cached model matches the upstream source"
+
+
+def go_quote(text: str) -> str:
+    """Go's `%q` for the strings we quote (names, paths, URLs): double quotes, backslash escapes."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def msg_pvc_not_found(claim: str, namespace: str) -> str:
+    return f"PVC {go_quote(claim)} not found in namespace {go_quote(namespace)}"
+
+
+def msg_pvc_not_bound(claim: str, phase: str) -> str:
+    return f"PVC {go_quote(claim)} is {phase}, waiting for it to be Bound"
+
+
+def msg_pvc_model_ready(claim: str) -> str:
+    return f"Model available on PVC {go_quote(claim)}"
+
+
+def msg_invalid_pvc_source(source: str) -> str:
+    return f"spec.source {go_quote(source)} is not a valid PVC source: expected pvc://<claim>/<path/in/claim>"
+
+
+def msg_unsupported_source(source: str) -> str:
+    return (
+        f"spec.source {go_quote(source)} is not a supported model source: expected http(s)://..., "
+        "file://..., pvc://<claim>/<path>, an absolute path, or a HuggingFace repo id (org/name)"
+    )
+
+
+def msg_upstream_changed(source: str) -> str:
+    return f"Upstream source {go_quote(source)} differs from the cached copy"
+
+
+def _flip_false_if_present(
+    conditions: Sequence[Condition],
+    type_: str,
+    reason: str,
+    message: str,
+    now: datetime,
+    generation: int | None,
+) -> list[Condition]:
+    """Set an existing condition to False (refreshing why); a condition never written stays absent."""
+    if find_condition(conditions, type_) is None:
+        return list(conditions)
+    return set_condition(
+        conditions,
+        type_=type_,
+        status="False",
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+
+
+def mark_ready(
+    conditions: Sequence[Condition] | None,
+    *,
+    reason: str,
+    message: str,
+    superseded_message: str,
+    now: datetime,
+    generation: int | None,
+) -> list[Condition]:
+    """Available=True; a Progressing or Degraded left by an earlier attempt becomes False/Superseded."""
+    result = set_condition(
+        conditions,
+        type_=AVAILABLE,
+        status="True",
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+    for type_ in (PROGRESSING, DEGRADED):
+        result = _flip_false_if_present(result, type_, SUPERSEDED, superseded_message, now, generation)
+    return result
+
+
+def mark_progressing(
+    conditions: Sequence[Condition] | None,
+    *,
+    reason: str,
+    message: str,
+    clear_degraded: bool,
+    now: datetime,
+    generation: int | None,
+) -> list[Condition]:
+    """Progressing=True; Available (if ever written) False for the same reason.
+
+    `clear_degraded` says whether the cause of an earlier Degraded is known to be gone (a PVC that now
+    exists); a retried copy is not such evidence, so its Degraded stays until the outcome is known.
+    """
+    result = set_condition(
+        conditions,
+        type_=PROGRESSING,
+        status="True",
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+    result = _flip_false_if_present(result, AVAILABLE, reason, message, now, generation)
+    if clear_degraded:
+        result = _flip_false_if_present(result, DEGRADED, reason, message, now, generation)
+    return result
+
+
+def mark_failed(
+    conditions: Sequence[Condition] | None,
+    *,
+    reason: str,
+    message: str,
+    now: datetime,
+    generation: int | None,
+) -> list[Condition]:
+    """Degraded=True; Available and Progressing (if ever written) False for the same reason."""
+    result = set_condition(
+        conditions,
+        type_=DEGRADED,
+        status="True",
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+    for type_ in (AVAILABLE, PROGRESSING):
+        result = _flip_false_if_present(result, type_, reason, message, now, generation)
+    return result
+
+
+def mark_source_drifted(
+    conditions: Sequence[Condition] | None,
+    *,
+    drifted: bool,
+    source: str,
+    now: datetime,
+    generation: int | None,
+) -> list[Condition]:
+    status: ConditionStatus = "True" if drifted else "False"
+    reason, message = (UPSTREAM_CHANGED, msg_upstream_changed(source)) if drifted else (IN_SYNC, MSG_IN_SYNC)
+    return set_condition(
+        conditions,
+        type_=SOURCE_DRIFTED,
+        status=status,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )

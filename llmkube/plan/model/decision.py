@@ -1,0 +1,89 @@
+"""What plan_model returns: the status to write, the one action to perform next, and when to come back."""
+
+import enum
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+from llmkube.api.model import ModelStatus
+from llmkube.plan.source import SourceKind
+
+DEFAULT_CACHE_PATH = "/models"
+DEFAULT_REVALIDATE_INTERVAL = timedelta(hours=1)
+DEFAULT_INTEL_GPU_RESOURCE = "gpu.intel.com/i915"
+
+# Reference §7.6.
+PVC_NOT_FOUND_REQUEUE = timedelta(seconds=30)
+PVC_NOT_BOUND_REQUEUE = timedelta(seconds=10)
+# Unrecoverable fetch errors retry on this fixed interval instead of the rate limiter (issue #405).
+FETCH_FAILURE_REQUEUE = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class ModelPlanConfig:
+    """Operator-level settings (reference §1.2) the Model planner depends on."""
+
+    cache_path: str = DEFAULT_CACHE_PATH  # --model-cache-path; "" means the default
+    revalidate_interval: timedelta = DEFAULT_REVALIDATE_INTERVAL  # --model-revalidate-interval
+    intel_gpu_resource: str = DEFAULT_INTEL_GPU_RESOURCE  # LLMKUBE_INTEL_GPU_RESOURCE
+    # Read the GGUF header of http(s) sources with Range requests before the first Ready.
+    read_remote_gguf: bool = True
+
+    @property
+    def effective_cache_path(self) -> str:
+        return self.cache_path or DEFAULT_CACHE_PATH
+
+
+class ActionKind(enum.Enum):
+    NONE = "None"
+    COPY_LOCAL = "CopyLocal"  # copy the local source into the cache directory
+    VERIFY = "Verify"  # hash / parse / canonically rename a file already in the cache
+    PROBE_FINGERPRINT = (
+        "ProbeFingerprint"  # HEAD (http) or stat (local) the source; optionally read the header
+    )
+    REFETCH = "Refetch"  # delete the cached *.gguf files, then copy again
+
+
+@dataclass(frozen=True)
+class ModelAction:
+    kind: ActionKind = ActionKind.NONE
+    source_kind: SourceKind | None = None
+    source: str = ""  # the local path (file:// stripped) or the URL
+    model_dir: str = ""  # <cache>/<cacheKey>
+    model_name: str = ""  # metadata.name: the canonical file name falls back to it
+    cached_path: str = ""  # VERIFY: the file to verify
+    expected_sha256: str | None = None  # COPY_LOCAL / REFETCH / VERIFY: spec.sha256
+    hash_file: bool = True  # VERIFY: False when status already holds this file's hash
+    read_header: bool = False  # PROBE_FINGERPRINT (http): also read the GGUF header with Range requests
+
+
+NO_ACTION = ModelAction()
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """`after` is a timed requeue; `backoff` hands the key to the work queue's rate limiter instead."""
+
+    after: timedelta | None = None
+    backoff: bool = False
+
+
+NO_REQUEUE = Requeue()
+BACKOFF = Requeue(backoff=True)
+
+ReconcileResult = Literal["success", "error"]
+
+
+@dataclass(frozen=True)
+class ModelDecision:
+    """The next step. While `action` is not NONE the status is provisional (e.g. `Copying`) and the
+    caller performs the action, adds its result to the facts and plans again; `requeue`, `error`
+    and the metric fields are only meaningful once `action` is NONE.
+    """
+
+    status: ModelStatus
+    action: ModelAction = NO_ACTION
+    requeue: Requeue = field(default=NO_REQUEUE)
+    error: str | None = None  # set with requeue.backoff: the failure to log and count
+    status_metric: str | None = None  # `llmkube_model_status{phase=...}` label (§8.1)
+    reconcile_result: ReconcileResult | None = None  # `llmkube_reconcile_total{result=...}`

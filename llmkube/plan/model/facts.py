@@ -1,0 +1,129 @@
+"""What the Model controller observed, and what its I/O helpers reported back.
+
+These are the inputs of `plan_model`. The helpers in `llmkube.controllers.modelsource` build them;
+the planner only reads them, so every branch of the decision can be tested with plain values.
+"""
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from llmkube.api.model import GGUFMetadata
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What identifies the upstream bytes: the HTTP ETag and/or the size (Content-Length or stat size)."""
+
+    etag: str | None = None
+    content_length: int | None = None
+
+    @property
+    def determinate(self) -> bool:
+        return bool(self.etag) or bool(self.content_length)
+
+
+class ProbeFailure(enum.Enum):
+    NOT_FOUND = "NotFound"  # HTTP 404, or the local source file is gone
+    SERVER_ERROR = "ServerError"  # HTTP 5xx
+    UNEXPECTED_STATUS = "UnexpectedStatus"  # any other non-200 answer
+    TIMEOUT = "Timeout"
+    CONNECTION = "Connection"  # DNS, refused, reset, TLS, invalid URL
+    NO_FINGERPRINT = "NoFingerprint"  # 200 without an ETag or a usable Content-Length
+    PERMISSION_DENIED = "PermissionDenied"
+    IO_ERROR = "IOError"
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """The result of one fingerprint probe (HTTP HEAD or a local stat).
+
+    A failed probe is *indeterminate*: it never counts as drift (reference §7.7).
+    """
+
+    fingerprint: Fingerprint | None = None
+    failure: ProbeFailure | None = None
+    detail: str = ""
+
+
+class FetchFailure(enum.Enum):
+    NOT_FOUND = "NotFound"  # ENOENT / ENOTDIR: the path is not there (or not visible to the controller pod)
+    PERMISSION_DENIED = "PermissionDenied"  # EACCES / EPERM
+    NOT_A_FILE = "NotAFile"  # a directory, a device, ...
+    SIZE_MISMATCH = "SizeMismatch"  # fewer or more bytes than the source announced
+    INTEGRITY_MISMATCH = "IntegrityMismatch"  # SHA-256 differs from spec.sha256 (the copy was deleted)
+    IO_ERROR = "IOError"  # anything else (disk full, EIO, ...): possibly transient
+
+
+@dataclass(frozen=True)
+class FetchError:
+    kind: FetchFailure
+    message: str
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A model file that now sits in the controller's cache, as a copy or a verification found it."""
+
+    path: str
+    size: int
+    sha256: str | None  # None when the verification was asked not to hash
+    gguf: GGUFMetadata | None  # None when the header could not be parsed (non-fatal)
+    source_size: int | None = None  # size of the source at copy time: the drift baseline
+
+
+class HeaderFailure(enum.Enum):
+    RANGES_UNSUPPORTED = "RangesUnsupported"  # the server answered a Range request with the whole body
+    HTTP_STATUS = "HTTPStatus"
+    TIMEOUT = "Timeout"
+    CONNECTION = "Connection"
+    TRUNCATED = "Truncated"  # the body was shorter than the server announced
+    UNKNOWN_SIZE = "UnknownSize"  # Content-Range without a total size
+    NOT_GGUF = "NotGGUF"
+    HEADER_TOO_LARGE = "HeaderTooLarge"  # the header did not fit in the prefix cap
+    IO_ERROR = "IOError"
+
+
+@dataclass(frozen=True)
+class RemoteHeader:
+    """GGUF metadata read from the first bytes of a remote file (or why it is unavailable)."""
+
+    metadata: GGUFMetadata | None = None
+    failure: HeaderFailure | None = None
+    detail: str = ""
+    bytes_fetched: int = 0
+
+
+@dataclass(frozen=True)
+class CachedFile:
+    """A `*.gguf` file found in the Model's cache directory (chosen as the reference does, §7.4)."""
+
+    path: str
+    size: int
+
+    @property
+    def basename(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+CopyResult = StoredFile | FetchError
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """Everything plan_model needs besides the Model itself.
+
+    The observed part comes from the informer cache and a directory listing; `probe`,
+    `remote_header`, `copy` and `verify` are the results of actions performed earlier in the same
+    reconcile. The planner never asks for an action whose result is already here, so the
+    observe → decide → act loop always ends.
+    """
+
+    pvc_phase: str | None = None  # pvc:// sources: the claim's status.phase; None when it does not exist
+    cached_file: CachedFile | None = None  # local sources: what the cache directory holds
+    # Summed node capacity per extended resource name; None when listing nodes failed (fail open).
+    gpu_capacity: Mapping[str, int] | None = None
+    probe: ProbeOutcome | None = None
+    remote_header: RemoteHeader | None = None
+    copy: CopyResult | None = None
+    verify: CopyResult | None = None

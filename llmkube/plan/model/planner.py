@@ -1,0 +1,524 @@
+"""plan_model: the Model reconcile (reference §7.4 to §7.7) as one pure function.
+
+The controller runs a short loop: observe → `plan_model` → perform the returned action with the
+`modelsource` helpers → add the result to the facts → `plan_model` again, until the action is NONE.
+Every status the loop produces is final or honestly provisional (`Copying`), and the loop ends
+because an action is never requested once its result is among the facts.
+
+Where llmkube differs from the reference (design decisions 11, 13, 18):
+* conditions follow standard semantics (Progressing/Degraded cleared once Ready, lastTransitionTime
+  only on flips) and are written in one status update, not one per condition;
+* the state is re-derived on every reconcile (level-triggered): a Ready PVC model whose claim
+  disappears becomes Failed, a Ready cached model whose file vanished is copied again;
+* bad input never hot-loops: unsupported and malformed sources fail without a requeue (a spec edit
+  brings the Model back), unrecoverable copy errors and checksum mismatches retry every 5 minutes;
+* fields that described an earlier `spec.source` are dropped when the source changes.
+"""
+
+import posixpath
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from llmkube.api.meta import Condition
+from llmkube.api.model import Model, ModelStatus
+from llmkube.plan.conditions import find_condition, remove_condition
+from llmkube.plan.model import conditions as cond
+from llmkube.plan.model.accelerator import accelerator_ready
+from llmkube.plan.model.decision import (
+    BACKOFF,
+    FETCH_FAILURE_REQUEUE,
+    NO_REQUEUE,
+    PVC_NOT_BOUND_REQUEUE,
+    PVC_NOT_FOUND_REQUEUE,
+    ActionKind,
+    ModelAction,
+    ModelDecision,
+    ModelPlanConfig,
+    Requeue,
+)
+from llmkube.plan.model.drift import DriftKind, decide_drift, next_revalidation_in, revalidation_due
+from llmkube.plan.model.facts import FetchError, FetchFailure, ModelFacts, ProbeOutcome, StoredFile
+from llmkube.plan.model.size import RUNTIME_RESOLVED_SIZE, format_size
+from llmkube.plan.model.status import status_changed
+from llmkube.plan.source import (
+    SourceKind,
+    cache_key,
+    canonical_basename,
+    classify_source,
+    local_path,
+    parse_pvc_source,
+)
+
+PHASE_READY = "Ready"
+PVC_BOUND = "Bound"
+PVC_MOUNT_ROOT = "/model-source"
+
+# `llmkube_model_status{phase=...}` label values (reference §8.1).
+METRIC_READY = "Ready"
+METRIC_CACHED = "Cached"
+METRIC_RUNTIME_READY = "ready"
+METRIC_FAILED = "Failed"
+
+# Copy failures that will not fix themselves: retried on a fixed interval, never through the rate
+# limiter, whose first retries come milliseconds apart (issue #405).
+_UNRECOVERABLE = frozenset({FetchFailure.NOT_FOUND, FetchFailure.PERMISSION_DENIED, FetchFailure.NOT_A_FILE})
+# A failed verification of a cached file that a fresh copy repairs (the helper already removed it).
+_RECOPY_AFTER_VERIFY = frozenset({FetchFailure.NOT_FOUND, FetchFailure.INTEGRITY_MISMATCH})
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    model: Model
+    facts: ModelFacts
+    now: datetime
+    config: ModelPlanConfig
+    old: ModelStatus
+
+    @property
+    def source(self) -> str:
+        return self.model.spec.source
+
+    @property
+    def generation(self) -> int | None:
+        return self.model.metadata.generation
+
+    @property
+    def accelerator_ready(self) -> bool:
+        return accelerator_ready(
+            self.model.spec.hardware, self.facts.gpu_capacity, self.config.intel_gpu_resource
+        )
+
+    @property
+    def is_metal(self) -> bool:
+        hardware = self.model.spec.hardware
+        return hardware is not None and hardware.accelerator == "metal"
+
+
+def plan_model(
+    model: Model, facts: ModelFacts, now: datetime, config: ModelPlanConfig | None = None
+) -> ModelDecision:
+    inputs = _Inputs(model, facts, now, config or ModelPlanConfig(), model.status or ModelStatus())
+    kind = classify_source(model.spec.source)
+    if kind is SourceKind.PVC:
+        decision = _plan_pvc(inputs)
+    elif kind is SourceKind.HUGGINGFACE:
+        decision = _plan_runtime_resolved(inputs, cond.RUNTIME_RESOLVED, cond.MSG_RUNTIME_RESOLVED)
+    elif kind is SourceKind.HTTP:
+        decision = _plan_http(inputs)
+    elif kind is SourceKind.LOCAL and inputs.is_metal:
+        decision = _plan_runtime_resolved(inputs, cond.METAL_AGENT_MANAGED, cond.MSG_METAL_AGENT_MANAGED)
+    elif kind is SourceKind.LOCAL:
+        decision = _plan_local(inputs)
+    else:
+        decision = _failed(
+            inputs,
+            _rebased(inputs.old, ""),
+            cond.INVALID_SOURCE,
+            cond.msg_unsupported_source(inputs.source),
+            NO_REQUEUE,
+        )
+    return _stamped(decision, inputs)
+
+
+def _stamped(decision: ModelDecision, inputs: _Inputs) -> ModelDecision:
+    """observedGeneration on every status we compute; lastUpdated only when something else changed."""
+    if decision.status is inputs.old:
+        return decision  # provisional "nothing to say yet" while an action runs
+    status = decision.status.model_copy(update={"observed_generation": inputs.generation})
+    last_updated = inputs.now if status_changed(inputs.old, status) else inputs.old.last_updated
+    return replace(decision, status=status.model_copy(update={"last_updated": last_updated}))
+
+
+def _rebased(old: ModelStatus, key: str) -> ModelStatus:
+    """The status with everything that described an earlier `spec.source` dropped.
+
+    The cache key is a hash of the source, so a different key means a different source: its path,
+    hash, GGUF metadata and drift fingerprint would be lies about the new one.
+    """
+    if (old.cache_key or "") == key:
+        return old
+    return old.model_copy(
+        update={
+            "cache_key": key,
+            "path": None,
+            "size": None,
+            "sha256": None,
+            "gguf": None,
+            "source_e_tag": None,
+            "source_content_length": None,
+            "last_revalidated": None,
+            "conditions": remove_condition(old.conditions, cond.SOURCE_DRIFTED),
+        }
+    )
+
+
+def _without_drift(status: ModelStatus) -> ModelStatus:
+    """PVC, HuggingFace and metal-local sources cannot be probed: they carry no drift state."""
+    return status.model_copy(
+        update={
+            "source_e_tag": None,
+            "source_content_length": None,
+            "last_revalidated": None,
+            "conditions": remove_condition(status.conditions, cond.SOURCE_DRIFTED),
+        }
+    )
+
+
+def _conditions(status: ModelStatus) -> list[Condition]:
+    return list(status.conditions or ())
+
+
+def _failed(
+    inputs: _Inputs, base: ModelStatus, reason: str, message: str, requeue: Requeue, *, count: bool = True
+) -> ModelDecision:
+    status = base.model_copy(
+        update={
+            "phase": "Failed",
+            "accelerator_ready": inputs.accelerator_ready,
+            "conditions": cond.mark_failed(
+                base.conditions, reason=reason, message=message, now=inputs.now, generation=inputs.generation
+            ),
+        }
+    )
+    return ModelDecision(
+        status=status,
+        requeue=requeue,
+        error=message if requeue.backoff else None,
+        status_metric=METRIC_FAILED if count else None,
+        reconcile_result="error" if count else None,
+    )
+
+
+# --- pvc:// -------------------------------------------------------------------------------------
+
+
+def _plan_pvc(inputs: _Inputs) -> ModelDecision:
+    source = parse_pvc_source(inputs.source)
+    key = cache_key(inputs.source)
+    base = _without_drift(_rebased(inputs.old, key))
+    if source is None:
+        return _failed(
+            inputs, base, cond.INVALID_SOURCE, cond.msg_invalid_pvc_source(inputs.source), NO_REQUEUE
+        )
+    phase = inputs.facts.pvc_phase
+    if phase is None:
+        namespace = inputs.model.metadata.namespace or ""
+        message = cond.msg_pvc_not_found(source.claim, namespace)
+        # The reference counts nothing on the PVC waiting paths (§8.1).
+        return _failed(
+            inputs, base, cond.PVC_NOT_FOUND, message, Requeue(after=PVC_NOT_FOUND_REQUEUE), count=False
+        )
+    if phase != PVC_BOUND:
+        message = cond.msg_pvc_not_bound(source.claim, phase)
+        status = base.model_copy(
+            update={
+                "phase": "Pending",
+                "accelerator_ready": inputs.accelerator_ready,
+                "conditions": cond.mark_progressing(
+                    base.conditions,
+                    reason=cond.PVC_NOT_BOUND,
+                    message=message,
+                    clear_degraded=True,  # the claim exists now: PVCNotFound no longer holds
+                    now=inputs.now,
+                    generation=inputs.generation,
+                ),
+            }
+        )
+        return ModelDecision(status=status, requeue=Requeue(after=PVC_NOT_BOUND_REQUEUE))
+    status = base.model_copy(
+        update={
+            "phase": PHASE_READY,
+            "path": f"{PVC_MOUNT_ROOT}/{source.path}",
+            "cache_key": key,
+            "accelerator_ready": inputs.accelerator_ready,
+            "conditions": cond.mark_ready(
+                base.conditions,
+                reason=cond.PVC_MODEL_READY,
+                message=cond.msg_pvc_model_ready(source.claim),
+                superseded_message=cond.MSG_SUPERSEDED_NO_DOWNLOAD,
+                now=inputs.now,
+                generation=inputs.generation,
+            ),
+        }
+    )
+    return ModelDecision(status=status, status_metric=METRIC_READY, reconcile_result="success")
+
+
+# --- sources the workload resolves --------------------------------------------------------------
+
+
+def _ready_without_download(
+    inputs: _Inputs, base: ModelStatus, key: str, reason: str, message: str
+) -> ModelStatus:
+    return base.model_copy(
+        update={
+            "phase": PHASE_READY,
+            "path": "",
+            "size": RUNTIME_RESOLVED_SIZE,
+            "cache_key": key,
+            "sha256": None,
+            "accelerator_ready": inputs.accelerator_ready,
+            "conditions": cond.mark_ready(
+                base.conditions,
+                reason=reason,
+                message=message,
+                superseded_message=cond.MSG_SUPERSEDED_NO_DOWNLOAD,
+                now=inputs.now,
+                generation=inputs.generation,
+            ),
+        }
+    )
+
+
+def _plan_runtime_resolved(inputs: _Inputs, reason: str, message: str) -> ModelDecision:
+    """HuggingFace repo ids (the runtime fetches) and metal local paths (the host agent loads)."""
+    base = _without_drift(_rebased(inputs.old, "")).model_copy(update={"gguf": None})
+    status = _ready_without_download(inputs, base, "", reason, message)
+    return ModelDecision(status=status, status_metric=METRIC_RUNTIME_READY, reconcile_result="success")
+
+
+def _apply_drift(status: ModelStatus, probe: ProbeOutcome, inputs: _Inputs) -> tuple[ModelStatus, DriftKind]:
+    outcome = decide_drift(status.source_e_tag, status.source_content_length, probe)
+    if not outcome.revalidated:
+        return status, outcome.kind
+    conditions = cond.mark_source_drifted(
+        status.conditions,
+        drifted=outcome.kind is DriftKind.DRIFTED,
+        source=inputs.source,
+        now=inputs.now,
+        generation=inputs.generation,
+    )
+    updated = status.model_copy(
+        update={
+            "source_e_tag": outcome.etag,
+            "source_content_length": outcome.content_length,
+            "last_revalidated": inputs.now,
+            "conditions": conditions,
+        }
+    )
+    return updated, outcome.kind
+
+
+def _plan_http(inputs: _Inputs) -> ModelDecision:
+    """http(s): the pod's init container fetches; the controller reports drift and, before the first
+    Ready, reads the GGUF header with Range requests (never the whole file).
+    """
+    key = cache_key(inputs.source)
+    base = _rebased(inputs.old, key)
+    config, facts = inputs.config, inputs.facts
+    # Only before the first Ready: the storage planner names the cached file after gguf.modelName,
+    # so metadata appearing later would rename (and re-download) a file pods already use.
+    want_header = config.read_remote_gguf and base.gguf is None and base.phase != PHASE_READY
+    if (
+        revalidation_due(base.last_revalidated, inputs.now, config.revalidate_interval)
+        and facts.probe is None
+    ):
+        action = ModelAction(
+            kind=ActionKind.PROBE_FINGERPRINT,
+            source_kind=SourceKind.HTTP,
+            source=inputs.source,
+            read_header=want_header,
+        )
+        return ModelDecision(status=inputs.old, action=action)
+    if want_header and facts.remote_header is not None and facts.remote_header.metadata is not None:
+        base = base.model_copy(update={"gguf": facts.remote_header.metadata})
+    message = cond.MSG_WORKLOAD_RESOLVED_METAL if inputs.is_metal else cond.MSG_WORKLOAD_RESOLVED
+    status = _ready_without_download(inputs, base, key, cond.WORKLOAD_RESOLVED, message)
+    if facts.probe is not None:
+        status, _ = _apply_drift(status, facts.probe, inputs)
+    requeue = Requeue(
+        after=next_revalidation_in(status.last_revalidated, inputs.now, config.revalidate_interval)
+    )
+    return ModelDecision(
+        status=status, requeue=requeue, status_metric=METRIC_RUNTIME_READY, reconcile_result="success"
+    )
+
+
+# --- local paths: the controller keeps its own copy ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class _LocalLayout:
+    key: str
+    model_dir: str
+    source_path: str
+
+
+def _plan_local(inputs: _Inputs) -> ModelDecision:
+    key = cache_key(inputs.source)
+    layout = _LocalLayout(
+        key=key,
+        model_dir=posixpath.join(inputs.config.effective_cache_path, key),
+        source_path=local_path(inputs.source),
+    )
+    facts, config = inputs.facts, inputs.config
+    base = _rebased(inputs.old, key)
+    drift: DriftKind | None = None
+    if facts.probe is not None:
+        base, drift = _apply_drift(base, facts.probe, inputs)
+
+    if facts.copy is not None:
+        return _after_copy(inputs, base, layout, facts.copy)
+    if facts.verify is not None:
+        if isinstance(facts.verify, StoredFile):
+            return _ready_from_cache(inputs, base, facts.verify)
+        if facts.verify.kind in _RECOPY_AFTER_VERIFY:
+            return _start_copy(inputs, base, layout, ActionKind.COPY_LOCAL)
+        return _failed(inputs, base, cond.COPY_FAILED, facts.verify.message, BACKOFF)
+
+    cached = facts.cached_file
+    if cached is None:
+        return _start_copy(inputs, base, layout, ActionKind.COPY_LOCAL)
+    if (
+        revalidation_due(base.last_revalidated, inputs.now, config.revalidate_interval)
+        and facts.probe is None
+    ):
+        action = ModelAction(
+            kind=ActionKind.PROBE_FINGERPRINT, source_kind=SourceKind.LOCAL, source=layout.source_path
+        )
+        return ModelDecision(status=inputs.old, action=action)
+    if drift is DriftKind.DRIFTED and inputs.model.spec.refresh_policy == "OnChange":
+        return _start_copy(inputs, base, layout, ActionKind.REFETCH)
+
+    describes_file = base.path == cached.path and bool(base.sha256)
+    expected = inputs.model.spec.sha256
+    if describes_file and expected and (base.sha256 or "").lower() != expected.lower():
+        # spec.sha256 changed since this copy was verified: the cached bytes are not the wanted ones.
+        return _start_copy(inputs, base, layout, ActionKind.REFETCH)
+    canonical = canonical_basename(
+        inputs.model.metadata.name or "", base.gguf.model_name if base.gguf else None
+    )
+    if describes_file and cached.basename == canonical:
+        stored = StoredFile(path=cached.path, size=cached.size, sha256=base.sha256, gguf=base.gguf)
+        return _ready_from_cache(inputs, base, stored)
+    action = ModelAction(
+        kind=ActionKind.VERIFY,
+        source_kind=SourceKind.LOCAL,
+        source=layout.source_path,
+        model_dir=layout.model_dir,
+        model_name=inputs.model.metadata.name or "",
+        cached_path=cached.path,
+        expected_sha256=expected,
+        # Hashing gigabytes is the expensive part; skip it when status already holds this file's hash.
+        hash_file=not describes_file,
+    )
+    return ModelDecision(status=inputs.old, action=action)
+
+
+def _start_copy(inputs: _Inputs, base: ModelStatus, layout: _LocalLayout, kind: ActionKind) -> ModelDecision:
+    status = base.model_copy(
+        update={
+            "phase": "Copying",
+            "cache_key": layout.key,
+            "accelerator_ready": inputs.accelerator_ready,
+            "conditions": cond.mark_progressing(
+                base.conditions,
+                reason=cond.COPY_STARTED,
+                message=cond.MSG_COPY_STARTED,
+                clear_degraded=False,
+                now=inputs.now,
+                generation=inputs.generation,
+            ),
+        }
+    )
+    action = ModelAction(
+        kind=kind,
+        source_kind=SourceKind.LOCAL,
+        source=layout.source_path,
+        model_dir=layout.model_dir,
+        model_name=inputs.model.metadata.name or "",
+        expected_sha256=inputs.model.spec.sha256,
+    )
+    return ModelDecision(status=status, action=action)
+
+
+def _after_copy(
+    inputs: _Inputs, base: ModelStatus, layout: _LocalLayout, result: StoredFile | FetchError
+) -> ModelDecision:
+    if isinstance(result, FetchError):
+        if result.kind is FetchFailure.INTEGRITY_MISMATCH:
+            # The same bytes will fail the same way: retry on the fixed interval, not in a tight backoff.
+            return _failed(
+                inputs,
+                base,
+                cond.INTEGRITY_CHECK_FAILED,
+                result.message,
+                Requeue(after=FETCH_FAILURE_REQUEUE),
+            )
+        requeue = Requeue(after=FETCH_FAILURE_REQUEUE) if result.kind in _UNRECOVERABLE else BACKOFF
+        return _failed(inputs, base, cond.COPY_FAILED, result.message, requeue)
+    conditions = cond.mark_source_drifted(
+        base.conditions, drifted=False, source=inputs.source, now=inputs.now, generation=inputs.generation
+    )
+    conditions = cond.mark_ready(
+        conditions,
+        reason=cond.MODEL_READY,
+        message=cond.MSG_MODEL_READY,
+        superseded_message=cond.MSG_SUPERSEDED_CACHED,
+        now=inputs.now,
+        generation=inputs.generation,
+    )
+    status = base.model_copy(
+        update={
+            "phase": PHASE_READY,
+            "path": result.path,
+            "size": format_size(result.size),
+            "cache_key": layout.key,
+            "sha256": result.sha256,
+            "gguf": result.gguf,
+            "accelerator_ready": inputs.accelerator_ready,
+            # The copy itself is the freshest fingerprint of a local source: its size.
+            "source_e_tag": None,
+            "source_content_length": result.source_size,
+            "last_revalidated": inputs.now,
+            "conditions": conditions,
+        }
+    )
+    return ModelDecision(
+        status=status,
+        requeue=Requeue(after=inputs.config.revalidate_interval),
+        status_metric=METRIC_READY,
+        reconcile_result="success",
+    )
+
+
+def _ready_from_cache(inputs: _Inputs, base: ModelStatus, stored: StoredFile) -> ModelDecision:
+    """A file already in the cache serves the Model: `ModelCached`, unless it was Ready from this
+    cache already, in which case the existing Available condition (e.g. `ModelReady`) stays put.
+    """
+    available = find_condition(base.conditions, cond.AVAILABLE)
+    keep = (
+        available is not None
+        and available.status == "True"
+        and available.reason in (cond.MODEL_READY, cond.MODEL_CACHED)
+        and base.phase == PHASE_READY
+    )
+    reason, message = (
+        (available.reason, available.message)
+        if keep and available
+        else (cond.MODEL_CACHED, cond.MSG_MODEL_CACHED)
+    )
+    status = base.model_copy(
+        update={
+            "phase": PHASE_READY,
+            "path": stored.path,
+            "size": format_size(stored.size),
+            "sha256": stored.sha256 or base.sha256,
+            "gguf": stored.gguf or base.gguf,
+            "accelerator_ready": inputs.accelerator_ready,
+            "conditions": cond.mark_ready(
+                base.conditions,
+                reason=reason,
+                message=message,
+                superseded_message=cond.MSG_SUPERSEDED_CACHED,
+                now=inputs.now,
+                generation=inputs.generation,
+            ),
+        }
+    )
+    requeue = Requeue(
+        after=next_revalidation_in(status.last_revalidated, inputs.now, inputs.config.revalidate_interval)
+    )
+    return ModelDecision(
+        status=status, requeue=requeue, status_metric=METRIC_CACHED, reconcile_result="success"
+    )
