@@ -1,0 +1,254 @@
+"""The informer cache: objects keyed by ``namespace/name`` plus named secondary indexes.
+
+Only the informer that owns a store mutates it (from its own task, so no locking is needed on a
+single event loop); everyone else reads.  Objects are the orjson-parsed dicts, shared, not copied:
+readers must treat them as immutable (copy before changing anything).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from llmkube.kube.types import Obj
+
+__all__ = [
+    "BY_CONTROLLER_UID",
+    "BY_NAMESPACE",
+    "Change",
+    "IndexFunc",
+    "Store",
+    "Tombstone",
+    "by_controller_uid",
+    "by_field",
+    "by_label",
+    "by_namespace",
+    "object_key",
+]
+
+IndexFunc = Callable[[Obj], Iterable[str]]
+
+BY_NAMESPACE = "namespace"
+BY_CONTROLLER_UID = "controller-uid"
+
+
+def object_key(obj: Obj) -> str:
+    """client-go's ``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` when cluster-scoped."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    name = meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """An object that vanished while we were not watching (found missing on a relist).
+
+    ``obj`` is the last state we knew, which may be stale: client-go's ``DeletedFinalStateUnknown``.
+    """
+
+    key: str
+    obj: Obj
+
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change to the cache, as handed to event handlers.
+
+    ``old`` is None for ADDED; ``new`` is None for DELETED, where ``old`` may be a
+    :class:`Tombstone`.  ``initial`` marks objects from the informer's first LIST, so
+    controllers can enqueue them with low priority.
+    """
+
+    type: EventType
+    old: Obj | Tombstone | None
+    new: Obj | None
+    initial: bool = False
+
+    @property
+    def obj(self) -> Obj:
+        """The object the change is about: the new state, else the last known state."""
+        if self.new is not None:
+            return self.new
+        if isinstance(self.old, Tombstone):
+            return self.old.obj
+        assert self.old is not None, "a Change always carries an object"
+        return self.old
+
+    @property
+    def old_obj(self) -> Obj | None:
+        return self.old.obj if isinstance(self.old, Tombstone) else self.old
+
+
+def by_namespace(obj: Obj) -> Iterable[str]:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return (namespace,) if namespace else ()
+
+
+def by_controller_uid(obj: Obj) -> Iterable[str]:
+    """The UID of the owner reference marked ``controller: true`` (at most one per object)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("uid"):
+            return (ref["uid"],)
+    return ()
+
+
+def by_label(label: str, *, namespaced: bool = True) -> IndexFunc:
+    """Index on one label's value; namespaced objects are indexed as ``namespace/value``."""
+
+    def index(obj: Obj) -> Iterable[str]:
+        meta = obj.get("metadata") or {}
+        value = (meta.get("labels") or {}).get(label)
+        if value is None:
+            return ()
+        namespace = meta.get("namespace")
+        return (f"{namespace}/{value}",) if namespaced and namespace else (value,)
+
+    return index
+
+
+def by_field(*path: str, namespaced: bool = True) -> IndexFunc:
+    """Index on a string field, e.g. ``by_field("spec", "modelRef")`` maps an object to
+    ``namespace/<spec.modelRef>``; a field holding a dict with ``name`` uses that name."""
+
+    def index(obj: Obj) -> Iterable[str]:
+        value: object = obj
+        for part in path:
+            if not isinstance(value, dict):
+                return ()
+            value = value.get(part)
+        if isinstance(value, dict):
+            value = value.get("name")
+        if not isinstance(value, str) or not value:
+            return ()
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        return (f"{namespace}/{value}",) if namespaced and namespace else (value,)
+
+    return index
+
+
+class Store:
+    def __init__(self, indexers: dict[str, IndexFunc] | None = None) -> None:
+        self._items: dict[str, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = {BY_NAMESPACE: by_namespace}
+        self._indices: dict[str, dict[str, set[str]]] = {BY_NAMESPACE: {}}
+        for name, func in (indexers or {}).items():
+            self.add_index(name, func)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def get(self, key: str) -> Obj | None:
+        return self._items.get(key)
+
+    def get_object(self, namespace: str | None, name: str) -> Obj | None:
+        return self._items.get(f"{namespace}/{name}" if namespace else name)
+
+    def objects(self) -> list[Obj]:
+        return list(self._items.values())
+
+    def keys(self) -> list[str]:
+        return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[Obj]:
+        return iter(list(self._items.values()))
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        """Objects whose index function produced ``value`` (sorted by key, for determinism)."""
+        if index not in self._indices:
+            raise KeyError(f"no index named {index!r}; known: {sorted(self._indices)}")
+        keys = self._indices[index].get(value)
+        return [self._items[key] for key in sorted(keys)] if keys else []
+
+    def index_values(self, index: str) -> list[str]:
+        return sorted(self._indices[index])
+
+    def add_index(self, name: str, func: IndexFunc) -> None:
+        """Register an index (an existing store is indexed immediately)."""
+        if name in self._indexers and self._indexers[name] is not func:
+            raise ValueError(f"an index named {name!r} already exists")
+        self._indexers[name] = func
+        self._indices[name] = {}
+        for key, obj in self._items.items():
+            self._index_one(name, key, obj)
+
+    # -- writing (informer only) ----------------------------------------------------------------
+
+    def upsert(self, obj: Obj) -> Obj | None:
+        """Insert or replace; returns the previous object."""
+        key = object_key(obj)
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = obj
+        for name in self._indexers:
+            self._index_one(name, key, obj)
+        return old
+
+    def delete(self, key: str) -> Obj | None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def replace(self, objects: Iterable[Obj], *, initial: bool = False) -> list[Change]:
+        """Make the store equal to a fresh LIST and describe the difference.
+
+        New keys are ADDED, keys whose resourceVersion moved are MODIFIED, and keys missing from the
+        list are DELETED with a :class:`Tombstone` (their deletion was never observed).  Objects
+        with an unchanged resourceVersion produce no change: nothing happened to them."""
+        fresh = {object_key(obj): obj for obj in objects}
+        changes: list[Change] = []
+        for key in [key for key in self._items if key not in fresh]:
+            old = self.delete(key)
+            assert old is not None
+            changes.append(Change("DELETED", Tombstone(key, old), None, initial))
+        for key, obj in fresh.items():
+            previous = self._items.get(key)
+            if previous is None:
+                self.upsert(obj)
+                changes.append(Change("ADDED", None, obj, initial))
+            elif _uid(previous) != _uid(obj):  # deleted and recreated under the same name
+                self.upsert(obj)
+                changes.append(Change("DELETED", Tombstone(key, previous), None, initial))
+                changes.append(Change("ADDED", None, obj, initial))
+            elif _resource_version(previous) != _resource_version(obj):
+                self.upsert(obj)
+                changes.append(Change("MODIFIED", previous, obj, initial))
+        return changes
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _index_one(self, name: str, key: str, obj: Obj) -> None:
+        index = self._indices[name]
+        for value in self._indexers[name](obj):
+            index.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: Obj) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(obj):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
+
+
+def _resource_version(obj: Obj) -> str | None:
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(rv) if rv is not None else None
+
+
+def _uid(obj: Obj) -> str | None:
+    uid = (obj.get("metadata") or {}).get("uid")
+    return str(uid) if uid is not None else None

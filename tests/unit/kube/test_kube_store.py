@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmkube.kube.lines import LineSplitter, LineTooLong
+from llmkube.kube.store import (
+    BY_CONTROLLER_UID,
+    BY_NAMESPACE,
+    Change,
+    Store,
+    Tombstone,
+    by_controller_uid,
+    by_field,
+    by_label,
+    object_key,
+)
+from llmkube.kube.transform import strip_for_cache
+
+
+def obj(
+    name: str,
+    namespace: str | None = "ns",
+    rv: str = "1",
+    uid: str | None = None,
+    labels: dict[str, str] | None = None,
+    owners: list[dict[str, Any]] | None = None,
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "resourceVersion": rv, "uid": uid or f"uid-{name}"}
+    if namespace:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = labels
+    if owners:
+        meta["ownerReferences"] = owners
+    return {"metadata": meta, "spec": spec or {}}
+
+
+def test_keys_follow_client_go() -> None:
+    assert object_key(obj("a")) == "ns/a"
+    assert object_key(obj("pc", namespace=None)) == "pc"
+
+
+def test_indexes_follow_updates_and_deletes() -> None:
+    store = Store({"model": by_field("spec", "modelRef"), "app": by_label("app")})
+    store.upsert(obj("isvc-1", spec={"modelRef": "llama"}, labels={"app": "x"}))
+    store.upsert(obj("isvc-2", spec={"modelRef": "llama"}))
+    store.upsert(obj("isvc-3", namespace="other", spec={"modelRef": "llama"}))
+    assert [o["metadata"]["name"] for o in store.by_index("model", "ns/llama")] == ["isvc-1", "isvc-2"]
+    assert [o["metadata"]["name"] for o in store.by_index("model", "other/llama")] == ["isvc-3"]
+    assert [o["metadata"]["name"] for o in store.by_index(BY_NAMESPACE, "ns")] == ["isvc-1", "isvc-2"]
+    assert [o["metadata"]["name"] for o in store.by_index("app", "ns/x")] == ["isvc-1"]
+    store.upsert(obj("isvc-1", rv="2", spec={"modelRef": "mistral"}))
+    assert [o["metadata"]["name"] for o in store.by_index("model", "ns/llama")] == ["isvc-2"]
+    assert store.by_index("app", "ns/x") == []
+    store.delete("ns/isvc-2")
+    assert store.by_index("model", "ns/llama") == []
+    assert store.index_values("model") == ["ns/mistral", "other/llama"]
+
+
+def test_by_field_accepts_an_object_reference_with_a_name() -> None:
+    index = by_field("spec", "modelRef")
+    assert list(index(obj("a", spec={"modelRef": {"name": "m"}}))) == ["ns/m"]
+    assert list(index(obj("a", spec={"modelRef": ""}))) == []
+    assert list(index(obj("a", spec={"modelRef": 5}))) == []
+    assert list(by_field("spec", "modelRef", namespaced=False)(obj("a", spec={"modelRef": "m"}))) == ["m"]
+
+
+def test_controller_owner_index_uses_only_the_controller_reference() -> None:
+    store = Store({BY_CONTROLLER_UID: by_controller_uid})
+    store.upsert(
+        obj("d", owners=[{"uid": "owner-a", "controller": False}, {"uid": "owner-b", "controller": True}])
+    )
+    assert store.by_index(BY_CONTROLLER_UID, "owner-a") == []
+    assert [o["metadata"]["name"] for o in store.by_index(BY_CONTROLLER_UID, "owner-b")] == ["d"]
+
+
+def test_an_index_added_later_covers_existing_objects() -> None:
+    store = Store()
+    store.upsert(obj("a", labels={"tier": "gpu"}))
+    store.add_index("tier", by_label("tier", namespaced=False))
+    assert [o["metadata"]["name"] for o in store.by_index("tier", "gpu")] == ["a"]
+    with pytest.raises(ValueError, match="already exists"):
+        store.add_index("tier", by_label("tier"))
+    with pytest.raises(KeyError, match="no index"):
+        store.by_index("missing", "x")
+
+
+def test_replace_reports_the_difference_with_tombstones() -> None:
+    store = Store()
+    store.replace([obj("same"), obj("changed"), obj("gone"), obj("recreated", uid="old")], initial=True)
+    changes = store.replace([obj("same"), obj("changed", rv="2"), obj("new"), obj("recreated", uid="new")])
+    summary = [(c.type, c.obj["metadata"]["name"], isinstance(c.old, Tombstone)) for c in changes]
+    assert summary == [
+        ("DELETED", "gone", True),
+        ("MODIFIED", "changed", False),
+        ("ADDED", "new", False),
+        ("DELETED", "recreated", True),
+        ("ADDED", "recreated", False),
+    ]
+    assert sorted(store.keys()) == ["ns/changed", "ns/new", "ns/recreated", "ns/same"]
+
+
+def test_change_accessors() -> None:
+    tomb = Tombstone("ns/a", obj("a"))
+    change = Change("DELETED", tomb, None)
+    assert change.obj is tomb.obj and change.old_obj is tomb.obj
+    added = Change("ADDED", None, obj("b"))
+    assert added.obj["metadata"]["name"] == "b" and added.old_obj is None
+
+
+def test_strip_for_cache_keeps_only_our_managed_fields() -> None:
+    transform = strip_for_cache("me")
+    one = obj("a")
+    one["metadata"]["managedFields"] = [{"manager": "kubectl"}, {"manager": "me", "subresource": "status"}]
+    assert transform(one)["metadata"]["managedFields"] == [{"manager": "me", "subresource": "status"}]
+    two = obj("b")
+    two["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    assert "managedFields" not in transform(two)["metadata"]
+
+
+LINES = [
+    # (chunks, expected lines, leftover)
+    ([b'{"a":1}\n{"b":2}\n'], [b'{"a":1}', b'{"b":2}'], None),
+    ([b'{"a":', b"1}\n"], [b'{"a":1}'], None),
+    ([b'{"a":1}\n\n\n', b'{"b"', b":2}"], [b'{"a":1}'], b'{"b":2}'),
+    ([b"x" * 10, b"y" * 10, b"\nz\n"], [b"x" * 10 + b"y" * 10, b"z"], None),
+    ([b"\r\n"], [], None),
+]
+
+
+@pytest.mark.parametrize(("chunks", "expected", "leftover"), LINES)
+def test_line_splitter(chunks: list[bytes], expected: list[bytes], leftover: bytes | None) -> None:
+    splitter = LineSplitter()
+    lines = [line for chunk in chunks for line in splitter.feed(chunk)]
+    assert lines == expected
+    assert splitter.flush() == leftover
+
+
+def test_line_splitter_handles_megabyte_lines_and_enforces_its_bound() -> None:
+    splitter = LineSplitter(max_line=3 * 1024 * 1024)
+    big = b"a" * (2 * 1024 * 1024)
+    lines = []
+    for offset in range(0, len(big), 65536):
+        lines += splitter.feed(big[offset : offset + 65536])
+    lines += splitter.feed(b"\n")
+    assert lines == [big]
+    with pytest.raises(LineTooLong):
+        for _ in range(100):
+            splitter.feed(b"b" * 65536)
