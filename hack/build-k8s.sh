@@ -117,12 +117,28 @@ GO
 }
 
 build_kwok() {
-  fresh kwok "$KWOK_VERSION" && { log "kwok $KWOK_VERSION: cached"; return; }
-  log "kwok $KWOK_VERSION: building"
-  local t0=$SECONDS
-  GOBIN="$BIN" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  stamp kwok "$KWOK_VERSION"
-  log "kwok $KWOK_VERSION: built in $((SECONDS - t0)) s"
+  if ! fresh kwok "$KWOK_VERSION"; then
+    log "kwok $KWOK_VERSION: building"
+    local t0=$SECONDS
+    GOBIN="$BIN" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+    stamp kwok "$KWOK_VERSION"
+    log "kwok $KWOK_VERSION: built in $((SECONDS - t0)) s"
+  else
+    log "kwok $KWOK_VERSION: cached"
+  fi
+  # The kwok binary ships no default stages (only kwokctl embeds them): take the release's own
+  # "fast" node and pod stages from the module source so nodes turn Ready and pods Running/Ready.
+  if [ ! -s "$BIN/kwok-stages.yaml" ] || [ "$(cat "$BIN/.kwok-stages.version" 2>/dev/null)" != "$KWOK_VERSION" ]; then
+    local src
+    src=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    local stage
+    : > "$BIN/kwok-stages.yaml.tmp"
+    for stage in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+                 pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+      { echo "---"; cat "$src/kustomize/stage/$stage"; } >> "$BIN/kwok-stages.yaml.tmp"
+    done
+    mv "$BIN/kwok-stages.yaml.tmp" "$BIN/kwok-stages.yaml"; stamp kwok-stages "$KWOK_VERSION"
+  fi
 }
 
 t_start=$SECONDS
