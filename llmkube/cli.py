@@ -8,6 +8,7 @@ llmkube version      print the version
 """
 
 import argparse
+import functools
 import os
 import signal
 import subprocess
@@ -58,18 +59,17 @@ def _install_basics(cluster_kubeconfig: Path, with_sample: bool) -> None:
 
     admin = KubeRest.from_kubeconfig(cluster_kubeconfig)
     admin.apply_all(all_crds())
+
+    def established(name: str) -> bool:
+        crd = admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+        return any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in crd.get("status", {}).get("conditions", [])
+        )
+
     for crd in all_crds():
         name = crd["metadata"]["name"]
-        wait_until(
-            lambda n=name: any(
-                c["type"] == "Established" and c["status"] == "True"
-                for c in admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", n)
-                .get("status", {})
-                .get("conditions", [])
-            ),
-            timeout=30,
-            what=f"CRD {name}",
-        )
+        wait_until(functools.partial(established, name), timeout=30, what=f"CRD {name}")
     admin.forget_discovery()
     for part in ("manager/namespace.yaml", "rbac", "priorityclasses"):
         path = MANIFESTS / part
