@@ -19,7 +19,6 @@ import posixpath
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from llmkube.api.meta import Condition
 from llmkube.api.model import Model, ModelStatus
 from llmkube.plan.conditions import find_condition, remove_condition
 from llmkube.plan.model import conditions as cond
@@ -121,10 +120,10 @@ def plan_model(
 
 
 def _stamped(decision: ModelDecision, inputs: _Inputs) -> ModelDecision:
-    """observedGeneration on every status we compute; lastUpdated only when something else changed."""
+    """lastUpdated moves only when something else changed, so an unchanged reconcile writes nothing."""
     if decision.status is inputs.old:
         return decision  # provisional "nothing to say yet" while an action runs
-    status = decision.status.model_copy(update={"observed_generation": inputs.generation})
+    status = decision.status
     last_updated = inputs.now if status_changed(inputs.old, status) else inputs.old.last_updated
     return replace(decision, status=status.model_copy(update={"last_updated": last_updated}))
 
@@ -162,10 +161,6 @@ def _without_drift(status: ModelStatus) -> ModelStatus:
             "conditions": remove_condition(status.conditions, cond.SOURCE_DRIFTED),
         }
     )
-
-
-def _conditions(status: ModelStatus) -> list[Condition]:
-    return list(status.conditions or ())
 
 
 def _failed(
@@ -306,9 +301,13 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
     key = cache_key(inputs.source)
     base = _rebased(inputs.old, key)
     config, facts = inputs.config, inputs.facts
-    # Only before the first Ready: the storage planner names the cached file after gguf.modelName,
-    # so metadata appearing later would rename (and re-download) a file pods already use.
-    want_header = config.read_remote_gguf and base.gguf is None and base.phase != PHASE_READY
+    # Only before the first Ready for this source: the storage planner names the cached file after
+    # gguf.modelName, so metadata appearing later would rename (and re-download) a file pods already
+    # use. A new source gets a new cache directory anyway.
+    source_changed = base is not inputs.old
+    want_header = (
+        config.read_remote_gguf and base.gguf is None and (base.phase != PHASE_READY or source_changed)
+    )
     if (
         revalidation_due(base.last_revalidated, inputs.now, config.revalidate_interval)
         and facts.probe is None
