@@ -1,6 +1,7 @@
 """The Model controller's decisions (reference §7), as pure functions over plain data."""
 
 from llmkube.plan.model.accelerator import accelerator_ready, accelerator_resource
+from llmkube.plan.model.cache_layout import LEGACY_BASENAME, CacheLayout, cache_layout, is_controller_cached
 from llmkube.plan.model.decision import (
     ActionKind,
     ModelAction,
@@ -33,7 +34,9 @@ from llmkube.plan.model.size import format_size
 from llmkube.plan.model.status import status_changed
 
 __all__ = [
+    "LEGACY_BASENAME",
     "ActionKind",
+    "CacheLayout",
     "CachedFile",
     "DriftKind",
     "DriftOutcome",
@@ -52,9 +55,11 @@ __all__ = [
     "StoredFile",
     "accelerator_ready",
     "accelerator_resource",
+    "cache_layout",
     "decide_drift",
     "format_size",
     "gguf_metadata_from_fields",
+    "is_controller_cached",
     "next_revalidation_in",
     "normalize_license",
     "plan_model",

@@ -15,7 +15,6 @@ Where llmkube differs from the reference (design decisions 11, 13, 18):
 * fields that described an earlier `spec.source` are dropped when the source changes.
 """
 
-import posixpath
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -23,6 +22,7 @@ from llmkube.api.model import Model, ModelStatus
 from llmkube.plan.conditions import find_condition, remove_condition
 from llmkube.plan.model import conditions as cond
 from llmkube.plan.model.accelerator import accelerator_ready
+from llmkube.plan.model.cache_layout import cache_layout, is_controller_cached
 from llmkube.plan.model.decision import (
     BACKOFF,
     FETCH_FAILURE_REQUEUE,
@@ -104,10 +104,10 @@ def plan_model(
         decision = _plan_runtime_resolved(inputs, cond.RUNTIME_RESOLVED, cond.MSG_RUNTIME_RESOLVED)
     elif kind is SourceKind.HTTP:
         decision = _plan_http(inputs)
-    elif kind is SourceKind.LOCAL and inputs.is_metal:
-        decision = _plan_runtime_resolved(inputs, cond.METAL_AGENT_MANAGED, cond.MSG_METAL_AGENT_MANAGED)
-    elif kind is SourceKind.LOCAL:
+    elif is_controller_cached(model):
         decision = _plan_local(inputs)
+    elif kind is SourceKind.LOCAL:  # a local path on a metal model: the host agent reads it
+        decision = _plan_runtime_resolved(inputs, cond.METAL_AGENT_MANAGED, cond.MSG_METAL_AGENT_MANAGED)
     else:
         decision = _failed(
             inputs,
@@ -344,12 +344,9 @@ class _LocalLayout:
 
 
 def _plan_local(inputs: _Inputs) -> ModelDecision:
-    key = cache_key(inputs.source)
-    layout = _LocalLayout(
-        key=key,
-        model_dir=posixpath.join(inputs.config.effective_cache_path, key),
-        source_path=local_path(inputs.source),
-    )
+    cache = cache_layout(inputs.model, inputs.config)
+    key = cache.cache_key
+    layout = _LocalLayout(key=key, model_dir=cache.model_dir, source_path=local_path(inputs.source))
     facts, config = inputs.facts, inputs.config
     base = _rebased(inputs.old, key)
     drift: DriftKind | None = None
