@@ -276,6 +276,30 @@ def is_list(request: Request) -> bool:
     return request.method == "GET" and request.params.get("watch") != "true"
 
 
+@dataclass
+class RecordingTransport:
+    replies: list[Reply]
+    seen: list[tuple[str, str, dict[str, str], bytes | None]] = field(default_factory=list)
+
+    def send(self, method: str, url: str, *, headers: Any, body: bytes | None, request_timeout: Any) -> Any:
+        self.seen.append((method, url, dict(headers), body))
+        reply = self.replies.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+
+        class _Context:
+            async def __aenter__(self) -> FakeResponse:
+                return FakeResponse(reply)
+
+            async def __aexit__(self, *args: object) -> None:
+                return None
+
+        return _Context()
+
+    async def close(self) -> None:
+        return None
+
+
 def make_client(server: FakeApiServer, clock: Clock) -> ApiClient:
     return ApiClient("https://fake.example:6443", transport=server, clock=clock)
 

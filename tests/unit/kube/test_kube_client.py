@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import pytest
-from kube_fakes import FakeApiServer, Reply, fail_once, make_client, status_body
+from kube_fakes import FakeApiServer, RecordingTransport, Reply, fail_once, make_client, status_body
 from prometheus_client import REGISTRY
 
 from llmkube import __version__
@@ -130,32 +129,6 @@ def test_paths(resource: Any, namespace: str | None, name: str | None, expected:
 def test_namespaced_object_path_needs_a_namespace() -> None:
     with pytest.raises(ValueError, match="namespaced"):
         DEPLOYMENTS.object_path("web")
-
-
-@dataclass
-class RecordingTransport:
-    replies: list[Reply]
-    seen: list[tuple[str, str, dict[str, str], bytes | None]] = field(default_factory=list)
-
-    def send(self, method: str, url: str, *, headers: Any, body: bytes | None, request_timeout: Any) -> Any:
-        self.seen.append((method, url, dict(headers), body))
-        from kube_fakes import FakeResponse
-
-        reply = self.replies.pop(0)
-        if isinstance(reply, BaseException):
-            raise reply
-
-        class _Context:
-            async def __aenter__(self) -> FakeResponse:
-                return FakeResponse(reply)
-
-            async def __aexit__(self, *args: object) -> None:
-                return None
-
-        return _Context()
-
-    async def close(self) -> None:
-        return None
 
 
 class RotatingAuth:
