@@ -1,0 +1,52 @@
+"""Operator-level settings the InferenceService planner reads (reference-behaviour.md §1.2).
+
+The process layer fills this from flags and environment; planning only ever sees the frozen value,
+so a plan is a function of its arguments and nothing else.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+GPUVendorName = Literal["nvidia", "amd", "intel"]
+
+DEFAULT_GPU_RESOURCES: Mapping[GPUVendorName, str] = MappingProxyType(
+    {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "gpu.intel.com/i915"}
+)
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    # A non-empty cache path turns on "cached mode" for workloads (§3.3 b).
+    model_cache_path: str = "/models"
+    model_cache_size: str = "100Gi"
+    model_cache_storage_class: str = ""
+    # Only the literal "ReadWriteMany" gives RWX; anything else is RWO (§1.2).
+    model_cache_access_mode: str = "ReadWriteOnce"
+    ca_cert_configmap: str = ""
+    init_container_image: str = "docker.io/curlimages/curl:8.18.0"
+    # <= 0 disables the default fsGroup (OpenShift assigns its own).
+    default_fsgroup: int = 102
+    # LLMKUBE_INTEL_GPU_RESOURCE; kept as its own setting for parity with the reference flag.
+    intel_gpu_resource: str = DEFAULT_GPU_RESOURCES["intel"]
+    # Per-vendor extended-resource names (decision #4); a vendor listed here wins over the defaults.
+    gpu_resource_overrides: Mapping[GPUVendorName, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def gpu_resource(self, vendor: GPUVendorName) -> str:
+        override = self.gpu_resource_overrides.get(vendor)
+        if override:
+            return override
+        if vendor == "intel":
+            return self.intel_gpu_resource or DEFAULT_GPU_RESOURCES["intel"]
+        return DEFAULT_GPU_RESOURCES[vendor]
+
+    def known_gpu_resources(self) -> tuple[str, ...]:
+        """Every resource name a scheduler message may call a GPU (§4.5, decision #4), deduplicated."""
+        names = [
+            *DEFAULT_GPU_RESOURCES.values(),
+            "gpu.intel.com/xe",
+            self.intel_gpu_resource,
+            *self.gpu_resource_overrides.values(),
+        ]
+        return tuple(dict.fromkeys(n for n in names if n))

@@ -1,0 +1,21 @@
+"""What the controller observed, read from its informer cache, handed to the planner as data."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+
+from llmkube.api.base import KubeObject
+from llmkube.plan.queue import QueueEntry
+
+
+@dataclass(frozen=True)
+class ObservedState:
+    now: datetime  # timezone-aware; planning never reads a clock
+    deployment: KubeObject | None = None  # the Deployment named like the service, if cached
+    service: KubeObject | None = None  # the Service with the sanitized name, if cached
+    hpa: KubeObject | None = None  # the HPA named like the service, if cached
+    pods: tuple[KubeObject, ...] = ()  # pods labelled inference.llmkube.dev/service=<name>
+    priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # name -> value
+    gpu_queue: tuple[QueueEntry, ...] = ()  # services whose stored phase is WaitingForGPU, cluster-wide
+    endpoint_slices: tuple[KubeObject, ...] = ()  # metal path: slices of the service's namespace
