@@ -1,0 +1,127 @@
+"""Perform what plan_model asked for, and run the plan → act loop of one Model reconcile.
+
+The controller observes (informer cache: PVC phase, node GPU capacity; `observe_cached_file` for
+the cache directory), then calls `drive_model_plan`, which alternates pure decisions and these
+helpers until nothing is left to do, writing status only when it changed.
+"""
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+import aiohttp
+
+from llmkube.api.model import Model, ModelStatus
+from llmkube.controllers.modelsource.cachefiles import find_cached_file, remove_cached_files
+from llmkube.controllers.modelsource.fingerprint import (
+    DEFAULT_PROBE_TIMEOUT,
+    probe_http_fingerprint,
+    probe_local_fingerprint,
+)
+from llmkube.controllers.modelsource.localcopy import copy_local_model, verify_cached_file
+from llmkube.controllers.modelsource.oserrors import describe, fetch_failure_for
+from llmkube.controllers.modelsource.remoteheader import HeaderReadOptions, read_remote_gguf_metadata
+from llmkube.plan.model import (
+    ActionKind,
+    CachedFile,
+    FetchError,
+    ModelAction,
+    ModelDecision,
+    ModelFacts,
+    ModelPlanConfig,
+    cache_layout,
+    is_controller_cached,
+    plan_model,
+    status_changed,
+)
+from llmkube.plan.model.facts import CopyResult
+from llmkube.plan.source import SourceKind
+
+# A bound on the loop that the planner's contract already guarantees (probe → verify → copy);
+# exceeding it is a planner bug, reported instead of spinning.
+MAX_ACTIONS_PER_RECONCILE = 4
+
+StatusWriter = Callable[[Model, ModelStatus], Awaitable[Model]]
+
+
+class PlanLoopError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class ModelSourceIO:
+    """The I/O side of the Model controller. `session` is the controller's one aiohttp session."""
+
+    session: aiohttp.ClientSession
+    probe_timeout: aiohttp.ClientTimeout = DEFAULT_PROBE_TIMEOUT
+    header_options: HeaderReadOptions = field(default_factory=HeaderReadOptions)
+
+    async def observe_cached_file(self, model: Model, config: ModelPlanConfig) -> CachedFile | None:
+        """What `<cache>/<cacheKey>/` holds for a controller-cached (local, non-metal) Model."""
+        if not is_controller_cached(model):
+            return None
+        layout = cache_layout(model, config)
+        return await asyncio.to_thread(find_cached_file, layout.model_dir, layout.preferred_basename)
+
+    async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
+        """Do `action`; return the facts with its result added (what plan_model reads next)."""
+        if action.kind is ActionKind.PROBE_FINGERPRINT:
+            return await self._probe(action, facts)
+        if action.kind is ActionKind.VERIFY:
+            verified = await verify_cached_file(
+                action.cached_path, action.model_name, action.expected_sha256, hash_contents=action.hash_file
+            )
+            return replace(facts, verify=verified)
+        if action.kind is ActionKind.REFETCH:
+            try:
+                await asyncio.to_thread(remove_cached_files, action.model_dir)
+            except OSError as error:
+                message = f"failed to remove stale cached files in {action.model_dir}: {describe(error)}"
+                return replace(facts, copy=FetchError(fetch_failure_for(error), message), cached_file=None)
+            return replace(facts, copy=await self._copy(action), cached_file=None)
+        if action.kind is ActionKind.COPY_LOCAL:
+            return replace(facts, copy=await self._copy(action))
+        return facts
+
+    async def _copy(self, action: ModelAction) -> CopyResult:
+        return await copy_local_model(
+            action.source, action.model_dir, action.model_name, action.expected_sha256
+        )
+
+    async def _probe(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
+        if action.source_kind is SourceKind.LOCAL:
+            return replace(facts, probe=await probe_local_fingerprint(action.source))
+        probe_task = probe_http_fingerprint(self.session, action.source, client_timeout=self.probe_timeout)
+        if not action.read_header:
+            return replace(facts, probe=await probe_task)
+        probe, header = await asyncio.gather(
+            probe_task, read_remote_gguf_metadata(self.session, action.source, self.header_options)
+        )
+        return replace(facts, probe=probe, remote_header=header)
+
+
+async def drive_model_plan(
+    model: Model,
+    facts: ModelFacts,
+    config: ModelPlanConfig,
+    io: ModelSourceIO,
+    write_status: StatusWriter,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> ModelDecision:
+    """Plan, write status if it changed, perform the action, plan again — until nothing is left.
+
+    `write_status(model, status)` persists the status (the controller's status update) and returns
+    the Model as stored; it runs before an action, so a long copy shows `Copying` while it runs.
+    Returns the final decision: its requeue, error and metric fields are for the caller.
+    """
+    for _ in range(MAX_ACTIONS_PER_RECONCILE + 1):
+        decision = plan_model(model, facts, clock(), config)
+        if status_changed(model.status, decision.status):
+            model = await write_status(model, decision.status)
+        if decision.action.kind is ActionKind.NONE:
+            return decision
+        facts = await io.perform(decision.action, facts)
+    raise PlanLoopError(
+        f"model {model.metadata.name}: still acting after {MAX_ACTIONS_PER_RECONCILE} actions"
+    )

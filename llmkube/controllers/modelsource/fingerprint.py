@@ -1,0 +1,88 @@
+"""Fingerprint probes for drift detection (reference §7.7): HEAD for http(s), stat for local paths.
+
+Every failure comes back as a typed, indeterminate ProbeOutcome; nothing raises.
+"""
+
+import asyncio
+import os
+import stat
+
+import aiohttp
+
+from llmkube.controllers.modelsource.oserrors import describe
+from llmkube.plan.model import Fingerprint, ProbeFailure, ProbeOutcome
+
+# A HEAD is tiny: a server that cannot answer within seconds is treated as unreachable, and the
+# next revalidation tries again. `total` bounds redirects too.
+DEFAULT_PROBE_TIMEOUT = aiohttp.ClientTimeout(total=10, sock_connect=5)
+# Ask for the stored bytes: a compressed representation would report a different length and ETag.
+IDENTITY_ENCODING = {"Accept-Encoding": "identity"}
+
+
+def parse_content_length(value: str | None) -> int | None:
+    if value is None or not value.strip().isdigit():
+        return None
+    return int(value)
+
+
+def _status_failure(method: str, url: str, status: int, reason: str | None) -> ProbeOutcome:
+    if status == 404:
+        kind = ProbeFailure.NOT_FOUND
+    elif status >= 500:
+        kind = ProbeFailure.SERVER_ERROR
+    else:
+        kind = ProbeFailure.UNEXPECTED_STATUS
+    return ProbeOutcome(failure=kind, detail=f"{method} {url}: {status} {reason or ''}".rstrip())
+
+
+async def probe_http_fingerprint(
+    session: aiohttp.ClientSession,
+    url: str,
+    *,
+    client_timeout: aiohttp.ClientTimeout = DEFAULT_PROBE_TIMEOUT,
+) -> ProbeOutcome:
+    """HEAD `url` (following redirects, as a download would): ETag and Content-Length of a 200."""
+    try:
+        async with session.head(
+            url, allow_redirects=True, timeout=client_timeout, headers=IDENTITY_ENCODING
+        ) as response:
+            if response.status != 200:
+                return _status_failure("HEAD", url, response.status, response.reason)
+            fingerprint = Fingerprint(
+                etag=response.headers.get("ETag") or None,
+                content_length=parse_content_length(response.headers.get("Content-Length")),
+            )
+    except TimeoutError:
+        return ProbeOutcome(
+            failure=ProbeFailure.TIMEOUT, detail=f"HEAD {url}: no answer within {client_timeout.total}s"
+        )
+    except aiohttp.ClientError as error:
+        return ProbeOutcome(failure=ProbeFailure.CONNECTION, detail=f"HEAD {url}: {error!r}")
+    if not fingerprint.determinate:
+        return ProbeOutcome(
+            failure=ProbeFailure.NO_FINGERPRINT, detail=f"HEAD {url}: no ETag or Content-Length"
+        )
+    return ProbeOutcome(fingerprint=fingerprint)
+
+
+def probe_local_fingerprint_sync(path: str) -> ProbeOutcome:
+    """stat the source. Only its size is compared: a same-size rewrite goes unnoticed (as upstream)."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError) as error:
+        return ProbeOutcome(failure=ProbeFailure.NOT_FOUND, detail=f"stat {path}: {describe(error)}")
+    except PermissionError as error:
+        return ProbeOutcome(failure=ProbeFailure.PERMISSION_DENIED, detail=f"stat {path}: {describe(error)}")
+    except OSError as error:
+        return ProbeOutcome(failure=ProbeFailure.IO_ERROR, detail=f"stat {path}: {describe(error)}")
+    if not stat.S_ISREG(info.st_mode):
+        return ProbeOutcome(failure=ProbeFailure.IO_ERROR, detail=f"{path} is not a regular file")
+    fingerprint = Fingerprint(content_length=info.st_size)
+    if not fingerprint.determinate:
+        return ProbeOutcome(failure=ProbeFailure.NO_FINGERPRINT, detail=f"{path} is empty")
+    return ProbeOutcome(fingerprint=fingerprint)
+
+
+async def probe_local_fingerprint(path: str) -> ProbeOutcome:
+    # stat can block for seconds on a hung network filesystem.
+    return await asyncio.to_thread(probe_local_fingerprint_sync, path)
