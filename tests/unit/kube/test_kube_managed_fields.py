@@ -261,6 +261,9 @@ def test_missing_object_or_entry_needs_an_apply() -> None:
     observed = observed_from(DESIRED)
     del observed["metadata"]["managedFields"]
     assert needs_apply(DESIRED, observed, ME) == [f"<no Apply entry for {ME}>"]
+    # ... unless there is nothing to own: the server keeps no entry for an empty intent.
+    empty_intent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}}
+    assert needs_apply(empty_intent, observed, ME) == []
 
 
 def test_status_compare_uses_the_status_entry_only() -> None:
