@@ -1,0 +1,215 @@
+"""Local copies into the controller cache, against the real filesystem."""
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from modelsource_support import GGUFFactory
+
+from llmkube.controllers.modelsource import copy_local_model, copy_local_model_sync, verify_cached_file_sync
+from llmkube.plan.model import FetchError, FetchFailure, StoredFile
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def listing(directory: Path) -> list[str]:
+    return sorted(os.listdir(directory)) if directory.exists() else []
+
+
+async def test_copy_lands_under_the_canonical_name_with_hash_size_and_metadata(
+    make_gguf: GGUFFactory, tmp_path: Path
+) -> None:
+    source = make_gguf(name="Tiny Llama 1B", vocabulary=500)
+    cache = tmp_path / "cache" / "0123456789abcdef"
+    result = await copy_local_model(str(source), str(cache), "my-model", sha256_of(source).upper())
+    assert isinstance(result, StoredFile)
+    assert result.path == str(cache / "Tiny-Llama-1B.gguf")
+    assert (result.size, result.source_size) == (source.stat().st_size, source.stat().st_size)
+    assert result.sha256 == sha256_of(source) == sha256_of(Path(result.path))  # the bytes, not just a hash
+    assert result.gguf is not None and result.gguf.model_name == "Tiny Llama 1B"
+    assert listing(cache) == ["Tiny-Llama-1B.gguf"]  # no temp file left behind
+
+
+def test_a_file_that_is_not_gguf_is_named_after_the_model(tmp_path: Path) -> None:
+    source = tmp_path / "weights.bin"
+    source.write_bytes(b"safetensors or whatever" * 100)
+    result = copy_local_model_sync(str(source), str(tmp_path / "cache"), "my.model")
+    assert isinstance(result, StoredFile)
+    assert (Path(result.path).name, result.gguf) == ("my.model.gguf", None)
+
+
+def test_sha256_mismatch_deletes_the_copy(make_gguf: GGUFFactory, tmp_path: Path) -> None:
+    source = make_gguf()
+    cache = tmp_path / "cache"
+    result = copy_local_model_sync(str(source), str(cache), "m", "0" * 64)
+    assert isinstance(result, FetchError)
+    assert result.kind is FetchFailure.INTEGRITY_MISMATCH
+    assert result.message == f"SHA256 mismatch: expected {'0' * 64}, got {sha256_of(source)}"
+    assert listing(cache) == []
+
+
+@pytest.mark.parametrize(
+    ("relative_source", "kind"),
+    [
+        ("absent.gguf", FetchFailure.NOT_FOUND),
+        ("absent-dir/m.gguf", FetchFailure.NOT_FOUND),
+        (".", FetchFailure.NOT_A_FILE),  # a directory
+    ],
+)
+def test_unusable_sources(tmp_path: Path, relative_source: str, kind: FetchFailure) -> None:
+    source = tmp_path / relative_source
+    cache = tmp_path / "cache"
+    result = copy_local_model_sync(str(source), str(cache), "m")
+    assert isinstance(result, FetchError)
+    assert result.kind is kind
+    assert result.message.startswith(f"failed to open local model file {source}: ")
+    assert listing(cache) == []  # nothing created for a source that cannot be read
+
+
+def test_device_files_are_not_models(tmp_path: Path) -> None:
+    result = copy_local_model_sync("/dev/null", str(tmp_path / "cache"), "m")
+    assert isinstance(result, FetchError)
+    assert (result.kind, result.message) == (
+        FetchFailure.NOT_A_FILE,
+        "local model source /dev/null is not a regular file",
+    )
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs procfs")
+def test_size_mismatch_leaves_no_partial_file(tmp_path: Path) -> None:
+    # procfs reports size 0 for files that read as hundreds of bytes: a real source whose size lies.
+    cache = tmp_path / "cache"
+    result = copy_local_model_sync("/proc/self/status", str(cache), "m")
+    assert isinstance(result, FetchError)
+    assert result.kind is FetchFailure.SIZE_MISMATCH
+    assert result.message.startswith("copy incomplete: expected 0 bytes, got ")
+    assert listing(cache) == []
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs procfs")
+def test_read_error_mid_copy_leaves_no_partial_file(tmp_path: Path) -> None:
+    # Reading our own address space at offset 0 opens fine and then fails with EIO.
+    cache = tmp_path / "cache"
+    result = copy_local_model_sync("/proc/self/mem", str(cache), "m")
+    assert isinstance(result, FetchError)
+    assert result.kind is FetchFailure.IO_ERROR
+    assert result.message == "failed to copy model file /proc/self/mem: Input/output error"
+    assert listing(cache) == []
+
+
+def test_cache_directory_that_cannot_be_created(make_gguf: GGUFFactory, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    result = copy_local_model_sync(str(make_gguf()), str(blocker / "cache"), "m")
+    assert isinstance(result, FetchError)
+    assert result.kind is FetchFailure.NOT_FOUND  # ENOTDIR
+    assert result.message.startswith(f"failed to create a file in the model cache {blocker / 'cache'}")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads mode-000 files: the check is meaningless as root")
+def test_permission_denied(make_gguf: GGUFFactory, tmp_path: Path) -> None:
+    source = make_gguf()
+    source.chmod(0)
+    result = copy_local_model_sync(str(source), str(tmp_path / "cache"), "m")
+    assert isinstance(result, FetchError)
+    assert result.kind is FetchFailure.PERMISSION_DENIED
+    assert listing(tmp_path / "cache") == []
+
+
+# Run as root, then give up every capability (capset may always *reduce* one's own set), so the
+# DAC check applies like in a container that drops capabilities: mode 000 really is unreadable.
+DROP_CAPABILITIES_AND_COPY = """
+import ctypes, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+if libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24))) != 0:
+    print("capset-failed"); sys.exit(0)
+from llmkube.controllers.modelsource import copy_local_model_sync
+result = copy_local_model_sync(sys.argv[1], sys.argv[2], "m")
+print(result.kind.value, "|", result.message)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or sys.platform != "linux", reason="the unprivileged variant covers it")
+def test_permission_denied_as_root_without_capabilities(make_gguf: GGUFFactory, tmp_path: Path) -> None:
+    source = make_gguf()
+    source.chmod(0)
+    cache = tmp_path / "cache"
+    completed = subprocess.run(
+        [sys.executable, "-c", DROP_CAPABILITIES_AND_COPY, str(source), str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    if completed.stdout.strip() == "capset-failed":
+        pytest.skip("cannot drop capabilities here")
+    kind, message = completed.stdout.strip().split(" | ")
+    assert kind == FetchFailure.PERMISSION_DENIED.value
+    assert message == f"failed to open local model file {source}: Permission denied"
+    assert listing(cache) == []
+
+
+def test_canonical_rename_never_overwrites(make_gguf: GGUFFactory, tmp_path: Path) -> None:
+    source = make_gguf(name="Tiny")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "Tiny.gguf").write_bytes(b"someone else's file")
+    first = copy_local_model_sync(str(source), str(cache), "m")
+    assert isinstance(first, StoredFile)
+    assert first.path == str(cache / "model.gguf")  # the legacy name, since the canonical one is taken
+    assert (cache / "Tiny.gguf").read_bytes() == b"someone else's file"
+    second = copy_local_model_sync(str(source), str(cache), "m")
+    assert isinstance(second, FetchError)
+    assert second.kind is FetchFailure.IO_ERROR
+    assert "not overwriting" in second.message
+    assert listing(cache) == ["Tiny.gguf", "model.gguf"]  # both untouched, no temp file left
+    assert (cache / "model.gguf").read_bytes() == source.read_bytes()
+
+
+def test_verify_hashes_parses_and_renames_to_canonical(make_gguf: GGUFFactory, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    legacy = cache / "model.gguf"
+    legacy.write_bytes(make_gguf(name="Tiny Llama").read_bytes())
+    expected = sha256_of(legacy)
+    result = verify_cached_file_sync(str(legacy), "m", expected.upper())
+    assert isinstance(result, StoredFile)
+    assert (result.path, result.sha256, result.size) == (
+        str(cache / "Tiny-Llama.gguf"),
+        expected,
+        legacy.stat().st_size if legacy.exists() else result.size,
+    )
+    assert listing(cache) == ["Tiny-Llama.gguf"]
+    assert result.gguf is not None and result.gguf.architecture == "llama"
+
+
+def test_verify_without_hashing(make_gguf: GGUFFactory) -> None:
+    path = make_gguf("Tiny-Llama.gguf", name="Tiny Llama")
+    result = verify_cached_file_sync(str(path), "m", "f" * 64, hash_contents=False)
+    assert isinstance(result, StoredFile)
+    assert (result.path, result.sha256) == (str(path), None)  # nothing hashed, so nothing compared
+
+
+def test_verify_deletes_a_corrupt_cached_file(make_gguf: GGUFFactory) -> None:
+    path = make_gguf()
+    result = verify_cached_file_sync(str(path), "m", "0" * 64)
+    assert isinstance(result, FetchError)
+    assert result.kind is FetchFailure.INTEGRITY_MISMATCH
+    assert not path.exists()
+
+
+def test_verify_a_vanished_file(tmp_path: Path) -> None:
+    result = verify_cached_file_sync(str(tmp_path / "gone.gguf"), "m")
+    assert isinstance(result, FetchError)
+    assert result.kind is FetchFailure.NOT_FOUND
+    assert (
+        result.message
+        == f"failed to read cached model file {tmp_path / 'gone.gguf'}: No such file or directory"
+    )
