@@ -1,0 +1,198 @@
+"""Scheduling diagnosis from pod conditions (§4.5, decisions #4, #5) and metal readiness (§3.8)."""
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from isvc_factories import NOW, pod
+
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.metal import metal_readiness, parse_heartbeat
+from llmkube.plan.scheduling import SchedulingInfo, diagnose_scheduling, running_pod_count
+
+GPUS = OperatorConfig().known_gpu_resources()
+GPU_MESSAGE = "0/3 nodes are available: 3 Insufficient {res}. preemption: 0/3 nodes are available."
+
+
+@pytest.mark.parametrize(
+    "resource", ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe"]
+)
+def test_insufficient_gpu_of_any_vendor(resource: str) -> None:
+    message = GPU_MESSAGE.format(res=resource)
+    info = diagnose_scheduling([pod("p", "Pending", unschedulable=message)], GPUS, 2)
+    assert info == SchedulingInfo(
+        "InsufficientGPU", message, f"{resource}: 2"
+    )  # decision #5: effective count
+
+
+def test_configured_resource_name_is_recognised() -> None:
+    message = GPU_MESSAGE.format(res="amd.com/mi300")
+    unknown = diagnose_scheduling([pod("p", "Pending", unschedulable=message)], GPUS, 1)
+    assert unknown is not None and unknown.status == "InsufficientResources"
+    info = diagnose_scheduling([pod("p", "Pending", unschedulable=message)], (*GPUS, "amd.com/mi300"), 1)
+    assert info is not None and info.status == "InsufficientGPU"
+
+
+@pytest.mark.parametrize(
+    ("message", "reason", "expected_status"),
+    [
+        ("0/3 nodes are available: 3 Insufficient memory.", "Unschedulable", "InsufficientResources"),
+        (
+            "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory.",
+            "Unschedulable",
+            "InsufficientResources",
+        ),
+        (
+            "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+            "Unschedulable",
+            "Unschedulable",
+        ),
+        ("", "SchedulerError", "SchedulerError"),
+    ],
+)
+def test_other_reasons_are_reported_as_they_are(message: str, reason: str, expected_status: str) -> None:
+    info = diagnose_scheduling([pod("p", "Pending", unschedulable=message, reason=reason)], GPUS, 1)
+    assert info == SchedulingInfo(expected_status, message)
+
+
+def test_reason_defaults_to_unschedulable() -> None:
+    raw: dict[str, Any] = {
+        "metadata": {"name": "p"},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]},
+    }
+    assert diagnose_scheduling([raw], GPUS, 1) == SchedulingInfo("Unschedulable", "")
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        [],
+        [pod("p", "Running")],
+        [pod("p", "Pending")],  # pending but scheduled (pulling, init containers)
+        [pod("p", "Pending", unschedulable="x", deleting=True)],
+        [
+            {
+                "metadata": {"name": "p"},
+                "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]},
+            }
+        ],
+        [
+            {
+                "metadata": {"name": "p"},
+                "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}]},
+            }
+        ],
+    ],
+)
+def test_no_diagnosis(pods: list[dict[str, Any]]) -> None:
+    assert diagnose_scheduling(pods, GPUS, 1) is None
+
+
+def test_first_pod_by_name_wins_for_a_stable_answer() -> None:
+    pods = [
+        pod("b", "Pending", unschedulable="0/1 nodes: 1 Insufficient memory."),
+        pod("a", "Pending", unschedulable=GPU_MESSAGE.format(res="nvidia.com/gpu")),
+    ]
+    info = diagnose_scheduling(pods, GPUS, 1)
+    assert info is not None and info.status == "InsufficientGPU"
+
+
+def test_running_pod_count_ignores_pending_and_terminating() -> None:
+    pods = [pod("a"), pod("b"), pod("c", "Pending"), pod("d", deleting=True), pod("e", "Succeeded")]
+    assert running_pod_count(pods) == 2
+    assert running_pod_count([]) == 0
+
+
+def eps(
+    name: str = "demo-abc",
+    *,
+    service: str = "demo",
+    namespace: str = "ai",
+    heartbeat: str | None = None,
+    endpoints: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": {"kubernetes.io/service-name": service, "llmkube.ai/managed-by": "metal-agent"},
+    }
+    if heartbeat is not None:
+        metadata["annotations"] = {"llmkube.ai/agent-heartbeat": heartbeat}
+    return {"metadata": metadata, "endpoints": endpoints if endpoints is not None else [ready_endpoint()]}
+
+
+def ready_endpoint(addresses: int = 1, ready: bool | None = True) -> dict[str, Any]:
+    endpoint: dict[str, Any] = {"addresses": [f"10.0.0.{i}" for i in range(addresses)]}
+    if ready is not None:
+        endpoint["conditions"] = {"ready": ready}
+    return endpoint
+
+
+def stamp(age: timedelta) -> str:
+    return (NOW - age).isoformat().replace("+00:00", "Z")
+
+
+def test_no_slices_waits_for_the_agent() -> None:
+    readiness = metal_readiness([eps(service="other"), eps(namespace="b")], "ai", "demo", NOW)
+    assert (readiness.ready, readiness.registered, readiness.heartbeat_seen) == (0, 0, False)
+    assert readiness.info == SchedulingInfo(
+        "WaitingForMetalAgent", "Waiting for the host metal-agent to fetch the model and register Endpoints"
+    )
+
+
+def test_legacy_agent_without_heartbeat_counts_ready_addresses() -> None:
+    slices = [eps(endpoints=[ready_endpoint(2), ready_endpoint(1, None), ready_endpoint(3, False)])]
+    readiness = metal_readiness(slices, "ai", "demo", NOW)
+    assert (readiness.ready, readiness.registered, readiness.info, readiness.heartbeat_seen) == (
+        3,
+        6,
+        None,
+        False,
+    )
+
+
+def test_fresh_heartbeat() -> None:
+    readiness = metal_readiness([eps(heartbeat=stamp(timedelta(seconds=30)))], "ai", "demo", NOW)
+    assert (readiness.ready, readiness.info, readiness.heartbeat_seen) == (1, None, True)
+
+
+def test_exactly_three_minutes_is_still_fresh() -> None:
+    assert metal_readiness([eps(heartbeat=stamp(timedelta(minutes=3)))], "ai", "demo", NOW).ready == 1
+
+
+def test_stale_heartbeat_uses_the_freshest_slice() -> None:
+    old, older = stamp(timedelta(minutes=4)), stamp(timedelta(minutes=10))
+    readiness = metal_readiness([eps("a", heartbeat=older), eps("b", heartbeat=old)], "ai", "demo", NOW)
+    assert (readiness.ready, readiness.registered, readiness.heartbeat_seen) == (0, 0, True)
+    assert readiness.info == SchedulingInfo(
+        "AgentHeartbeatStale", f"metal-agent heartbeat stale (last seen {old}); host may be offline"
+    )
+
+
+def test_one_fresh_slice_is_enough() -> None:
+    slices = [
+        eps("a", heartbeat=stamp(timedelta(minutes=10))),
+        eps("b", heartbeat=stamp(timedelta(seconds=5))),
+    ]
+    assert metal_readiness(slices, "ai", "demo", NOW).ready == 2
+
+
+def test_unparseable_heartbeat() -> None:
+    readiness = metal_readiness([eps(heartbeat="yesterday"), eps("b")], "ai", "demo", NOW)
+    assert readiness.ready == 0 and readiness.heartbeat_seen
+    assert readiness.info == SchedulingInfo(
+        "AgentHeartbeatStale", 'metal-agent heartbeat unparseable (value "yesterday"); host may be offline'
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("2026-03-01T11:59:00Z", True),
+        ("2026-03-01T11:59:00.123456+02:00", True),
+        ("2026-03-01T11:59:00", False),  # no zone: not RFC 3339
+        ("soon", False),
+    ],
+)
+def test_parse_heartbeat(value: str, parsed: bool) -> None:
+    assert (parse_heartbeat(value) is not None) is parsed
