@@ -212,6 +212,10 @@ class WorkQueue(Generic[K]):
     def processing(self) -> int:
         return self._state.processing_count()
 
+    def priority_of(self, key: K) -> int | None:
+        """The priority a pending key will be handed out with (None when not pending)."""
+        return self._state.priority_of(key)
+
     # -- internals ------------------------------------------------------------------------------
 
     def _wake(self, count: int) -> None:
