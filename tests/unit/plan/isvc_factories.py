@@ -96,7 +96,12 @@ def live_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "ai", "uid": "dep-uid", "ownerReferences": owner_refs(uid)},
+        "metadata": {
+            "name": name,
+            "namespace": "ai",
+            "uid": "dep-uid",
+            "ownerReferences": owner_refs(uid, name),
+        },
         "spec": spec,
         "status": status,
     }

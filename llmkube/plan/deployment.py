@@ -1,0 +1,135 @@
+"""The Deployment intent (reference §3.1 with decisions #1, #3, #15, #16).
+
+Server-side apply replaces the reference's read-modify-write: the intent holds only the fields we
+own. Pod-template labels and annotations other managers add (`kubectl rollout restart`, sidecar
+injectors) survive, keys the user removes from podLabels/podAnnotations disappear, and `replicas`
+is left out when an HPA owns the count.
+"""
+
+from dataclasses import dataclass
+
+from llmkube.api.base import KubeObject
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.gpu import gpu_toleration
+from llmkube.plan.names import managed, selector_labels, workload_labels
+from llmkube.plan.objects import compact, object_metadata, owner_reference
+from llmkube.plan.probes import container_probes
+from llmkube.plan.resources import container_resources
+from llmkube.plan.runtimes import ContainerProcess, RuntimeDefaults
+from llmkube.plan.storage import ModelStorage
+
+PORT_NAME = "http"
+DEFAULT_CONTAINER_SECURITY_CONTEXT: KubeObject = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
+
+
+@dataclass(frozen=True)
+class WorkloadInputs:
+    isvc: InferenceService
+    runtime: RuntimeDefaults
+    process: ContainerProcess
+    storage: ModelStorage
+    port: int
+    gpu_count: int
+    gpu_resource: str
+    priority_class_name: str
+    replicas: int | None  # None: an HPA owns the count, so we do not apply it
+    config: OperatorConfig
+
+
+def container_port(spec: InferenceServiceSpec, runtime: RuntimeDefaults) -> int:
+    """containerPort, else the endpoint port, else the runtime's own default."""
+    if spec.container_port:
+        return spec.container_port
+    if spec.endpoint is not None and spec.endpoint.port:
+        return spec.endpoint.port
+    return runtime.default_port
+
+
+def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
+    isvc = inputs.isvc
+    name, spec = isvc.metadata.name or "", isvc.spec
+    labels = workload_labels(name, spec.model_ref, inputs.runtime.name)
+    template_metadata = compact(
+        {
+            "labels": {**(spec.pod_labels or {}), **labels},  # ours win on a collision
+            "annotations": dict(spec.pod_annotations or {}),
+        }
+    )
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": object_metadata(
+            name, isvc.metadata.namespace or "", managed(labels), owner_reference(isvc)
+        ),
+        "spec": compact(
+            {
+                "replicas": inputs.replicas,
+                "selector": {"matchLabels": selector_labels(name)},
+                # The old pod must release its GPU before the new one can be scheduled.
+                "strategy": {"type": "Recreate"} if inputs.gpu_count > 0 else None,
+                "template": {"metadata": template_metadata, "spec": pod_spec(inputs)},
+            }
+        ),
+    }
+
+
+def pod_spec(inputs: WorkloadInputs) -> KubeObject:
+    spec = inputs.isvc.spec
+    # Decision #1: the user's tolerations and nodeSelector apply to every service, GPU or not.
+    tolerations = [gpu_toleration(inputs.gpu_resource)] if inputs.gpu_count > 0 else []
+    tolerations += spec.tolerations or []
+    return compact(
+        {
+            "securityContext": pod_security_context(spec, inputs.config),
+            "initContainers": list(inputs.storage.init_containers),
+            "containers": [main_container(inputs)],
+            "volumes": list(inputs.storage.volumes),
+            "priorityClassName": inputs.priority_class_name,
+            "runtimeClassName": spec.runtime_class_name or None,
+            "imagePullSecrets": spec.image_pull_secrets,
+            # vLLM reads VLLM_* variables; Kubernetes service links would inject VLLM_PORT and the like.
+            "enableServiceLinks": False if inputs.runtime.name == "vllm" else None,
+            "tolerations": tolerations,
+            "nodeSelector": spec.node_selector,
+        }
+    )
+
+
+def pod_security_context(spec: InferenceServiceSpec, config: OperatorConfig) -> KubeObject:
+    """The user's verbatim when given; else RuntimeDefault seccomp and the operator's fsGroup, so the
+    non-root downloader can write the model volume."""
+    if spec.pod_security_context is not None:
+        return spec.pod_security_context
+    return compact(
+        {
+            "seccompProfile": {"type": "RuntimeDefault"},
+            "fsGroup": config.default_fsgroup if config.default_fsgroup > 0 else None,
+        }
+    )
+
+
+def main_container(inputs: WorkloadInputs) -> KubeObject:
+    spec, runtime, process = inputs.isvc.spec, inputs.runtime, inputs.process
+    command = spec.command or (list(process.command) if process.command else None)
+    security = (
+        spec.security_context if spec.security_context is not None else DEFAULT_CONTAINER_SECURITY_CONTEXT
+    )
+    return compact(
+        {
+            "name": runtime.container_name,
+            "image": spec.image or runtime.default_image,
+            "command": command,
+            "args": list(process.args) if process.args is not None else None,
+            "ports": [{"name": PORT_NAME, "containerPort": inputs.port, "protocol": "TCP"}],
+            # Runtime variables first, the user's after, so a user entry overrides a generated one.
+            "env": [*process.env, *(spec.env or [])],
+            "resources": container_resources(spec.resources, inputs.gpu_count, inputs.gpu_resource),
+            "volumeMounts": list(inputs.storage.mounts),
+            "securityContext": security,
+            **container_probes(runtime.probe, inputs.port, spec.probe_overrides),
+        }
+    )

@@ -1,0 +1,365 @@
+"""Plan an InferenceService: (service, Model, observed facts, operator config) -> desired objects,
+deletions, status, events and requeue (reference §2, in that order of decisions).
+
+The controller applies every non-None intent with server-side apply, deletes exactly the objects in
+`deletes` (with their uid as a precondition), writes `status` when `status_changed` says so, emits
+`events`, and requeues after `requeue_after` seconds when it is set. An intent of None means "do not
+apply": the object is either not wanted (and listed in `deletes` if we own one) or left untouched.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmkube.api.base import KubeObject
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus, Phase
+from llmkube.api.meta import Condition
+from llmkube.api.model import Model
+from llmkube.plan.cache_pvc import cache_pvc_intent
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.deployment import WorkloadInputs, container_port, deployment_intent
+from llmkube.plan.events import (
+    IGNORED_SETTING,
+    INVALID_SPEC,
+    PlannedEvent,
+    missing_memory_request,
+    missing_skip_model_init,
+)
+from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, is_metal
+from llmkube.plan.hpa import hpa_intent
+from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
+from llmkube.plan.names import selector_labels, service_name
+from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
+from llmkube.plan.observed import ObservedState
+from llmkube.plan.priority import effective_priority, priority_class_name
+from llmkube.plan.queue import QueueEntry, queue_position
+from llmkube.plan.runtimes import (
+    RuntimeDefaults,
+    RuntimeInputs,
+    build_process,
+    resolve_runtime,
+    runtime_defaults,
+)
+from llmkube.plan.runtimes.vllm import speculative_missing_model
+from llmkube.plan.scheduling import diagnose_scheduling, running_pod_count
+from llmkube.plan.service import endpoint_url, service_intent
+from llmkube.plan.status import (
+    INVALID_SPEC_REASON,
+    MODEL_NOT_FOUND,
+    WAITING_FOR_MODEL,
+    StatusFacts,
+    build_status,
+    determine_phase,
+    spec_conditions,
+)
+from llmkube.plan.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
+from llmkube.plan.validation import Issue, ValidationInputs, validate
+
+# After deleting a Deployment whose selector changed (pre-0.8 objects, #606), the new one can only
+# be created once the old one is gone.
+SELECTOR_MIGRATION_REQUEUE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class InferenceServicePlan:
+    status: InferenceServiceStatus
+    deployment: KubeObject | None = None
+    service: KubeObject | None = None
+    hpa: KubeObject | None = None
+    cache_pvc: KubeObject | None = None  # not owned: shared by the namespace, never deleted
+    deletes: tuple[ObjectRef, ...] = ()
+    events: tuple[PlannedEvent, ...] = ()
+    requeue_after: float | None = None
+    # This service's place in the GPU queue index while it waits (None otherwise).
+    queue_entry: QueueEntry | None = None
+
+
+@dataclass(frozen=True)
+class _Context:
+    isvc: InferenceService
+    observed: ObservedState
+    config: OperatorConfig
+    name: str
+    namespace: str
+    generation: int | None
+    priority_class: str
+    priority: int | None
+    running: int
+
+
+def plan_inference_service(
+    isvc: InferenceService, model: Model | None, observed: ObservedState, config: OperatorConfig
+) -> InferenceServicePlan:
+    class_name = priority_class_name(isvc.spec)
+    ctx = _Context(
+        isvc=isvc,
+        observed=observed,
+        config=config,
+        name=isvc.metadata.name or "",
+        namespace=isvc.metadata.namespace or "",
+        generation=isvc.metadata.generation,
+        priority_class=class_name,
+        priority=effective_priority(class_name, observed.priority_classes),
+        running=running_pod_count(observed.pods),
+    )
+    # The Model gate (§2 step 3): nothing is applied or deleted until the Model is Ready.
+    if model is None:
+        return _model_gate(ctx, "Failed", MODEL_NOT_FOUND)
+    if model.status is None or model.status.phase != "Ready":
+        return _model_gate(ctx, "Pending", WAITING_FOR_MODEL)
+    return _plan_with_model(ctx, model)
+
+
+def _model_gate(ctx: _Context, phase: Phase, message: str) -> InferenceServicePlan:
+    facts = StatusFacts(
+        phase=phase,
+        ready=0,
+        desired=0,
+        running=ctx.running,
+        endpoint="",
+        model_ready=False,
+        effective_priority=ctx.priority,
+        failure_message=message,
+    )
+    return InferenceServicePlan(status=_status(ctx, _previous_conditions(ctx), facts))
+
+
+def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
+    spec = ctx.isvc.spec
+    runtime = runtime_defaults(resolve_runtime(spec))
+    gpu_count = effective_gpu_count(spec, model)
+    metal = is_metal(model)
+    storage = (
+        NO_STORAGE
+        if metal
+        else plan_storage(
+            namespace=ctx.namespace,
+            spec=spec,
+            model=model,
+            config=ctx.config,
+            needs_model_init=runtime.needs_model_init,
+        )
+    )
+    issues = validate(
+        ValidationInputs(
+            isvc=ctx.isvc,
+            runtime=runtime,
+            gpu_count=gpu_count,
+            metal=metal,
+            priority_class_name=ctx.priority_class,
+            priority_class_exists=ctx.priority is not None,
+            uses_cache_pvc=isinstance(storage, ModelStorage) and storage.uses_cache_pvc,
+            config=ctx.config,
+        )
+    )
+    if isinstance(storage, StorageProblem):
+        issues.append(Issue(storage.field, storage.message, "error"))
+    if not metal:
+        issues += _ownership_conflicts(ctx)
+    errors = [i.text() for i in issues if i.severity == "error"]
+    warnings = [i.text() for i in issues if i.severity == "warning"]
+    events = [
+        event
+        for event in (
+            missing_memory_request(spec),
+            missing_skip_model_init(spec, model, runtime.needs_model_init and not metal),
+        )
+        if event is not None
+    ]
+    events += [
+        PlannedEvent("Warning", INVALID_SPEC if i.severity == "error" else IGNORED_SETTING, i.text())
+        for i in issues
+    ]
+    conditions = spec_conditions(
+        _previous_conditions(ctx),
+        runtime=runtime.name,
+        spec=spec,
+        speculative_missing_model=speculative_missing_model(spec),
+        warnings=warnings,
+        generation=ctx.generation,
+        now=ctx.observed.now,
+    )
+    if errors or not isinstance(storage, ModelStorage):
+        return _invalid(ctx, conditions, errors, events)
+    if metal:
+        return _metal_plan(ctx, conditions, events)
+    return _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
+
+
+def _invalid(
+    ctx: _Context, conditions: list[Condition], errors: list[str], events: list[PlannedEvent]
+) -> InferenceServicePlan:
+    """Failed, naming every problem; the running workload (if any) is left untouched."""
+    deployment = ctx.observed.deployment
+    ready = _int_at(deployment, "status", "readyReplicas") if _owned(ctx, deployment) else 0
+    facts = StatusFacts(
+        phase="Failed",
+        ready=ready,
+        desired=_spec_replicas(ctx),
+        running=ctx.running,
+        endpoint="",
+        model_ready=True,
+        effective_priority=ctx.priority,
+        failure_reason=INVALID_SPEC_REASON,
+        failure_message="; ".join(errors),
+    )
+    return InferenceServicePlan(status=_status(ctx, conditions, facts), events=tuple(events))
+
+
+def _metal_plan(
+    ctx: _Context, conditions: list[Condition], events: list[PlannedEvent]
+) -> InferenceServicePlan:
+    """The host agent serves the model: no Deployment, Service or HPA of ours may exist (§3.8)."""
+    readiness = metal_readiness(
+        ctx.observed.endpoint_slices, ctx.namespace, service_name(ctx.name), ctx.observed.now
+    )
+    desired = _spec_replicas(ctx)
+    phase = determine_phase(readiness.ready, desired, None)
+    facts = StatusFacts(
+        phase=phase,
+        ready=readiness.ready,
+        desired=desired,
+        running=readiness.registered,
+        endpoint=endpoint_url(ctx.isvc),
+        model_ready=True,
+        effective_priority=ctx.priority,
+        scheduling=readiness.info if phase == "Creating" else None,
+    )
+    owned = (ctx.observed.deployment, ctx.observed.service, ctx.observed.hpa)
+    return InferenceServicePlan(
+        status=_status(ctx, conditions, facts),
+        deletes=tuple(object_ref(obj) for obj in owned if obj is not None and _owned(ctx, obj)),
+        events=tuple(events),
+        requeue_after=METAL_REQUEUE_SECONDS if readiness.heartbeat_seen else None,
+    )
+
+
+def _workload_plan(
+    ctx: _Context,
+    model: Model,
+    runtime: RuntimeDefaults,
+    storage: ModelStorage,
+    gpu_count: int,
+    conditions: list[Condition],
+    events: list[PlannedEvent],
+) -> InferenceServicePlan:
+    isvc, observed = ctx.isvc, ctx.observed
+    spec = isvc.spec
+    autoscaling = spec.autoscaling
+    replicas = _spec_replicas(ctx)
+    # replicas: 0 stops the service even with autoscaling (an HPA leaves a zero-replica target alone).
+    hpa_owns_replicas = autoscaling is not None and replicas > 0
+    port = container_port(spec, runtime)
+    hardware = model.spec.hardware
+    process = build_process(
+        runtime.name,
+        RuntimeInputs(
+            spec=spec,
+            model_source=model.spec.source,
+            model_path=storage.model_path,
+            port=port,
+            gpu_count=gpu_count,
+            gpu=hardware.gpu if hardware else None,
+        ),
+    )
+    deployment = deployment_intent(
+        WorkloadInputs(
+            isvc=isvc,
+            runtime=runtime,
+            process=process,
+            storage=storage,
+            port=port,
+            gpu_count=gpu_count,
+            gpu_resource=gpu_resource_name(model, ctx.config),
+            priority_class_name=ctx.priority_class,
+            replicas=None if hpa_owns_replicas else replicas,
+            config=ctx.config,
+        )
+    )
+    live = observed.deployment
+    deletes: list[ObjectRef] = []
+    # The selector is immutable: a Deployment from before 0.8 (selector {app}) is replaced (#606).
+    migrate = live is not None and _selector(live) != selector_labels(ctx.name)
+    if live is not None and migrate:
+        deletes.append(object_ref(live))
+    if autoscaling is None and observed.hpa is not None and _owned(ctx, observed.hpa):
+        deletes.append(object_ref(observed.hpa))
+    current = None if migrate else live
+    ready = _int_at(current, "status", "readyReplicas")
+    if hpa_owns_replicas and autoscaling is not None:
+        # Decision #9: the HPA's choice, as carried by the Deployment, is what "all ready" means.
+        desired = _int_at(current, "spec", "replicas", default=autoscaling.min_replicas or 1)
+    else:
+        desired = replicas
+    scheduling = None
+    if ready == 0 and desired > 0:
+        scheduling = diagnose_scheduling(observed.pods, ctx.config.known_gpu_resources(), gpu_count)
+    phase = determine_phase(ready, desired, scheduling)
+    entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
+    waiting = phase == "WaitingForGPU"
+    facts = StatusFacts(
+        phase=phase,
+        ready=ready,
+        desired=desired,
+        running=ctx.running,
+        endpoint=endpoint_url(isvc),
+        model_ready=True,
+        effective_priority=ctx.priority,
+        scheduling=scheduling if phase in ("Creating", "WaitingForGPU") else None,
+        queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
+    )
+    return InferenceServicePlan(
+        status=_status(ctx, conditions, facts),
+        deployment=deployment,
+        service=service_intent(isvc),
+        hpa=hpa_intent(isvc, autoscaling, runtime.hpa_metric) if autoscaling is not None else None,
+        cache_pvc=cache_pvc_intent(ctx.namespace, ctx.config) if storage.uses_cache_pvc else None,
+        deletes=tuple(deletes),
+        events=tuple(events),
+        requeue_after=SELECTOR_MIGRATION_REQUEUE_SECONDS if migrate else None,
+        queue_entry=entry if waiting else None,
+    )
+
+
+def _ownership_conflicts(ctx: _Context) -> list[Issue]:
+    """An object with our name that another owner controls is never taken over (decision #10)."""
+    wanted = [
+        ("Deployment", ctx.observed.deployment),
+        ("Service", ctx.observed.service),
+        ("HorizontalPodAutoscaler", ctx.observed.hpa if ctx.isvc.spec.autoscaling is not None else None),
+    ]
+    return [
+        Issue(
+            f"{kind} {ctx.namespace}/{obj.get('metadata', {}).get('name', '')}",
+            "exists and is not controlled by this InferenceService",
+            "error",
+        )
+        for kind, obj in wanted
+        if obj is not None and not _owned(ctx, obj)
+    ]
+
+
+def _owned(ctx: _Context, obj: KubeObject | None) -> bool:
+    return obj is not None and controlled_by(obj, ctx.isvc)
+
+
+def _selector(deployment: KubeObject) -> Any:
+    return (deployment.get("spec", {}).get("selector") or {}).get("matchLabels")
+
+
+def _int_at(obj: KubeObject | None, section: str, key: str, default: int = 0) -> int:
+    value = (obj or {}).get(section, {}).get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _spec_replicas(ctx: _Context) -> int:
+    replicas = ctx.isvc.spec.replicas
+    return replicas if replicas is not None else 1
+
+
+def _previous_conditions(ctx: _Context) -> list[Condition]:
+    status = ctx.isvc.status
+    return list(status.conditions or ()) if status else []
+
+
+def _status(ctx: _Context, conditions: list[Condition], facts: StatusFacts) -> InferenceServiceStatus:
+    return build_status(conditions, facts, generation=ctx.generation, now=ctx.observed.now)

@@ -1,0 +1,47 @@
+"""Container resources (reference §3.1) and the validation of the service's quantity strings.
+
+GPU services get `limits: {<gpu resource>: <count>}`; `cpu` becomes a CPU request and `hostMemory`
+(else `memory`) the memory request. No CPU or memory limits are ever set, and `gpuMemory` is only
+validated: it describes the GPU, which the extended resource already selects.
+"""
+
+from llmkube.api.base import KubeObject
+from llmkube.api.inferenceservice import InferenceResources
+from llmkube.plan.objects import compact
+from llmkube.plan.quantity import QuantityError, canonical_quantity, parse_quantity
+
+QUANTITY_FIELDS = ("cpu", "memory", "host_memory", "gpu_memory")
+_JSON_NAMES = {"cpu": "cpu", "memory": "memory", "host_memory": "hostMemory", "gpu_memory": "gpuMemory"}
+
+
+def quantity_errors(resources: InferenceResources | None) -> list[tuple[str, str]]:
+    """(field path, message) for every quantity string that is invalid or negative."""
+    errors: list[tuple[str, str]] = []
+    for field in QUANTITY_FIELDS:
+        text = getattr(resources, field) if resources else None
+        if not text:
+            continue
+        path = f"spec.resources.{_JSON_NAMES[field]}"
+        try:
+            value = parse_quantity(text).value
+        except QuantityError:
+            errors.append((path, f'invalid quantity "{text}" (for example 500m, 2, 4Gi)'))
+            continue
+        if value < 0:
+            errors.append((path, f'quantity "{text}" must not be negative'))
+    return errors
+
+
+def container_resources(
+    resources: InferenceResources | None, gpu_count: int, gpu_resource: str
+) -> KubeObject:
+    """Assumes `quantity_errors(resources)` is empty."""
+    limits = {gpu_resource: str(gpu_count)} if gpu_count > 0 else {}
+    requests: dict[str, str] = {}
+    if resources is not None:
+        if resources.cpu:
+            requests["cpu"] = canonical_quantity(resources.cpu)
+        memory = resources.host_memory or resources.memory
+        if memory:
+            requests["memory"] = canonical_quantity(memory)
+    return compact({"limits": limits, "requests": requests})

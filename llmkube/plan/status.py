@@ -1,0 +1,233 @@
+"""Phase and status of an InferenceService (reference §4.1-§4.3 with decisions #8, #9, #18, #20).
+
+Conditions describe the present: `Available` is True only while replicas serve, `Progressing` is
+False once settled, `Degraded` and `GPUAvailable` disappear when their cause is gone, and Stopped
+says so. They are written with standard semantics (plan/conditions.py): lastTransitionTime moves
+only on a status flip, so planning an unchanged service yields an identical status, and
+`status_changed` tells the controller there is nothing to write.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from llmkube.api.inferenceservice import InferenceServiceSpec, InferenceServiceStatus, Phase
+from llmkube.api.meta import Condition, ConditionStatus
+from llmkube.plan.conditions import find_condition, remove_condition, set_condition
+from llmkube.plan.scheduling import INSUFFICIENT_GPU, SchedulingInfo
+
+AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE = "Available", "Progressing", "Degraded", "GPUAvailable"
+VLLM_SPEC_VALID, SPEC_VALID = "VLLMSpecValid", "SpecValid"
+
+READY_MESSAGE = "Inference service is ready and serving requests"
+MODEL_NOT_FOUND = "Model not found"
+WAITING_FOR_MODEL = "Waiting for Model to be Ready"
+FAILED_REASON, INVALID_SPEC_REASON = "Failed", "InvalidSpec"
+SPECULATIVE_MISSING_MODEL = (
+    "speculative.enabled is true but speculative.model is empty, "
+    "so the speculative decoding flags are skipped"
+)
+
+
+@dataclass(frozen=True)
+class StatusFacts:
+    phase: Phase
+    ready: int
+    desired: int
+    running: int
+    endpoint: str
+    model_ready: bool
+    effective_priority: int | None
+    scheduling: SchedulingInfo | None = None
+    queue_position: int = 0
+    failure_reason: str = FAILED_REASON
+    failure_message: str = ""
+
+
+def determine_phase(ready: int, desired: int, scheduling: SchedulingInfo | None) -> Phase:
+    """§4.1 in order. Pending and Failed are decided before (model gate, validation)."""
+    if ready == desired and ready > 0:
+        return "Ready"
+    if ready > 0:
+        return "Progressing"
+    if desired == 0:
+        return "Stopped"
+    if scheduling is not None and scheduling.status == INSUFFICIENT_GPU:
+        return "WaitingForGPU"
+    return "Creating"
+
+
+def build_status(
+    previous: Sequence[Condition] | None, facts: StatusFacts, *, generation: int | None, now: datetime
+) -> InferenceServiceStatus:
+    info = facts.scheduling
+    return InferenceServiceStatus(
+        phase=facts.phase,
+        conditions=phase_conditions(previous, facts, generation=generation, now=now),
+        replicas=facts.running,
+        ready_replicas=facts.ready,
+        desired_replicas=facts.desired,
+        endpoint=facts.endpoint,
+        model_ready=facts.model_ready,
+        effective_priority=facts.effective_priority,
+        queue_position=facts.queue_position,
+        scheduling_status=info.status if info else "",
+        scheduling_message=info.message if info else "",
+        waiting_for=info.waiting_for if info else "",
+        last_updated=now,
+    )
+
+
+def phase_conditions(
+    previous: Sequence[Condition] | None, facts: StatusFacts, *, generation: int | None, now: datetime
+) -> list[Condition]:
+    conditions = list(previous or ())
+
+    def put(type_: str, status: ConditionStatus, reason: str, message: str) -> None:
+        nonlocal conditions
+        conditions = set_condition(
+            conditions,
+            type_=type_,
+            status=status,
+            reason=reason,
+            message=message,
+            now=now,
+            observed_generation=generation,
+        )
+
+    phase, ready, desired = facts.phase, facts.ready, facts.desired
+    progress = f"Creating inference service ({ready}/{desired} replicas ready)"
+    if phase == "Ready":
+        put(AVAILABLE, "True", "InferenceReady", READY_MESSAGE)
+        put(PROGRESSING, "False", "Ready", f"All {ready} replicas are ready")
+    elif phase == "Progressing":
+        put(AVAILABLE, "True", "PartiallyReady", f"Serving with {ready}/{desired} replicas ready")
+        put(PROGRESSING, "True", "Creating", progress)
+    elif phase == "Creating":
+        info = facts.scheduling
+        if info is not None:
+            put(AVAILABLE, "False", info.status, info.message or info.status)
+        else:
+            put(AVAILABLE, "False", "Creating", f"No replica is ready yet (0/{desired})")
+        put(PROGRESSING, "True", "Creating", progress)
+    elif phase == "WaitingForGPU":
+        waiting_for = facts.scheduling.waiting_for if facts.scheduling else ""
+        put(AVAILABLE, "False", "WaitingForGPU", "No replica is ready: waiting for GPU resources")
+        put(
+            PROGRESSING, "True", "WaitingForGPU", f"Queued at position {facts.queue_position} waiting for GPU"
+        )
+        put(GPU_AVAILABLE, "False", "InsufficientGPU", f"Waiting for GPU resources: {waiting_for}")
+    elif phase == "Stopped":
+        put(AVAILABLE, "False", "Stopped", "Scaled to zero: spec.replicas is 0")
+        put(PROGRESSING, "False", "Stopped", "Scaled to zero: spec.replicas is 0")
+    elif phase == "Pending":
+        put(AVAILABLE, "False", "Pending", WAITING_FOR_MODEL)
+        put(PROGRESSING, "True", "Pending", WAITING_FOR_MODEL)
+    else:  # Failed
+        put(AVAILABLE, "False", facts.failure_reason, facts.failure_message)
+        put(PROGRESSING, "False", facts.failure_reason, facts.failure_message)
+        put(DEGRADED, "True", facts.failure_reason, facts.failure_message)
+    if phase != "Failed":
+        conditions = remove_condition(conditions, DEGRADED)
+    if phase != "WaitingForGPU":
+        conditions = remove_condition(conditions, GPU_AVAILABLE)
+    return conditions
+
+
+def _put_if_true_or_existing(
+    conditions: list[Condition],
+    type_: str,
+    problems: Sequence[str],
+    *,
+    false_reason: str,
+    true_reason: str,
+    true_message: str,
+    generation: int | None,
+    now: datetime,
+) -> list[Condition]:
+    """False with the problems; once problems are gone, True only if the condition existed (a spec that
+    was always fine never gets one, as in the reference's VLLMSpecValid)."""
+    if problems:
+        return set_condition(
+            conditions,
+            type_=type_,
+            status="False",
+            reason=false_reason,
+            message="; ".join(problems),
+            now=now,
+            observed_generation=generation,
+        )
+    if find_condition(conditions, type_) is None:
+        return conditions
+    return set_condition(
+        conditions,
+        type_=type_,
+        status="True",
+        reason=true_reason,
+        message=true_message,
+        now=now,
+        observed_generation=generation,
+    )
+
+
+def spec_conditions(
+    previous: Sequence[Condition] | None,
+    *,
+    runtime: str,
+    spec: InferenceServiceSpec,
+    speculative_missing_model: bool,
+    warnings: Sequence[str],
+    generation: int | None,
+    now: datetime,
+) -> list[Condition]:
+    """VLLMSpecValid (§4.3) and SpecValid (settings that have no effect)."""
+    conditions = list(previous or ())
+    if runtime != "vllm":
+        conditions = remove_condition(conditions, VLLM_SPEC_VALID)
+    else:
+        problems = [SPECULATIVE_MISSING_MODEL] if speculative_missing_model else []
+        conditions = _put_if_true_or_existing(
+            conditions,
+            VLLM_SPEC_VALID,
+            problems,
+            false_reason="SpeculativeMissingModel",
+            true_reason="ConfigValid",
+            true_message="vLLM configuration is valid",
+            generation=generation,
+            now=now,
+        )
+    return _put_if_true_or_existing(
+        conditions,
+        SPEC_VALID,
+        warnings,
+        false_reason="IgnoredSettings",
+        true_reason="Valid",
+        true_message="Every setting is applied",
+        generation=generation,
+        now=now,
+    )
+
+
+def status_changed(old: InferenceServiceStatus | None, new: InferenceServiceStatus) -> bool:
+    """True when anything but `lastUpdated` differs (decision #18): only then is a write needed."""
+    if old is None:
+        return True
+    return old.model_dump(exclude={"last_updated"}) != new.model_dump(exclude={"last_updated"})
+
+
+def failed_status(
+    planned: InferenceServiceStatus, message: str, *, generation: int | None, now: datetime
+) -> InferenceServiceStatus:
+    """The status to write when applying the plan failed (decision #19): Failed with the error, the
+    observed counts kept. The controller retries with backoff; the next success clears it."""
+    facts = StatusFacts(
+        phase="Failed",
+        ready=planned.ready_replicas or 0,
+        desired=planned.desired_replicas or 0,
+        running=planned.replicas or 0,
+        endpoint="",
+        model_ready=bool(planned.model_ready),
+        effective_priority=planned.effective_priority,
+        failure_message=message,
+    )
+    return build_status(planned.conditions, facts, generation=generation, now=now)

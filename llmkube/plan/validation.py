@@ -1,0 +1,149 @@
+"""What the contract schema cannot express, checked before anything is applied (decision #13).
+
+An *error* makes the service Failed with a message naming the field and the value, and nothing is
+applied (the running workload is left as it is). A *warning* is a setting that has no effect in
+this configuration; it is reported in the `SpecValid` condition and as an event, and planning goes
+on. Nothing here raises.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+from llmkube.api.inferenceservice import InferenceService
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.hpa import hpa_errors
+from llmkube.plan.names import MAX_LABEL_VALUE_LENGTH
+from llmkube.plan.quantity import QuantityError, parse_quantity
+from llmkube.plan.resources import quantity_errors
+from llmkube.plan.runtimes import RuntimeDefaults
+
+Severity = Literal["error", "warning"]
+
+_LLAMACPP = frozenset({"llamacpp"})
+# Runtime-specific fields and the runtimes that honour them; set on any other runtime, they are
+# ignored, and the user is told so.
+RUNTIME_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "contextSize": _LLAMACPP,
+        "ropeScaling": _LLAMACPP,
+        "flashAttention": _LLAMACPP,
+        "jinja": _LLAMACPP,
+        "cacheTypeK": _LLAMACPP,
+        "cacheTypeV": _LLAMACPP,
+        "cacheTypeCustomK": _LLAMACPP,
+        "cacheTypeCustomV": _LLAMACPP,
+        "moeCPUOffload": _LLAMACPP,
+        "moeCPULayers": _LLAMACPP,
+        "noKvOffload": _LLAMACPP,
+        "noWarmup": _LLAMACPP,
+        "reasoningBudget": _LLAMACPP,
+        "reasoningBudgetMessage": _LLAMACPP,
+        "metadataOverrides": _LLAMACPP,
+        "tensorOverrides": _LLAMACPP,
+        "batchSize": _LLAMACPP,
+        "uBatchSize": _LLAMACPP,
+        "parallelSlots": frozenset({"llamacpp", "vllm", "tgi"}),
+        "extraArgs": frozenset({"llamacpp", "vllm", "tgi"}),
+        "args": frozenset({"generic"}),
+        "vllmConfig": frozenset({"vllm"}),
+        "tgiConfig": frozenset({"tgi"}),
+        "personaPlexConfig": frozenset({"personaplex"}),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Issue:
+    field: str
+    message: str
+    severity: Severity
+
+    def text(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ValidationInputs:
+    isvc: InferenceService
+    runtime: RuntimeDefaults
+    gpu_count: int
+    metal: bool
+    priority_class_name: str
+    priority_class_exists: bool
+    uses_cache_pvc: bool
+    config: OperatorConfig
+
+
+def validate(inputs: ValidationInputs) -> list[Issue]:
+    return [*_errors(inputs), *_warnings(inputs)]
+
+
+def _is_set(value: Any) -> bool:
+    """Explicit false, empty strings and empty lists do not ask for anything."""
+    return value is not None and value is not False and value != "" and value != []
+
+
+def _errors(inputs: ValidationInputs) -> list[Issue]:
+    isvc, spec = inputs.isvc, inputs.isvc.spec
+    found = [Issue(path, message, "error") for path, message in quantity_errors(spec.resources)]
+    name = isvc.metadata.name or ""
+    for path, value in (("metadata.name", name), ("spec.modelRef", spec.model_ref)):
+        if len(value) > MAX_LABEL_VALUE_LENGTH:
+            found.append(
+                Issue(
+                    path,
+                    f'"{value}" is {len(value)} characters; it is used as a label value, '
+                    f"which allows at most {MAX_LABEL_VALUE_LENGTH}",
+                    "error",
+                )
+            )
+    if not inputs.priority_class_exists:
+        field = "spec.priorityClassName"
+        found.append(Issue(field, f'PriorityClass "{inputs.priority_class_name}" does not exist', "error"))
+    if inputs.metal:
+        return found  # no workload of ours: image, autoscaling and the cache PVC do not apply
+    if not spec.image and not inputs.runtime.default_image:
+        message = f'required for runtime "{inputs.runtime.name}", which has no default image'
+        found.append(Issue("spec.image", message, "error"))
+    found += [Issue(path, message, "error") for path, message in hpa_errors(spec.autoscaling)]
+    if inputs.uses_cache_pvc:
+        try:
+            parse_quantity(inputs.config.model_cache_size)
+        except QuantityError:
+            message = (
+                f'invalid quantity "{inputs.config.model_cache_size}": cannot create the model cache PVC'
+            )
+            found.append(Issue("operator --model-cache-size", message, "error"))
+    return found
+
+
+def _warnings(inputs: ValidationInputs) -> list[Issue]:
+    spec, runtime = inputs.isvc.spec, inputs.runtime.name
+    data = spec.model_dump(by_alias=True)
+    found = [
+        Issue(f"spec.{field}", f'is ignored by runtime "{runtime}"', "warning")
+        for field, runtimes in RUNTIME_FIELDS.items()
+        if runtime not in runtimes and _is_set(data.get(field))
+    ]
+    if runtime == "llamacpp":
+        if spec.flash_attention and inputs.gpu_count == 0:
+            found.append(Issue("spec.flashAttention", "is ignored without a GPU", "warning"))
+        if spec.reasoning_budget_message and spec.reasoning_budget is None:
+            found.append(
+                Issue("spec.reasoningBudgetMessage", "is ignored without reasoningBudget", "warning")
+            )
+    config = spec.vllm_config
+    if runtime == "vllm" and config is not None and inputs.gpu_count == 0:
+        if config.cpu_offload_gb is not None:
+            found.append(
+                Issue("spec.vllmConfig.cpuOffloadGB", "CPU offload is ignored without a GPU", "warning")
+            )
+        if config.gpu_memory_utilization is not None:
+            found.append(Issue("spec.vllmConfig.gpuMemoryUtilization", "is ignored without a GPU", "warning"))
+    if inputs.metal and spec.autoscaling is not None:
+        found.append(
+            Issue("spec.autoscaling", "is ignored for metal models (the host agent runs them)", "warning")
+        )
+    return found

@@ -1,0 +1,338 @@
+"""The Deployment intent for every field that shapes it (reference §3.1, decisions #1, #2, #15, #16)."""
+
+from typing import Any
+
+import pytest
+from isvc_factories import UID, gpu_model, make_model
+from isvc_planning import args, container, env_names, plan, pod_spec
+
+from llmkube.plan.config import OperatorConfig
+
+OPERATOR_LABELS = {
+    "app": "demo",
+    "inference.llmkube.dev/model": "tiny",
+    "inference.llmkube.dev/service": "demo",
+    "inference.llmkube.dev/runtime": "llamacpp",
+}
+SELECTOR = {"app": "demo", "inference.llmkube.dev/service": "demo"}
+
+
+def test_metadata_labels_owner_and_selector() -> None:
+    deployment = plan().deployment
+    assert deployment is not None
+    assert deployment["apiVersion"] == "apps/v1" and deployment["kind"] == "Deployment"
+    meta = deployment["metadata"]
+    assert (meta["name"], meta["namespace"]) == ("demo", "ai")
+    assert meta["labels"] == {**OPERATOR_LABELS, "app.kubernetes.io/managed-by": "llmkube"}
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "inference.llmkube.dev/v1alpha1",
+            "kind": "InferenceService",
+            "name": "demo",
+            "uid": UID,
+            "controller": True,
+            "blockOwnerDeletion": False,
+        }
+    ]
+    assert deployment["spec"]["selector"] == {"matchLabels": SELECTOR}
+
+
+def test_model_ref_is_not_in_the_selector_so_it_stays_mutable() -> None:
+    deployment = plan({"modelRef": "other"}, make_model(name="other")).deployment
+    assert deployment is not None
+    assert deployment["spec"]["selector"]["matchLabels"] == SELECTOR
+    assert deployment["metadata"]["labels"]["inference.llmkube.dev/model"] == "other"  # decision #15
+
+
+def test_runtime_label_follows_the_runtime() -> None:
+    deployment = plan({"runtime": "vllm"}).deployment
+    assert deployment is not None
+    assert deployment["spec"]["template"]["metadata"]["labels"]["inference.llmkube.dev/runtime"] == "vllm"
+
+
+def test_pod_labels_merge_operator_labels_win_and_annotations_copied() -> None:
+    spec = {
+        "podLabels": {"team": "ml", "app": "hijack", "inference.llmkube.dev/service": "x"},
+        "podAnnotations": {"prometheus.io/scrape": "true"},
+    }
+    deployment = plan(spec).deployment
+    assert deployment is not None
+    template = deployment["spec"]["template"]["metadata"]
+    assert template["labels"] == {"team": "ml", **OPERATOR_LABELS}
+    assert template["annotations"] == {"prometheus.io/scrape": "true"}
+    assert deployment["spec"]["selector"]["matchLabels"] == SELECTOR
+
+
+def test_no_annotations_key_without_pod_annotations() -> None:
+    deployment = plan({"podAnnotations": {}}).deployment
+    assert deployment is not None and "annotations" not in deployment["spec"]["template"]["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "replicas"),
+    [
+        ({}, 1),
+        ({"replicas": 3}, 3),
+        ({"replicas": 0}, 0),
+        ({"replicas": None}, 1),
+        ({"autoscaling": {"maxReplicas": 5}}, None),  # the HPA owns the count: not in the intent
+        ({"replicas": 2, "autoscaling": {"maxReplicas": 5}}, None),
+        ({"replicas": 0, "autoscaling": {"maxReplicas": 5}}, 0),  # stopping wins over autoscaling
+    ],
+)
+def test_replicas(spec: dict[str, Any], replicas: int | None) -> None:
+    deployment = plan(spec).deployment
+    assert deployment is not None
+    assert deployment["spec"].get("replicas") == replicas
+
+
+@pytest.mark.parametrize(("model", "strategy"), [(make_model(), None), (gpu_model(1), {"type": "Recreate"})])
+def test_strategy_recreate_for_gpu_services(model: Any, strategy: dict[str, str] | None) -> None:
+    deployment = plan(model=model).deployment
+    assert deployment is not None and deployment["spec"].get("strategy") == strategy
+
+
+def test_strategy_recreate_when_the_gpu_comes_from_the_service() -> None:
+    deployment = plan({"resources": {"gpu": 1}}).deployment
+    assert deployment is not None and deployment["spec"]["strategy"] == {"type": "Recreate"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "config", "expected"),
+    [
+        ({}, OperatorConfig(), {"seccompProfile": {"type": "RuntimeDefault"}, "fsGroup": 102}),
+        ({}, OperatorConfig(default_fsgroup=0), {"seccompProfile": {"type": "RuntimeDefault"}}),
+        ({}, OperatorConfig(default_fsgroup=-1), {"seccompProfile": {"type": "RuntimeDefault"}}),
+        (
+            {"podSecurityContext": {"runAsUser": 1000, "fsGroup": 7}},
+            OperatorConfig(),
+            {"runAsUser": 1000, "fsGroup": 7},
+        ),
+        (
+            {"podSecurityContext": {}},
+            OperatorConfig(),
+            None,
+        ),  # an explicit empty context opts out of defaults
+    ],
+)
+def test_pod_security_context(
+    spec: dict[str, Any], config: OperatorConfig, expected: dict[str, Any] | None
+) -> None:
+    assert pod_spec(plan(spec, config=config)).get("securityContext") == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({}, {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}),
+        ({"securityContext": {"privileged": True}}, {"privileged": True}),
+    ],
+)
+def test_container_security_context(spec: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert container(plan(spec))["securityContext"] == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({}, "llmkube-normal"),
+        ({"priority": "critical"}, "llmkube-critical"),
+        ({"priority": "batch"}, "llmkube-batch"),
+    ],
+)
+def test_priority_class_name_is_always_set(spec: dict[str, Any], expected: str) -> None:
+    assert pod_spec(plan(spec))["priorityClassName"] == expected
+
+
+def test_runtime_class_and_image_pull_secrets_pass_through() -> None:
+    spec = {"runtimeClassName": "nvidia", "imagePullSecrets": [{"name": "regcred"}]}
+    pod = pod_spec(plan(spec))
+    assert pod["runtimeClassName"] == "nvidia"
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    bare = pod_spec(plan({"runtimeClassName": "", "imagePullSecrets": []}))
+    assert "runtimeClassName" not in bare and "imagePullSecrets" not in bare
+
+
+USER_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        (make_model(), [USER_TOLERATION]),  # decision #1: applied to CPU services too
+        (
+            gpu_model(1),
+            [
+                {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+                USER_TOLERATION,
+            ],
+        ),
+        (
+            make_model(hardware={"accelerator": "rocm", "gpu": {"count": 1}}),
+            [
+                {"key": "amd.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+                USER_TOLERATION,
+            ],
+        ),
+    ],
+)
+def test_tolerations(model: Any, expected: list[dict[str, str]]) -> None:
+    assert pod_spec(plan({"tolerations": [USER_TOLERATION]}, model))["tolerations"] == expected
+
+
+def test_gpu_toleration_alone_and_no_tolerations_for_plain_cpu() -> None:
+    assert len(pod_spec(plan(model=gpu_model(1)))["tolerations"]) == 1
+    assert "tolerations" not in pod_spec(plan())
+
+
+@pytest.mark.parametrize("model", [make_model(), gpu_model(1)])
+def test_node_selector_always_applied(model: Any) -> None:
+    assert pod_spec(plan({"nodeSelector": {"pool": "a"}}, model))["nodeSelector"] == {"pool": "a"}
+    assert "nodeSelector" not in pod_spec(plan({"nodeSelector": {}}, model))
+
+
+@pytest.mark.parametrize(
+    ("model", "resources", "expected"),
+    [
+        (make_model(), None, None),
+        (make_model(), {}, None),
+        (make_model(), {"cpu": "2", "memory": "4Gi"}, {"requests": {"cpu": "2", "memory": "4Gi"}}),
+        (make_model(), {"cpu": "0.5", "memory": "1024Mi"}, {"requests": {"cpu": "500m", "memory": "1Gi"}}),
+        (make_model(), {"memory": "4Gi", "hostMemory": "64Gi"}, {"requests": {"memory": "64Gi"}}),
+        (make_model(), {"gpuMemory": "16Gi"}, None),  # validated only, never in the pod
+        (gpu_model(2), None, {"limits": {"nvidia.com/gpu": "2"}}),
+        (
+            make_model(hardware={"accelerator": "intel", "gpu": {"count": 1}}),
+            {"cpu": "4"},
+            {"limits": {"gpu.intel.com/i915": "1"}, "requests": {"cpu": "4"}},
+        ),
+        (make_model(), {"gpu": 1}, {"limits": {"nvidia.com/gpu": "1"}}),
+    ],
+)
+def test_resources(model: Any, resources: dict[str, Any] | None, expected: dict[str, Any] | None) -> None:
+    spec = {"resources": resources} if resources is not None else {}
+    assert container(plan(spec, model)).get("resources") == expected
+
+
+@pytest.mark.parametrize(
+    ("runtime", "port", "handler"),
+    [
+        ("llamacpp", 8080, {"httpGet": {"path": "/health", "port": 8080}}),
+        ("vllm", 8000, {"httpGet": {"path": "/health", "port": 8000}}),
+        ("tgi", 80, {"httpGet": {"path": "/health", "port": 80}}),
+        ("personaplex", 8998, {"tcpSocket": {"port": 8998}}),
+        ("generic", 8080, {"tcpSocket": {"port": 8080}}),
+    ],
+)
+def test_default_probes_per_runtime(runtime: str, port: int, handler: dict[str, Any]) -> None:
+    c = container(plan({"runtime": runtime, "image": "img"}))
+    assert c["ports"] == [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+    assert c["startupProbe"] == {**handler, "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 180}
+    assert c["livenessProbe"] == {**handler, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 3}
+    assert c["readinessProbe"] == {**handler, "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3}
+
+
+@pytest.mark.parametrize("which", ["startup", "liveness", "readiness"])
+def test_probe_override_replaces_only_its_probe(which: str) -> None:
+    override = {"exec": {"command": ["true"]}, "periodSeconds": 1}
+    c = container(plan({"probeOverrides": {which: override}}))
+    assert c[f"{which}Probe"] == override
+    for other in {"startup", "liveness", "readiness"} - {which}:
+        assert "httpGet" in c[f"{other}Probe"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "port"),
+    [
+        ({}, 8080),
+        ({"containerPort": 9000}, 9000),
+        ({"endpoint": {"port": 8001}}, 8001),
+        ({"containerPort": 9000, "endpoint": {"port": 8001}}, 9000),
+        ({"runtime": "vllm"}, 8000),
+        ({"runtime": "vllm", "endpoint": {}}, 8080),  # the endpoint object defaults its port to 8080
+        ({"runtime": "vllm", "endpoint": {"port": None}}, 8000),
+    ],
+)
+def test_container_port_resolution_reaches_port_probes_and_args(spec: dict[str, Any], port: int) -> None:
+    result = plan(spec)
+    c = container(result)
+    assert c["ports"][0]["containerPort"] == port
+    assert c["readinessProbe"]["httpGet"]["port"] == port
+    assert args(result)[args(result).index("--port") + 1] == str(port)
+
+
+def test_env_runtime_first_then_user() -> None:
+    spec = {
+        "runtime": "vllm",
+        "vllmConfig": {"hfTokenSecretRef": {"name": "hf", "key": "t"}},
+        "env": [
+            {"name": "HF_TOKEN", "value": "override"},
+            {"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        ],
+    }
+    assert env_names(plan(spec)) == ["HF_TOKEN", "HF_TOKEN", "X"]
+    assert container(plan(spec))["env"][-1]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert "env" not in container(plan())
+
+
+@pytest.mark.parametrize(
+    ("spec", "command"),
+    [
+        ({}, None),
+        ({"command": ["/bin/server"]}, ["/bin/server"]),
+        ({"runtime": "personaplex", "image": "i"}, ["/app/moshi/.venv/bin/python", "-m", "moshi.server"]),
+        ({"runtime": "personaplex", "image": "i", "command": ["moshi"]}, ["moshi"]),
+        ({"runtime": "generic", "image": "i", "command": ["serve"]}, ["serve"]),
+        ({"command": []}, None),
+    ],
+)
+def test_command(spec: dict[str, Any], command: list[str] | None) -> None:
+    assert container(plan(spec)).get("command") == command
+
+
+def test_generic_args_and_no_args_key_when_unset() -> None:
+    assert args(plan({"runtime": "generic", "image": "i", "args": ["--x", "1"]})) == ["--x", "1"]
+    assert "args" not in container(plan({"runtime": "generic", "image": "i"}))
+
+
+@pytest.mark.parametrize(
+    ("spec", "image"),
+    [
+        ({}, "ghcr.io/ggml-org/llama.cpp:server"),
+        ({"image": "ghcr.io/ggml-org/llama.cpp:server-cuda13"}, "ghcr.io/ggml-org/llama.cpp:server-cuda13"),
+        ({"runtime": "vllm"}, "vllm/vllm-openai:v0.20.0"),
+        ({"runtime": "tgi"}, "ghcr.io/huggingface/text-generation-inference:latest"),
+        ({"runtime": "generic", "image": "my/server:1"}, "my/server:1"),
+    ],
+)
+def test_image(spec: dict[str, Any], image: str) -> None:
+    assert container(plan(spec))["image"] == image
+
+
+@pytest.mark.parametrize(("runtime", "links"), [("vllm", False), ("llamacpp", None), ("tgi", None)])
+def test_service_links_off_for_vllm(runtime: str, links: bool | None) -> None:
+    assert pod_spec(plan({"runtime": runtime})).get("enableServiceLinks") == links
+
+
+@pytest.mark.parametrize(
+    ("runtime", "container_name"), [("llamacpp", "llama-server"), ("vllm", "vllm"), ("tgi", "tgi")]
+)
+def test_container_name(runtime: str, container_name: str) -> None:
+    assert container(plan({"runtime": runtime}))["name"] == container_name
+
+
+def test_storage_reaches_the_pod() -> None:
+    pod = pod_spec(plan())
+    assert [c["name"] for c in pod["initContainers"]] == ["model-downloader"]
+    assert [v["name"] for v in pod["volumes"]] == ["model-cache"]
+    assert container(plan())["volumeMounts"] == [
+        {"name": "model-cache", "mountPath": "/models", "readOnly": True}
+    ]
+
+
+@pytest.mark.parametrize("spec", [{"skipModelInit": True}, {"runtime": "tgi"}])
+def test_no_storage_keys_without_model_init(spec: dict[str, Any]) -> None:
+    pod = pod_spec(plan(spec))
+    assert (
+        "initContainers" not in pod and "volumes" not in pod and "volumeMounts" not in container(plan(spec))
+    )
