@@ -100,12 +100,13 @@ async def _fetch_range(
                 HeaderFailure.HTTP_STATUS, f"GET {url}: Content-Range {first}-{last} beyond {total}"
             )
         expected = last - first + 1
-        # Never more than was asked for, whatever the server sends.
-        body = await response.content.read(expected)
-        if len(body) != expected:
+        try:
+            # Exactly the announced span, never more, whatever else the server sends.
+            body = await response.content.readexactly(expected)
+        except asyncio.IncompleteReadError as error:
             raise _Unavailable(
-                HeaderFailure.TRUNCATED, f"GET {url}: range body has {len(body)} of {expected} bytes"
-            )
+                HeaderFailure.TRUNCATED, f"GET {url}: range body has {len(error.partial)} of {expected} bytes"
+            ) from error
         return _Range(first, last, total), body
 
 

@@ -24,6 +24,7 @@ def write_gguf(
     context_length: int = 4096,
     license_text: str | None = "MIT",
     vocabulary: int = 0,
+    token_length: int = 12,
     tensor_shape: tuple[int, int] = (8, 16),
 ) -> Path:
     """A small but genuine GGUF file: header key/values, an optional tokenizer-sized string array
@@ -39,7 +40,9 @@ def write_gguf(
     if license_text is not None:
         writer.add_license(license_text)
     if vocabulary:
-        writer.add_array("tokenizer.ggml.tokens", [f"token-{i:06d}" for i in range(vocabulary)])
+        writer.add_array(
+            "tokenizer.ggml.tokens", [f"token-{i:06d}".ljust(token_length, "~") for i in range(vocabulary)]
+        )
     writer.add_tensor(
         "token_embd.weight", np.arange(np.prod(tensor_shape), dtype=np.float32).reshape(tensor_shape)
     )

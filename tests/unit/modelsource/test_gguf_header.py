@@ -49,7 +49,9 @@ def sparse_prefix(source: Path, target: Path, keep: int) -> Path:
 def test_a_prefix_is_trusted_only_when_the_whole_header_is_inside_it(
     make_gguf: GGUFFactory, tmp_path: Path
 ) -> None:
-    full = make_gguf(vocabulary=20_000, tensor_shape=(256, 1024))  # ~300 KiB header, 1 MiB of tensor data
+    full = make_gguf(
+        vocabulary=2_000, token_length=140, tensor_shape=(256, 1024)
+    )  # ~300 KiB header, 1 MiB of tensor data
     expected = read_gguf_metadata(str(full))
     short = sparse_prefix(full, tmp_path / "short.gguf", 64 * 1024)
     # The zero-filled tail would parse as garbage; the data-offset check refuses it instead.
