@@ -305,3 +305,66 @@ def make_client(server: FakeApiServer, clock: Clock) -> ApiClient:
 
 
 CONNECTION_REFUSED = TransportError("connection refused")
+
+
+class FakeLeaseServer:
+    """Leases only: GET / POST / PUT with resourceVersion conflicts, shared by several clients."""
+
+    def __init__(self) -> None:
+        self.leases: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rv = 1
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+
+    def view(self) -> LeaseView:
+        return LeaseView(self)
+
+    def handle(self, method: str, path: str, body: Any) -> Reply:
+        segments = path.strip("/").split("/")  # apis/coordination.k8s.io/v1/namespaces/<ns>/leases[/<name>]
+        namespace = segments[4]
+        if method == "POST":
+            key = (namespace, body["metadata"]["name"])
+            if key in self.leases:
+                return Reply(409, status_body(409, "AlreadyExists"))
+            return self._store(key, body, 201)
+        key = (namespace, segments[6])
+        if method == "GET":
+            if key not in self.leases:
+                return Reply(404, status_body(404, "NotFound"))
+            return Reply(200, copy.deepcopy(self.leases[key]))
+        if method == "PUT":
+            current = self.leases.get(key)
+            if current is None:
+                return Reply(404, status_body(404, "NotFound"))
+            if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
+                return Reply(409, status_body(409, "Conflict", "the object has been modified"))
+            return self._store(key, body, 200)
+        return Reply(405, status_body(405, "MethodNotAllowed"))
+
+    def _store(self, key: tuple[str, str], body: dict[str, Any], status: int) -> Reply:
+        self.rv += 1
+        stored = copy.deepcopy(body)
+        stored["metadata"]["resourceVersion"] = str(self.rv)
+        self.leases[key] = stored
+        self.writes.append((stored["spec"].get("holderIdentity", ""), stored["spec"]))
+        return Reply(status, copy.deepcopy(stored))
+
+
+class LeaseView:
+    """One client's connection to a FakeLeaseServer; ``partitioned`` makes every request fail."""
+
+    def __init__(self, server: FakeLeaseServer) -> None:
+        self.server = server
+        self.partitioned = False
+
+    def send(self, method: str, url: str, *, headers: Any, body: bytes | None, request_timeout: Any) -> Any:
+        parts = urlsplit(url)
+        return self._respond(method, parts.path, orjson.loads(body) if body else None)
+
+    @asynccontextmanager
+    async def _respond(self, method: str, path: str, body: Any) -> AsyncIterator[FakeResponse]:
+        if self.partitioned:
+            raise TransportError("network partition")
+        yield FakeResponse(self.server.handle(method, path, body))
+
+    async def close(self) -> None:
+        return None
