@@ -2,7 +2,6 @@
 
 import errno
 import os
-import stat
 
 from llmkube.plan.model import LEGACY_BASENAME, CachedFile
 
@@ -49,12 +48,10 @@ def find_cached_file(model_dir: str, preferred_basename: str) -> CachedFile | No
     else:
         pick = next((entry for entry in files if entry.name != LEGACY_BASENAME), files[0])
     try:
-        info = pick.stat(follow_symlinks=False)
+        size = pick.stat(follow_symlinks=False).st_size
     except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    return CachedFile(path=os.path.join(model_dir, pick.name), size=info.st_size)
+        return None  # removed since the listing: as good as absent
+    return CachedFile(path=os.path.join(model_dir, pick.name), size=size)
 
 
 def remove_cached_files(model_dir: str) -> list[str]:

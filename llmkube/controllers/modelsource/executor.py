@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Protocol
 
 import aiohttp
 
@@ -43,6 +44,10 @@ from llmkube.plan.source import SourceKind
 MAX_ACTIONS_PER_RECONCILE = 4
 
 StatusWriter = Callable[[Model, ModelStatus], Awaitable[Model]]
+
+
+class ActionPerformer(Protocol):
+    async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts: ...
 
 
 class PlanLoopError(RuntimeError):
@@ -105,7 +110,7 @@ async def drive_model_plan(
     model: Model,
     facts: ModelFacts,
     config: ModelPlanConfig,
-    io: ModelSourceIO,
+    io: ActionPerformer,
     write_status: StatusWriter,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> ModelDecision:

@@ -1,4 +1,6 @@
+import errno
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,21 @@ def test_place_canonically(tmp_path: Path) -> None:
     other.write_text("other")
     assert place_canonically(str(other), "Tiny.gguf") == str(other)  # taken: stays put
     assert (tmp_path / "Tiny.gguf").read_text() == "m"
+
+
+@pytest.mark.skipif(
+    not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(tempfile.gettempdir()).st_dev,
+    reason="needs two filesystems",
+)
+def test_rename_no_replace_across_filesystems(tmp_path: Path) -> None:
+    # An existing target is refused even across filesystems (link checks EEXIST first). A free
+    # target makes link fail with EXDEV, which takes the fallback meant for filesystems without
+    # hard links; its rename cannot cross filesystems either, and says so instead of copying.
+    with tempfile.NamedTemporaryFile(dir="/dev/shm") as other_fs:
+        taken = tmp_path / "taken"
+        taken.write_text("old")
+        assert rename_no_replace(other_fs.name, str(taken)) is False
+        assert taken.read_text() == "old"
+        with pytest.raises(OSError) as raised:  # and a rename cannot cross filesystems either
+            rename_no_replace(other_fs.name, str(tmp_path / "free"))
+        assert raised.value.errno == errno.EXDEV
