@@ -1,0 +1,143 @@
+"""Event series aggregation (pure) and the recorder's requests (scripted transport, fake clock)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+from kube_fakes import RecordingTransport, Reply, status_body
+
+from llmkube.kube.client import ApiClient
+from llmkube.kube.clock import FakeClock, settle
+from llmkube.kube.event_series import EventKey, SeriesCache, Verdict
+from llmkube.kube.events import WARNING, EventRecorder
+
+KEY = EventKey("uid-1", "Warning", "InsufficientGPU", "Schedule", "0/3 nodes have a GPU")
+
+
+def test_first_occurrence_creates_second_patches_then_coalesces() -> None:
+    cache = SeriesCache()
+    first = cache.record(KEY, "svc.1", "ns", 0.0)
+    assert first.verdict is Verdict.CREATE
+    second = cache.record(KEY, "svc.2", "ns", 1.0)
+    assert second.verdict is Verdict.PATCH and second.entry is first.entry
+    assert second.entry is not None and second.entry.name == "svc.1" and second.entry.count == 2
+    cache.written(second.entry, 2, 1.0)
+    for moment in range(2, 12):
+        assert cache.record(KEY, "x", "ns", float(moment)).verdict is Verdict.COALESCED
+    assert second.entry.count == 12
+    assert cache.due(20.0) == []  # refreshed at most every 30 s
+    assert cache.due(31.0) == [second.entry]
+
+
+def test_a_different_note_is_a_different_event() -> None:
+    cache = SeriesCache()
+    cache.record(KEY, "a", "ns", 0.0)
+    other = EventKey(KEY.regarding, KEY.type, KEY.reason, KEY.action, "0/4 nodes have a GPU")
+    assert cache.record(other, "b", "ns", 0.0).verdict is Verdict.CREATE
+
+
+def test_series_end_after_the_window_and_report_unwritten_counts() -> None:
+    cache = SeriesCache()
+    entry = cache.record(KEY, "a", "ns", 0.0).entry
+    assert entry is not None
+    cache.record(KEY, "b", "ns", 10.0)
+    cache.written(entry, 2, 10.0)
+    cache.record(KEY, "c", "ns", 20.0)  # count 3, not yet written
+    assert cache.expire(300.0) == []  # still within 6 minutes of the last occurrence
+    assert cache.expire(381.0) == [entry]
+    assert cache.record(KEY, "d", "ns", 400.0).verdict is Verdict.CREATE  # a new Event object
+
+
+def test_new_events_are_rate_limited_per_object() -> None:
+    cache = SeriesCache()
+    verdicts = [
+        cache.record(
+            EventKey("uid-1", "Warning", "Flapping", "Reconcile", f"note {n}"), f"e{n}", "ns", 0.0
+        ).verdict
+        for n in range(30)
+    ]
+    assert verdicts.count(Verdict.CREATE) == 25 and verdicts.count(Verdict.DROPPED) == 5
+    assert cache.dropped == 5
+    other_object = EventKey("uid-2", "Warning", "Flapping", "Reconcile", "note")
+    assert cache.record(other_object, "o", "ns", 0.0).verdict is Verdict.CREATE  # buckets are per object
+    late = EventKey("uid-1", "Warning", "Flapping", "Reconcile", "late")
+    assert cache.record(late, "l", "ns", 299.0).verdict is Verdict.DROPPED
+    assert cache.record(late, "l", "ns", 301.0).verdict is Verdict.CREATE  # one token per 5 minutes
+
+
+REGARDING: dict[str, Any] = {
+    "apiVersion": "inference.llmkube.dev/v1alpha1",
+    "kind": "InferenceService",
+    "metadata": {"name": "svc", "namespace": "team", "uid": "uid-svc", "resourceVersion": "9"},
+}
+
+
+async def test_recorder_creates_then_patches_a_series() -> None:
+    clock = FakeClock()
+    transport = RecordingTransport(
+        [Reply(201, {"metadata": {"namespace": "team"}}), Reply(200, {}), Reply(200, {})]
+    )
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock), reporting_instance="pod-0", clock=clock
+    )
+    recorder.start()
+    for _ in range(2):
+        recorder.event(REGARDING, WARNING, "InsufficientGPU", "0/3 nodes", action="Schedule")
+    await settle()
+    assert [seen[0] for seen in transport.seen] == ["POST", "PATCH"]
+    for _ in range(3):  # repeats are only counted in memory ...
+        recorder.event(REGARDING, WARNING, "InsufficientGPU", "0/3 nodes", action="Schedule")
+    await settle()
+    assert len(transport.seen) == 2
+    created = orjson.loads(transport.seen[0][3] or b"")
+    assert transport.seen[0][1] == "https://h:1/apis/events.k8s.io/v1/namespaces/team/events"
+    assert created["regarding"] == {
+        "apiVersion": "inference.llmkube.dev/v1alpha1", "kind": "InferenceService", "namespace": "team",
+        "name": "svc", "uid": "uid-svc", "resourceVersion": "9",
+    }  # fmt: skip
+    assert (created["reportingController"], created["reportingInstance"]) == ("llmkube-controller", "pod-0")
+    assert (created["type"], created["reason"], created["action"], created["note"]) == (
+        "Warning", "InsufficientGPU", "Schedule", "0/3 nodes",
+    )  # fmt: skip
+    assert created["eventTime"] == "2030-01-01T00:00:00.000000Z"
+    assert created["metadata"]["name"].startswith("svc.")
+    patch_url = transport.seen[1][1]
+    assert (
+        patch_url == f"https://h:1/apis/events.k8s.io/v1/namespaces/team/events/{created['metadata']['name']}"
+    )
+    assert transport.seen[1][2]["Content-Type"] == "application/merge-patch+json"
+    assert orjson.loads(transport.seen[1][3] or b"")["series"]["count"] == 2
+    await clock.advance(30)  # ... and written by the next heartbeat
+    assert orjson.loads(transport.seen[2][3] or b"")["series"] == {
+        "count": 5, "lastObservedTime": "2030-01-01T00:00:30.000000Z",
+    }  # fmt: skip
+    await clock.advance(60)
+    assert len(transport.seen) == 3  # nothing new: no more writes
+    await recorder.stop()
+
+
+async def test_cluster_scoped_objects_get_events_in_default_and_failures_are_swallowed() -> None:
+    clock = FakeClock()
+    transport = RecordingTransport([Reply(403, status_body(403, "Forbidden"))])
+    recorder = EventRecorder(ApiClient("https://h:1", transport=transport, clock=clock), clock=clock)
+    priority_class = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+    }
+    recorder.event(priority_class, "Normal", "Recreated", "value changed")
+    await recorder.drain()
+    assert transport.seen[0][1].endswith("/apis/events.k8s.io/v1/namespaces/default/events")
+    assert recorder.series.entries == {}  # a failed create leaves no series behind
+
+
+async def test_stop_writes_what_is_queued() -> None:
+    clock = FakeClock()
+    transport = RecordingTransport([Reply(201, {}), Reply(201, {})])
+    recorder = EventRecorder(ApiClient("https://h:1", transport=transport, clock=clock), clock=clock)
+    recorder.event(REGARDING, "Normal", "Created", "deployment created")
+    recorder.event(REGARDING, "Normal", "Scaled", "replicas 2")
+    await asyncio.wait_for(recorder.stop(), 1)
+    assert [seen[0] for seen in transport.seen] == ["POST", "POST"]
