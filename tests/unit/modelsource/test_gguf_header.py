@@ -1,6 +1,7 @@
 import os
 from pathlib import Path
 
+import gguf
 import pytest
 from modelsource_support import GGUFFactory
 
@@ -11,6 +12,7 @@ from llmkube.controllers.modelsource import (
     read_gguf_metadata,
     read_gguf_metadata_or_none,
 )
+from llmkube.controllers.modelsource.ggufheader import FAST_READER_ACTIVE, _ArrayBackedReader
 
 
 def test_reads_every_status_field(make_gguf: GGUFFactory) -> None:
@@ -83,3 +85,20 @@ def test_truncated_file_is_not_gguf(make_gguf: GGUFFactory, tmp_path: Path) -> N
 
 def test_unreadable_path_has_no_metadata(tmp_path: Path) -> None:
     assert read_gguf_metadata_or_none(str(tmp_path / "absent.gguf")) is None
+
+
+def test_the_fast_reader_is_active_and_reads_exactly_what_the_stock_reader_reads(
+    make_gguf: GGUFFactory,
+) -> None:
+    # If a gguf release changes the private accessor, the fast path switches itself off; this test
+    # then fails on purpose so the shim gets reviewed rather than silently dropped.
+    assert FAST_READER_ACTIVE
+    path = str(make_gguf(vocabulary=3_000, token_length=20))
+    stock, fast = gguf.GGUFReader(path), _ArrayBackedReader(path)
+    assert fast.data_offset == stock.data_offset
+    assert list(fast.fields) == list(stock.fields)
+    for name, field in stock.fields.items():
+        assert fast.fields[name].contents() == field.contents(), name
+    assert [(t.name, t.n_bytes, t.data_offset) for t in fast.tensors] == [
+        (t.name, t.n_bytes, t.data_offset) for t in stock.tensors
+    ]
