@@ -1,0 +1,317 @@
+"""Property test: for any spec valid under the contract schema, with any Model and any observed
+facts, planning never raises, and what it plans is consistent (names, labels, selectors, owners,
+no nulls or empty collections of our own making) and idempotent."""
+
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from isvc_factories import NOW, UID, live_deployment, live_object, pod
+from schema_strategies import from_schema
+
+from llmkube.api.base import KubeObject
+from llmkube.api.constants import LABEL_MANAGED_BY, LABEL_SERVICE, MANAGED_BY_VALUE
+from llmkube.api.crds import contract_schema
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
+from llmkube.api.model import Model
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
+from llmkube.plan.observed import ObservedState
+from llmkube.plan.queue import QueueEntry
+from llmkube.plan.status import status_changed
+
+SPEC_SCHEMA = contract_schema()["properties"]["spec"]
+PHASES = {"Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed"}
+# User-supplied Kubernetes sub-objects we pass on verbatim: we check the key is not empty, not inside.
+VERBATIM = {
+    "securityContext",
+    "startupProbe",
+    "livenessProbe",
+    "readinessProbe",
+    "tolerations",
+    "env",
+    "imagePullSecrets",
+    "nodeSelector",
+    "labels",
+    "annotations",
+}
+
+names = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\.[a-z0-9]{1,8}){0,2}", fullmatch=True)
+quantities = st.sampled_from(["500m", "2", "1.5", "4Gi", "1024Mi", "1e3", "0"])
+
+
+@st.composite
+def mostly_valid(draw: st.DrawFn, spec: dict[str, Any]) -> dict[str, Any]:
+    """Random contract-valid specs are nearly always semantically invalid (a random string is rarely a
+    quantity); most examples get valid values where the schema cannot tell, so every path is explored."""
+    if not draw(st.sampled_from([True] * 4 + [False])):
+        return spec
+    spec = dict(spec)
+    if spec.get("resources") is not None:
+        resources = dict(spec["resources"])
+        for key in ("cpu", "memory", "hostMemory", "gpuMemory"):
+            if resources.get(key) is not None:
+                resources[key] = draw(quantities)
+        spec["resources"] = resources
+    if spec.get("priorityClassName"):
+        spec["priorityClassName"] = draw(st.sampled_from(["custom", "llmkube-high", ""]))
+    if not spec.get("image"):
+        spec["image"] = draw(st.sampled_from([None, "img:1"]))
+    if spec.get("autoscaling") is not None:
+        autoscaling = dict(spec["autoscaling"])
+        autoscaling["minReplicas"] = min(autoscaling.get("minReplicas") or 1, autoscaling["maxReplicas"])
+        autoscaling["metrics"] = [
+            {**m, "targetAverageValue": draw(quantities)} for m in autoscaling.get("metrics") or []
+        ]
+        spec["autoscaling"] = autoscaling
+    return spec
+
+
+models = st.builds(
+    lambda source, hardware, phase, status: Model.model_validate(
+        {
+            "metadata": {"name": "m", "namespace": "ai"},
+            "spec": {"source": source, **hardware},
+            "status": {"phase": phase, **status},
+        }
+    ),
+    source=st.sampled_from(
+        [
+            "https://host/x.gguf",
+            "Org/Repo-7B",
+            "pvc://weights/dir/x.gguf",
+            "pvc://weights",
+            "file:///data/x.gguf",
+            "/data/x.gguf",
+            "model.gguf",
+        ]
+    ),
+    hardware=st.one_of(
+        st.just({}),
+        st.fixed_dictionaries(
+            {
+                "hardware": st.fixed_dictionaries(
+                    {"accelerator": st.sampled_from(["cpu", "metal", "cuda", "rocm", "intel"])},
+                    optional={
+                        "gpu": st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "count": st.integers(0, 8),
+                                "vendor": st.sampled_from(["nvidia", "amd", "intel"]),
+                                "layers": st.integers(-1, 100),
+                                "sharding": st.fixed_dictionaries(
+                                    {
+                                        "strategy": st.sampled_from(
+                                            ["layer", "tensor", "row", "pipeline", "none"]
+                                        )
+                                    },
+                                    optional={
+                                        "layerSplit": st.lists(
+                                            st.from_regex(r"\d{1,2}-\d{1,2}|x", fullmatch=True), max_size=4
+                                        )
+                                    },
+                                ),
+                            },
+                        )
+                    },
+                )
+            },
+            optional={"refreshPolicy": st.sampled_from(["IfNotPresent", "OnChange"])},
+        ),
+    ),
+    phase=st.sampled_from(["Ready"] * 8 + ["Pending", "Failed"]),
+    status=st.fixed_dictionaries(
+        {},
+        optional={
+            "cacheKey": st.sampled_from(["", "0123456789abcdef"]),
+            "path": st.sampled_from(["", "/models/k/Real-Name.gguf"]),
+            "gguf": st.just({"modelName": "Llama 3"}),
+        },
+    ),
+)
+
+configs = st.sampled_from(
+    [
+        OperatorConfig(),
+        OperatorConfig(model_cache_path=""),
+        OperatorConfig(
+            ca_cert_configmap="corp-ca", default_fsgroup=0, model_cache_access_mode="ReadWriteMany"
+        ),
+        OperatorConfig(model_cache_size="lots"),
+    ]
+)
+
+
+def foreign(obj: KubeObject) -> KubeObject:
+    obj["metadata"]["ownerReferences"][0]["uid"] = "someone-else"
+    return obj
+
+
+@st.composite
+def observations(draw: st.DrawFn, name: str) -> ObservedState:
+    deployment = draw(
+        st.sampled_from(
+            [
+                None,
+                live_deployment(ready=draw(st.integers(0, 5)), replicas=draw(st.integers(0, 5)), name=name),
+                live_deployment(selector={"app": name}, name=name),
+                foreign(live_deployment(name=name)),
+            ]
+        )
+    )
+    hpa = draw(
+        st.sampled_from(
+            [
+                None,
+                live_object("autoscaling/v2", "HorizontalPodAutoscaler", name),
+                foreign(live_object("autoscaling/v2", "HorizontalPodAutoscaler", name)),
+            ]
+        )
+    )
+    pods = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    pod("a"),
+                    pod("b", "Pending"),
+                    pod("c", "Pending", unschedulable="0/1 nodes: 1 Insufficient nvidia.com/gpu."),
+                    pod("d", "Pending", unschedulable="0/1 nodes: 1 Insufficient memory."),
+                    pod("e", deleting=True),
+                ]
+            ),
+            max_size=3,
+        )
+    )
+    age = draw(st.sampled_from([None, timedelta(seconds=10), timedelta(minutes=10)]))
+    slice_meta: dict[str, Any] = {
+        "name": "s",
+        "namespace": "ai",
+        "labels": {"kubernetes.io/service-name": name.replace(".", "-")},
+    }
+    if age is not None:
+        slice_meta["annotations"] = {"llmkube.ai/agent-heartbeat": (NOW - age).isoformat()}
+    slices = draw(
+        st.sampled_from([(), ({"metadata": slice_meta, "endpoints": [{"addresses": ["10.0.0.1"]}]},)])
+    )
+    return ObservedState(
+        now=NOW,
+        deployment=deployment,
+        hpa=hpa,
+        pods=tuple(pods),
+        priority_classes=draw(st.sampled_from([{}, {"llmkube-normal": 10_000, "custom": 5}])),
+        gpu_queue=tuple(
+            draw(
+                st.lists(
+                    st.builds(QueueEntry, st.just("ai"), names, st.integers(0, 10**6), st.just(NOW)),
+                    max_size=3,
+                )
+            )
+        ),
+        endpoint_slices=slices,
+    )
+
+
+def assert_compact(value: Any, path: str = "") -> None:
+    """No None, and no empty list or map, anywhere we built the object ourselves."""
+    assert value is not None, path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "emptyDir":
+                assert item == {}, path
+            elif key in VERBATIM:
+                assert item not in (None, {}, []), f"{path}.{key}"
+            else:
+                assert item not in ({}, []), f"{path}.{key}"
+                assert_compact(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            assert_compact(item, f"{path}[{index}]")
+
+
+def assert_owned(obj: KubeObject, isvc: InferenceService) -> None:
+    meta = obj["metadata"]
+    assert meta["namespace"] == isvc.metadata.namespace
+    assert meta["labels"][LABEL_MANAGED_BY] == MANAGED_BY_VALUE
+    (ref,) = meta["ownerReferences"]
+    assert (ref["uid"], ref["name"], ref["controller"], ref["blockOwnerDeletion"]) == (
+        UID,
+        isvc.metadata.name,
+        True,
+        False,
+    )
+
+
+def assert_consistent(result: InferenceServicePlan, isvc: InferenceService) -> None:
+    name = isvc.metadata.name
+    assert result.status.phase in PHASES
+    deployment, service, hpa = result.deployment, result.service, result.hpa
+    if deployment is not None:
+        assert_owned(deployment, isvc)
+        assert_compact(deployment)
+        assert deployment["metadata"]["name"] == name
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        template_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert selector.items() <= template_labels.items()
+        assert template_labels[LABEL_SERVICE] == name
+        container_ports = {
+            p["name"] for c in deployment["spec"]["template"]["spec"]["containers"] for p in c["ports"]
+        }
+        assert service is not None
+        assert_owned(service, isvc)
+        assert_compact(service)
+        assert service["spec"]["selector"] == selector
+        assert {p["targetPort"] for p in service["spec"]["ports"]} <= container_ports
+    else:
+        assert service is None and hpa is None
+    if hpa is not None:
+        assert deployment is not None
+        assert_owned(hpa, isvc)
+        assert_compact(hpa)
+        assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+        assert "replicas" not in deployment["spec"] or deployment["spec"]["replicas"] == 0
+    if result.cache_pvc is not None:
+        assert_compact(result.cache_pvc)
+    for ref in result.deletes:
+        assert ref.namespace == isvc.metadata.namespace and ref.name == name
+
+
+@settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example],
+)
+@given(data=st.data())
+def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
+    spec_doc = data.draw(from_schema(SPEC_SCHEMA).flatmap(mostly_valid), label="spec")
+    name = data.draw(names, label="name") if data.draw(st.sampled_from([True] * 5 + [False])) else "n" * 64
+    spec = InferenceServiceSpec.model_validate(spec_doc)  # the API types accept every contract-valid spec
+    isvc = InferenceService.model_validate(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "ai",
+                "uid": UID,
+                "generation": 2,
+                "creationTimestamp": NOW,
+            },
+            "spec": spec.to_json(),
+        }
+    )
+    # Hypothesis favours the first choice of sampled_from: the common case goes first.
+    model = data.draw(models, label="model") if data.draw(st.sampled_from([True] * 5 + [False])) else None
+    observed = data.draw(observations(name), label="observed")
+    config = data.draw(configs, label="config")
+
+    result = plan_inference_service(isvc, model, observed, config)
+    event(f"phase {result.status.phase}")
+    event("workload planned" if result.deployment is not None else "no workload")
+    assert_consistent(result, isvc)
+
+    # Deterministic, and idempotent: fed its own status back, the plan asks for no status write.
+    assert plan_inference_service(isvc, model, observed, config) == result
+    replanned = plan_inference_service(
+        isvc.model_copy(update={"status": result.status}), model, observed, config
+    )
+    assert not status_changed(result.status, replanned.status)
+    assert replanned.deployment == result.deployment and replanned.deletes == result.deletes
