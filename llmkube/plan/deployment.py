@@ -6,6 +6,7 @@ injectors) survive, keys the user removes from podLabels/podAnnotations disappea
 is left out when an HPA owns the count.
 """
 
+import copy
 from dataclasses import dataclass
 
 from llmkube.api.base import KubeObject
@@ -50,6 +51,8 @@ def container_port(spec: InferenceServiceSpec, runtime: RuntimeDefaults) -> int:
 
 
 def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
+    """A fresh object: the user's sub-objects (env, probes, security contexts...) are copied, so a
+    caller that edits the intent can never change the InferenceService it came from."""
     isvc = inputs.isvc
     name, spec = isvc.metadata.name or "", isvc.spec
     labels = workload_labels(name, spec.model_ref, inputs.runtime.name)
@@ -59,7 +62,7 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
             "annotations": dict(spec.pod_annotations or {}),
         }
     )
-    return {
+    intent: KubeObject = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": object_metadata(
@@ -75,6 +78,7 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
             }
         ),
     }
+    return copy.deepcopy(intent)
 
 
 def pod_spec(inputs: WorkloadInputs) -> KubeObject:

@@ -3,7 +3,7 @@
 from typing import Any
 
 import pytest
-from isvc_factories import UID, gpu_model, make_model
+from isvc_factories import UID, gpu_model, make_isvc, make_model
 from isvc_planning import args, container, env_names, plan, pod_spec
 
 from llmkube.plan.config import OperatorConfig
@@ -336,3 +336,26 @@ def test_no_storage_keys_without_model_init(spec: dict[str, Any]) -> None:
     assert (
         "initContainers" not in pod and "volumes" not in pod and "volumeMounts" not in container(plan(spec))
     )
+
+
+def test_the_intent_shares_nothing_with_the_service() -> None:
+    spec = {
+        "env": [{"name": "A", "value": "1"}],
+        "tolerations": [{"key": "k", "operator": "Exists"}],
+        "imagePullSecrets": [{"name": "r"}],
+        "nodeSelector": {"pool": "a"},
+        "securityContext": {"runAsNonRoot": True},
+        "podSecurityContext": {"runAsUser": 1},
+        "probeOverrides": {"startup": {"tcpSocket": {"port": 1}}},
+    }
+    isvc = make_isvc(spec)
+    before = isvc.spec.model_dump()
+    pod = pod_spec(plan(isvc=isvc))
+    pod["containers"][0]["env"][0]["value"] = "changed"
+    pod["containers"][0]["securityContext"]["runAsNonRoot"] = False
+    pod["containers"][0]["startupProbe"]["tcpSocket"]["port"] = 2
+    pod["tolerations"][0]["key"] = "changed"
+    pod["imagePullSecrets"][0]["name"] = "changed"
+    pod["nodeSelector"]["pool"] = "changed"
+    pod["securityContext"]["runAsUser"] = 2
+    assert isvc.spec.model_dump() == before
