@@ -1,7 +1,7 @@
 """Trim objects before they are cached (client-go's ``TransformFunc``).
 
 ``managedFields`` is often half of an object's memory (controller-semantics.md §5), but our own
-manager's entries are what the owned-fields compare needs, so only other managers' are dropped.
+manager's Apply entries are what the owned-fields compare needs, so only those are kept.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def strip_for_cache(field_manager: str = "llmkube-controller") -> Transform:
-    """Keep ``managedFields`` entries of ``field_manager`` only, and drop kubectl's last-applied copy."""
+    """Keep only ``field_manager``'s *Apply* entries of ``managedFields`` (what the owned-fields
+    compare reads), and drop kubectl's last-applied copy."""
 
     def transform(obj: Obj) -> Obj:
         meta = obj.get("metadata")
@@ -27,7 +28,11 @@ def strip_for_cache(field_manager: str = "llmkube-controller") -> Transform:
             return obj
         entries = meta.get("managedFields")
         if entries:
-            ours = [entry for entry in entries if entry.get("manager") == field_manager]
+            ours = [
+                entry
+                for entry in entries
+                if entry.get("manager") == field_manager and entry.get("operation") == "Apply"
+            ]
             if ours:
                 meta["managedFields"] = ours
             else:

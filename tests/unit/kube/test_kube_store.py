@@ -114,8 +114,16 @@ def test_change_accessors() -> None:
 def test_strip_for_cache_keeps_only_our_managed_fields() -> None:
     transform = strip_for_cache("me")
     one = obj("a")
-    one["metadata"]["managedFields"] = [{"manager": "kubectl"}, {"manager": "me", "subresource": "status"}]
-    assert transform(one)["metadata"]["managedFields"] == [{"manager": "me", "subresource": "status"}]
+    ours = [
+        {"manager": "me", "operation": "Apply"},
+        {"manager": "me", "operation": "Apply", "subresource": "status"},
+    ]
+    one["metadata"]["managedFields"] = [
+        {"manager": "kubectl"},
+        *ours,
+        {"manager": "me", "operation": "Update"},
+    ]
+    assert transform(one)["metadata"]["managedFields"] == ours
     two = obj("b")
     two["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     assert "managedFields" not in transform(two)["metadata"]
