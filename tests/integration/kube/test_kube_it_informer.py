@@ -4,12 +4,13 @@ a real 410 after etcd compaction (Events have no watch cache, so their watches r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from etcd import compact
 from gate import WatchGate
+from helpers import eventually
 
 from llmkube.kube.client import ApiClient
 from llmkube.kube.config import load_client_config
@@ -19,13 +20,6 @@ from llmkube.kube.store import Change, Tombstone
 from llmkube.kube.transport import AiohttpTransport
 
 pytestmark = pytest.mark.integration
-
-
-async def eventually(condition: Callable[[], bool], within: float = 20.0) -> None:
-    """Poll state that only the API server can change (there is no local event to wait for)."""
-    async with asyncio.timeout(within):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
 
 
 @pytest.fixture
