@@ -16,8 +16,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llmkube import __version__
+
+if TYPE_CHECKING:
+    from llmkube.controllers.setup import ControllersConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-k8s.sh"
@@ -134,10 +138,58 @@ def _run(args: argparse.Namespace) -> int:
         return _controller(args)
 
 
+def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
+    from datetime import timedelta
+
+    from llmkube.controllers.setup import ControllersConfig
+    from llmkube.plan.config import OperatorConfig
+    from llmkube.plan.model.decision import ModelPlanConfig
+
+    intel = os.environ.get("LLMKUBE_INTEL_GPU_RESOURCE") or "gpu.intel.com/i915"
+    return ControllersConfig(
+        operator=OperatorConfig(
+            model_cache_path=args.model_cache_path,
+            model_cache_size=args.model_cache_size,
+            model_cache_storage_class=args.model_cache_storage_class,
+            model_cache_access_mode=args.model_cache_access_mode,
+            ca_cert_configmap=args.ca_cert_configmap,
+            init_container_image=args.init_container_image,
+            default_fsgroup=args.default_fsgroup,
+            intel_gpu_resource=intel,
+        ),
+        model=ModelPlanConfig(
+            cache_path=args.model_cache_path,
+            revalidate_interval=timedelta(seconds=args.model_revalidate_interval),
+            intel_gpu_resource=intel,
+        ),
+        isvc_workers=args.workers,
+        model_workers=max(1, args.workers // 2),
+    )
+
+
 def _controller(args: argparse.Namespace) -> int:
-    # The reconcilers land with the controllers issue; until then `run` keeps the cluster up.
-    print("the controller is not part of this build yet; Ctrl-C stops.", file=sys.stderr, flush=True)
-    _wait_for_interrupt()
+    import asyncio
+
+    from llmkube.controllers.setup import setup_controllers
+    from llmkube.manager import Manager, ManagerConfig
+
+    manager_config = ManagerConfig(
+        kubeconfig=args.kubeconfig,
+        namespace=args.namespace or None,
+        workers=args.workers,
+        leader_election=args.leader_elect,
+        lease_namespace=args.leader_election_namespace,
+        metrics_bind_address=args.metrics_bind_address,
+        health_bind_address=args.health_probe_bind_address,
+        log_level=args.log_level,
+        log_format=args.log_format,
+    )
+    config = controllers_config(args)
+
+    def setup(manager: Manager) -> None:
+        setup_controllers(manager, config)
+
+    asyncio.run(Manager(manager_config).run(setup))
     return 0
 
 

@@ -78,7 +78,8 @@ def priority_classes() -> list[KubeObject]:
             "kind": "PriorityClass",
             "metadata": {"name": pc.name, "labels": managed({})},
             "value": pc.value,
-            "globalDefault": False,
+            # globalDefault stays unset (false): the API omits false, and an applied `false` would
+            # never compare equal to the stored object, costing a write on every restart.
             "preemptionPolicy": pc.preemption_policy,
             "description": pc.description,
         }

@@ -136,6 +136,22 @@ except OSError:
 _PR_SET_PDEATHSIG = 1
 
 
+def local_volume(name: str, path: Path) -> dict[str, object]:
+    """A class-less hostPath volume: it binds claims that name no StorageClass."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": {"llmkube.dev/local-pool": "true"}},
+        "spec": {
+            "capacity": {"storage": "1Ti"},
+            "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "hostPath": {"path": str(path), "type": "DirectoryOrCreate"},
+        },
+    }
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: SIGTERM it if the launching process dies for any reason,
     so a killed test run never leaves an API server behind."""
@@ -184,6 +200,7 @@ class LocalCluster:
         workdir: Path | None = None,
         bin_dir: Path | None = None,
         start_timeout: float = 90.0,
+        volumes: int = 40,
     ) -> None:
         self.tier: Tier = tier
         self.nodes = nodes if tier == "full" else ()
@@ -191,6 +208,7 @@ class LocalCluster:
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"llmkube-{tier}-"))
         self.start_timeout = start_timeout
+        self.volumes = volumes if tier == "full" else 0
         self.components: list[_Component] = []
         self.etcd_port = free_port()
         self.api_port = free_port()
@@ -420,6 +438,10 @@ class LocalCluster:
             return ready >= len(self.nodes)
 
         self._wait(nodes_ready, f"{len(self.nodes)} kwok nodes Ready")
+        # There is no storage provisioner: a pool of pre-made volumes lets claims (such as the
+        # per-namespace model cache) bind, so pods that mount them can schedule.
+        for index in range(self.volumes):
+            admin.create(local_volume(f"llmkube-local-pv-{index}", self.workdir / "volumes" / str(index)))
 
         def default_service_account() -> bool:
             try:

@@ -1,0 +1,352 @@
+"""The InferenceService controller: read the cache, plan (pure), write only what differs.
+
+Level-triggered: a reconcile reads everything it needs from informer caches and converges, no
+matter which event woke it. It applies each planned object with server-side apply (the applier
+skips the request when the fields we own already match), deletes only objects this service
+controls, writes status only when more than `lastUpdated` changed, and emits the planned events.
+"""
+
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import structlog
+from pydantic import ValidationError
+
+from llmkube.api.constants import LABEL_SERVICE
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
+from llmkube.api.model import Model
+from llmkube.controllers.host import ControllerHost
+from llmkube.controllers.metrics import ISVC_CONTROLLER, LLMKubeMetrics
+from llmkube.controllers.resources import (
+    DEPLOYMENTS,
+    ENDPOINT_SLICES,
+    HORIZONTAL_POD_AUTOSCALERS,
+    INFERENCE_SERVICES,
+    MANAGED_SELECTOR,
+    METAL_SLICES_SELECTOR,
+    MODELS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PODS,
+    PRIORITY_CLASSES,
+    SERVICE_PODS_SELECTOR,
+    SERVICES,
+)
+from llmkube.kube.controller import Controller, Result, TerminalError
+from llmkube.kube.errors import AlreadyExists, ApiError, NotFound
+from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
+from llmkube.kube.predicates import annotations_changed, any_of, generation_changed, labels_changed
+from llmkube.kube.resource import Resource
+from llmkube.kube.store import by_field, by_label
+from llmkube.kube.types import Obj, ObjectKey
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
+from llmkube.plan.names import service_name
+from llmkube.plan.observed import ObservedState
+from llmkube.plan.priority import priority_class_name
+from llmkube.plan.queue import QueueEntry
+from llmkube.plan.status import failed_status, status_changed
+
+log = structlog.get_logger("llmkube.controllers.inferenceservice")
+
+WAITING = "WaitingForGPU"
+# Indexes on the InferenceService cache.
+BY_MODEL = "modelRef"
+BY_SERVICE_NAME = "serviceName"
+BY_PRIORITY_CLASS = "priorityClass"
+BY_PHASE = "phase"
+# Index on pods and metal EndpointSlices.
+BY_SERVICE_LABEL = "service"
+BY_SLICE_SERVICE = "sliceService"
+SLICE_SERVICE_LABEL = "kubernetes.io/service-name"
+
+_APPLY_ORDER: tuple[tuple[str, Resource], ...] = (
+    ("deployment", DEPLOYMENTS),
+    ("service", SERVICES),
+    ("hpa", HORIZONTAL_POD_AUTOSCALERS),
+)
+_RESOURCES_BY_KIND = {res.kind: res for _, res in _APPLY_ORDER}
+
+
+def _namespaced(obj: Obj, value: str) -> tuple[str, ...]:
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    return (f"{namespace}/{value}",)
+
+
+def _service_name_index(obj: Obj) -> Iterable[str]:
+    # EndpointSlices name the Service (dots replaced by dashes); this maps back to every service
+    # with that Service name, dots included (decision #14).
+    return _namespaced(obj, service_name((obj.get("metadata") or {}).get("name") or ""))
+
+
+def _priority_class_index(obj: Obj) -> Iterable[str]:
+    try:
+        spec = InferenceService.model_validate(obj).spec
+    except ValidationError:
+        return ()
+    return (priority_class_name(spec),)
+
+
+def _phase_index(obj: Obj) -> Iterable[str]:
+    phase = (obj.get("status") or {}).get("phase")
+    return (phase,) if isinstance(phase, str) else ()
+
+
+def _parse_time(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def queue_entry_of(obj: Obj) -> QueueEntry:
+    meta = obj.get("metadata") or {}
+    priority = (obj.get("status") or {}).get("effectivePriority")
+    return QueueEntry(
+        namespace=meta.get("namespace") or "",
+        name=meta.get("name") or "",
+        priority=priority if isinstance(priority, int) else 0,
+        created=_parse_time(meta.get("creationTimestamp")),
+    )
+
+
+def status_body(isvc: InferenceService, status: InferenceServiceStatus) -> Obj:
+    return {
+        "metadata": {"name": isvc.metadata.name, "namespace": isvc.metadata.namespace},
+        "status": status.model_dump(by_alias=True, exclude_none=True, mode="json"),
+    }
+
+
+class InferenceServiceController:
+    def __init__(
+        self, host: ControllerHost, config: OperatorConfig, metrics: LLMKubeMetrics, workers: int
+    ) -> None:
+        self.host = host
+        self.config = config
+        self.metrics = metrics
+        self._cache_pvc_ensured: set[str] = set()
+
+        self.services = host.informer(INFERENCE_SERVICES)
+        self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
+        self.services.add_index(BY_SERVICE_NAME, _service_name_index)
+        self.services.add_index(BY_PRIORITY_CLASS, _priority_class_index)
+        self.services.add_index(BY_PHASE, _phase_index)
+        self.models = host.informer(MODELS)
+        self.deployments = host.informer(DEPLOYMENTS, label_selector=MANAGED_SELECTOR)
+        self.k8s_services = host.informer(SERVICES, label_selector=MANAGED_SELECTOR)
+        self.hpas = host.informer(HORIZONTAL_POD_AUTOSCALERS, label_selector=MANAGED_SELECTOR)
+        self.pods = host.informer(PODS, label_selector=SERVICE_PODS_SELECTOR)
+        self.pods.add_index(BY_SERVICE_LABEL, by_label(LABEL_SERVICE))
+        self.priority_classes = host.informer(PRIORITY_CLASSES)
+        self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
+        self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
+
+        self.controller: Controller = host.add_controller(
+            ISVC_CONTROLLER,
+            self.reconcile,
+            workers=workers,
+            watches=[
+                # Spec changes, and label/annotation edits; never our own status writes.
+                Watch(
+                    INFERENCE_SERVICES,
+                    enqueue_object,
+                    predicates=[any_of(generation_changed, labels_changed, annotations_changed)],
+                ),
+                Watch(MODELS, enqueue_mapped(self._services_of_model)),
+                Watch(DEPLOYMENTS, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
+                Watch(SERVICES, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
+                Watch(
+                    HORIZONTAL_POD_AUTOSCALERS,
+                    enqueue_owner(INFERENCE_SERVICES),
+                    label_selector=MANAGED_SELECTOR,
+                ),
+                Watch(PODS, enqueue_mapped(self._service_of_pod), label_selector=SERVICE_PODS_SELECTOR),
+                Watch(PRIORITY_CLASSES, enqueue_mapped(self._services_of_priority_class)),
+                Watch(
+                    ENDPOINT_SLICES,
+                    enqueue_mapped(self._services_of_slice),
+                    label_selector=METAL_SLICES_SELECTOR,
+                ),
+            ],
+        )
+
+    # -- event -> keys --------------------------------------------------------------------------
+
+    def _keys(self, objects: Iterable[Obj]) -> list[ObjectKey]:
+        return [ObjectKey.of(obj) for obj in objects]
+
+    def _services_of_model(self, model: Obj) -> list[ObjectKey]:
+        meta = model.get("metadata") or {}
+        return self._keys(
+            self.services.store.by_index(BY_MODEL, f"{meta.get('namespace')}/{meta.get('name')}")
+        )
+
+    def _service_of_pod(self, pod: Obj) -> list[ObjectKey]:
+        meta = pod.get("metadata") or {}
+        name = (meta.get("labels") or {}).get(LABEL_SERVICE)
+        return [ObjectKey(meta.get("namespace") or "", name)] if name else []
+
+    def _services_of_priority_class(self, priority_class: Obj) -> list[ObjectKey]:
+        name = (priority_class.get("metadata") or {}).get("name") or ""
+        return self._keys(self.services.store.by_index(BY_PRIORITY_CLASS, name))
+
+    def _services_of_slice(self, endpoint_slice: Obj) -> list[ObjectKey]:
+        meta = endpoint_slice.get("metadata") or {}
+        name = (meta.get("labels") or {}).get(SLICE_SERVICE_LABEL)
+        if not name:
+            return []
+        return self._keys(self.services.store.by_index(BY_SERVICE_NAME, f"{meta.get('namespace')}/{name}"))
+
+    # -- reconcile ------------------------------------------------------------------------------
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        started = time.perf_counter()
+        try:
+            return await self._reconcile(key)
+        finally:
+            self.metrics.reconcile_duration.labels(ISVC_CONTROLLER).observe(time.perf_counter() - started)
+
+    async def _reconcile(self, key: ObjectKey) -> Result | None:
+        raw = self.services.store.get_object(key.namespace, key.name)
+        if raw is None:
+            self.metrics.forget_isvc(key.namespace, key.name)
+            self._rerank_queue(key, waiting_now=False)
+            return None
+        try:
+            isvc = InferenceService.model_validate(raw)
+        except ValidationError as error:
+            # The API server validated it against the same schema; only a schema skew gets here.
+            raise TerminalError(f"InferenceService {key} does not match the API types: {error}") from error
+        model = self._model(key.namespace, isvc.spec.model_ref)
+        now = datetime.now(UTC)
+        observed = self._observe(isvc, now)
+        plan = plan_inference_service(isvc, model, observed, self.config)
+
+        try:
+            await self._converge(isvc, plan)
+        except ApiError as error:
+            # Report it (decision #19: and retry with backoff by re-raising).
+            failed = failed_status(
+                plan.status, _describe(error), generation=isvc.metadata.generation, now=now
+            )
+            await self._write_status(isvc, raw, failed)
+            raise
+        for event in plan.events:
+            self.host.recorder.event(raw, event.type, event.reason, event.message)
+        await self._write_status(isvc, raw, plan.status)
+        return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
+
+    def _model(self, namespace: str, name: str) -> Model | None:
+        raw = self.models.store.get_object(namespace, name)
+        if raw is None:
+            return None
+        try:
+            return Model.model_validate(raw)
+        except ValidationError as error:
+            log.warning("model does not match the API types", model=f"{namespace}/{name}", error=str(error))
+            return None
+
+    def _observe(self, isvc: InferenceService, now: datetime) -> ObservedState:
+        namespace = isvc.metadata.namespace or ""
+        name = isvc.metadata.name or ""
+        waiting = self.services.store.by_index(BY_PHASE, WAITING)
+        return ObservedState(
+            now=now,
+            deployment=self.deployments.store.get_object(namespace, name),
+            service=self.k8s_services.store.get_object(namespace, service_name(name)),
+            hpa=self.hpas.store.get_object(namespace, name),
+            pods=tuple(self.pods.store.by_index(BY_SERVICE_LABEL, f"{namespace}/{name}")),
+            priority_classes={
+                (pc.get("metadata") or {}).get("name") or "": int(pc.get("value") or 0)
+                for pc in self.priority_classes.store.objects()
+            },
+            gpu_queue=tuple(queue_entry_of(obj) for obj in waiting),
+            endpoint_slices=tuple(
+                obj
+                for obj in self.slices.store.objects()
+                if (obj.get("metadata") or {}).get("namespace") == namespace
+            ),
+        )
+
+    async def _converge(self, isvc: InferenceService, plan: InferenceServicePlan) -> None:
+        namespace = isvc.metadata.namespace or ""
+        if plan.cache_pvc is not None:
+            await self._ensure_cache_pvc(namespace, plan.cache_pvc)
+        observed = {
+            "deployment": self.deployments.store.get_object(namespace, isvc.metadata.name or ""),
+            "service": self.k8s_services.store.get_object(namespace, service_name(isvc.metadata.name or "")),
+            "hpa": self.hpas.store.get_object(namespace, isvc.metadata.name or ""),
+        }
+        for field, resource in _APPLY_ORDER:
+            desired: Obj | None = getattr(plan, field)
+            if desired is None:
+                continue
+            result = await self.host.applier.apply(resource, desired, observed[field])
+            if result.changed:
+                log.info(
+                    f"{resource.kind} {result.outcome.value}",
+                    namespace=namespace,
+                    name=isvc.metadata.name,
+                    fields=result.reasons[:5],
+                )
+        for ref in plan.deletes:
+            resource = _RESOURCES_BY_KIND[ref.kind]
+            try:
+                await self.host.client.delete(resource, ref.name, ref.namespace, uid=ref.uid)
+                log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
+            except NotFound:
+                pass  # already gone: that is what we wanted
+
+    async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
+        """Create the shared cache claim when missing; never update or delete it (it is not ours
+        alone). Remembered per namespace so a converged service costs no request."""
+        if namespace in self._cache_pvc_ensured:
+            return
+        name = pvc["metadata"]["name"]
+        try:
+            await self.host.client.get(PERSISTENT_VOLUME_CLAIMS, name, namespace)
+        except NotFound:
+            try:
+                await self.host.client.create(PERSISTENT_VOLUME_CLAIMS, pvc, namespace)
+                log.info("model cache PVC created", namespace=namespace, name=name)
+            except AlreadyExists:
+                pass
+        self._cache_pvc_ensured.add(namespace)
+
+    async def _write_status(self, isvc: InferenceService, raw: Obj, status: InferenceServiceStatus) -> None:
+        old = isvc.status
+        if not status_changed(old, status):
+            return
+        await self.host.applier.apply_status(INFERENCE_SERVICES, status_body(isvc, status), raw)
+        namespace, name = isvc.metadata.namespace or "", isvc.metadata.name or ""
+        old_phase = old.phase if old else None
+        new_phase = status.phase or ""
+        self.metrics.set_isvc_phase(namespace, name, new_phase)
+        if new_phase == "Ready" and old_phase != "Ready":
+            created = isvc.metadata.creation_timestamp
+            if created is not None:
+                self.metrics.ready_duration.labels(name, namespace).observe(
+                    max(0.0, (datetime.now(UTC) - created).total_seconds())
+                )
+            self.metrics.reconcile_total.labels(ISVC_CONTROLLER, "success").inc()
+        if (old_phase == WAITING) != (new_phase == WAITING):
+            # Entering or leaving the queue moves everybody behind (decision #6).
+            self._rerank_queue(ObjectKey(namespace, name), waiting_now=new_phase == WAITING)
+        log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
+
+    def _rerank_queue(self, changed: ObjectKey, *, waiting_now: bool) -> None:
+        """Re-plan every other waiting service; the cache does not hold `changed`'s new phase yet."""
+        others = [
+            key
+            for key in (ObjectKey.of(obj) for obj in self.services.store.by_index(BY_PHASE, WAITING))
+            if key != changed
+        ]
+        self.metrics.gpu_queue_depth.set(len(others) + (1 if waiting_now else 0))
+        for key in others:
+            self.controller.enqueue(key)
+
+
+def _describe(error: ApiError) -> str:
+    return f"API request failed: {error}"

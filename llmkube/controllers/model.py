@@ -1,0 +1,177 @@
+"""The Model controller: observe (cache, claim, nodes, cache directory) -> plan (pure) -> act
+(copy, verify, probe) -> plan again -> status. The loop itself is
+`modelsource.drive_model_plan`; this module feeds it facts and persists what it decides.
+"""
+
+import asyncio
+import time
+from collections.abc import Iterable
+from datetime import timedelta
+
+import aiohttp
+import structlog
+from pydantic import ValidationError
+
+from llmkube.api.model import Model, ModelStatus
+from llmkube.controllers.host import ControllerHost
+from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
+from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
+from llmkube.controllers.resources import MODELS, NODES, PERSISTENT_VOLUME_CLAIMS
+from llmkube.kube.controller import Controller, Result, TerminalError
+from llmkube.kube.errors import NotFound
+from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
+from llmkube.kube.predicates import generation_changed
+from llmkube.kube.store import Change
+from llmkube.kube.types import Obj, ObjectKey
+from llmkube.plan.model.decision import ModelPlanConfig
+from llmkube.plan.model.facts import ModelFacts
+from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
+
+log = structlog.get_logger("llmkube.controllers.model")
+
+_GPU_ACCELERATORS = ("cuda", "rocm", "intel")
+
+
+def gpu_capacity(nodes: Iterable[Obj]) -> dict[str, int]:
+    """Summed node capacity per extended resource (only the ones with a `/` in their name)."""
+    total: dict[str, int] = {}
+    for node in nodes:
+        capacity = (node.get("status") or {}).get("capacity") or {}
+        for resource, value in capacity.items():
+            if "/" not in resource:
+                continue
+            try:
+                total[resource] = total.get(resource, 0) + int(str(value))
+            except ValueError:
+                continue
+    return total
+
+
+def _extended_capacity(node: Obj | None) -> dict[str, int]:
+    return gpu_capacity([node]) if node is not None else {}
+
+
+def node_capacity_changed(change: Change) -> bool:
+    """Node heartbeats rewrite status every few seconds: only a change of extended-resource
+    capacity (GPUs added or removed) matters to Models."""
+    if change.type != "MODIFIED":
+        return True
+    return _extended_capacity(change.old_obj) != _extended_capacity(change.new)
+
+
+def status_body(model: Model, status: ModelStatus) -> Obj:
+    return {
+        "metadata": {"name": model.metadata.name, "namespace": model.metadata.namespace},
+        "status": status.model_dump(by_alias=True, exclude_none=True, mode="json"),
+    }
+
+
+class ModelController:
+    def __init__(
+        self, host: ControllerHost, config: ModelPlanConfig, metrics: LLMKubeMetrics, workers: int
+    ) -> None:
+        self.host = host
+        self.config = config
+        self.metrics = metrics
+        self.models = host.informer(MODELS)
+        self.nodes = host.informer(NODES)
+        self._session: aiohttp.ClientSession | None = None
+        self.controller: Controller = host.add_controller(
+            MODEL_CONTROLLER,
+            self.reconcile,
+            workers=workers,
+            watches=[
+                Watch(MODELS, enqueue_object, predicates=[generation_changed]),
+                Watch(NODES, enqueue_mapped(self._gpu_models), predicates=[node_capacity_changed]),
+            ],
+        )
+        host.add_task("model:http-session", self._own_session)
+
+    def _gpu_models(self, _node: Obj) -> list[ObjectKey]:
+        keys = []
+        for model in self.models.store.objects():
+            accelerator = ((model.get("spec") or {}).get("hardware") or {}).get("accelerator")
+            if accelerator in _GPU_ACCELERATORS:
+                keys.append(ObjectKey.of(model))
+        return keys
+
+    async def _own_session(self) -> None:
+        """Holds the HTTP session for model sources (HEAD, Range reads) and closes it at shutdown."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            if self._session is not None:
+                await self._session.close()
+
+    def _io(self) -> ModelSourceIO:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(headers={"User-Agent": "llmkube-controller"})
+        return ModelSourceIO(session=self._session)
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        started = time.perf_counter()
+        try:
+            return await self._reconcile(key)
+        finally:
+            self.metrics.reconcile_duration.labels(MODEL_CONTROLLER).observe(time.perf_counter() - started)
+
+    async def _reconcile(self, key: ObjectKey) -> Result | None:
+        raw = self.models.store.get_object(key.namespace, key.name)
+        if raw is None:
+            self.metrics.forget_model(key.namespace, key.name)
+            return None
+        try:
+            model = Model.model_validate(raw)
+        except ValidationError as error:
+            raise TerminalError(f"Model {key} does not match the API types: {error}") from error
+
+        io = self._io()
+        facts = ModelFacts(
+            pvc_phase=await self._pvc_phase(model),
+            gpu_capacity=gpu_capacity(self.nodes.store.objects()) if self.nodes.has_synced() else None,
+            cached_file=await io.observe_cached_file(model, self.config),
+        )
+        stored = {"raw": raw}
+
+        async def write_status(current: Model, status: ModelStatus) -> Model:
+            result = await self.host.applier.apply_status(MODELS, status_body(current, status), stored["raw"])
+            stored["raw"] = result.object
+            log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
+            return Model.model_validate(result.object)
+
+        copy_started = time.perf_counter()
+        decision = await drive_model_plan(model, facts, self.config, io, write_status)
+        if (
+            facts.cached_file is None
+            and decision.status.path
+            and classify_source(model.spec.source) in (SourceKind.LOCAL,)
+        ):
+            self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(
+                time.perf_counter() - copy_started
+            )
+        if decision.status_metric:
+            self.metrics.set_model_status(key.namespace, key.name, decision.status_metric)
+        if decision.reconcile_result:
+            self.metrics.reconcile_total.labels(MODEL_CONTROLLER, decision.reconcile_result).inc()
+        if decision.requeue.backoff:
+            # The failure is in status already; retry through the per-item rate limiter.
+            log.warning("model not ready, retrying with backoff", error=decision.error)
+            return Result(requeue=True)
+        if decision.requeue.after is not None:
+            return Result(requeue_after=max(1.0, decision.requeue.after / timedelta(seconds=1)))
+        return None
+
+    async def _pvc_phase(self, model: Model) -> str | None:
+        if classify_source(model.spec.source) is not SourceKind.PVC:
+            return None
+        source = parse_pvc_source(model.spec.source)
+        if source is None:
+            return None
+        try:
+            claim = await self.host.client.get(
+                PERSISTENT_VOLUME_CLAIMS, source.claim, model.metadata.namespace
+            )
+        except NotFound:
+            return None
+        phase = (claim.get("status") or {}).get("phase")
+        return phase if isinstance(phase, str) else "Pending"

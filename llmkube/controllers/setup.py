@@ -1,0 +1,35 @@
+"""Registers llmkube's controllers with a host (the Manager): `await Manager(cfg).run(setup)`."""
+
+from dataclasses import dataclass, field
+
+from llmkube.controllers.host import ControllerHost
+from llmkube.controllers.inferenceservice import InferenceServiceController
+from llmkube.controllers.metrics import default_metrics
+from llmkube.controllers.model import ModelController
+from llmkube.controllers.priorityclass import PriorityClassController
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.model.decision import ModelPlanConfig
+
+
+@dataclass(frozen=True)
+class ControllersConfig:
+    operator: OperatorConfig = field(default_factory=OperatorConfig)
+    model: ModelPlanConfig = field(default_factory=ModelPlanConfig)
+    isvc_workers: int = 4
+    model_workers: int = 2
+
+
+@dataclass
+class Controllers:
+    inference_services: InferenceServiceController
+    models: ModelController
+    priority_classes: PriorityClassController
+
+
+def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Controllers:
+    metrics = default_metrics()
+    return Controllers(
+        inference_services=InferenceServiceController(host, config.operator, metrics, config.isvc_workers),
+        models=ModelController(host, config.model, metrics, config.model_workers),
+        priority_classes=PriorityClassController(host),
+    )
