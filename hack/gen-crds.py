@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write manifests/crd/*.yaml (from llmkube.api.crds) and manifests/priorityclasses (from\nllmkube.plan.priority): the only way those files change.
+"""Write manifests/crd/*.yaml (from llmkube.api.crds) and manifests/priorityclasses (from
+llmkube.plan.priority): the only way those files change.
 
 When ../shared/spec/inferenceservice.schema.json exists, first refresh the vendored copy of the
 contract from it, so a contract change flows into the CRD in one step.
