@@ -1,0 +1,283 @@
+"""The Manager running a real controller against a real kube-apiserver: convergence, zero writes
+once converged (also after a restart), /metrics, /readyz, leader election between two managers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import pytest
+from gate import WatchGate
+from helpers import eventually
+from mirror import CONTROLLER, MIRROR_OF, desired_mirror, mirror_name, setup_mirror
+from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
+
+from llmkube.kube.client import ApiClient
+from llmkube.kube.config import load_client_config
+from llmkube.kube.errors import NotFound
+from llmkube.kube.leader_election import LeadershipLost
+from llmkube.kube.leader_state import LeaderElectionTiming
+from llmkube.kube.resource import CONFIG_MAPS, EVENTS, LEASES
+from llmkube.kube.transport import AiohttpTransport, TransportError
+from llmkube.manager import Manager, ManagerConfig
+
+pytestmark = pytest.mark.integration
+
+FAST_LEASE = LeaderElectionTiming(lease_duration=3, renew_deadline=2, retry_period=1)
+
+
+def reconciles(result: str = "success") -> float:
+    return (
+        REGISTRY.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": CONTROLLER, "result": result}
+        )
+        or 0.0
+    )
+
+
+def config(api_cluster: Any, namespace: str, **overrides: Any) -> ManagerConfig:
+    values: dict[str, Any] = {
+        "kubeconfig": api_cluster.kubeconfig,
+        "namespace": namespace,
+        "metrics_bind_address": "127.0.0.1:0",
+        "health_bind_address": "127.0.0.1:0",
+        "configure_logging": False,
+        "handle_signals": False,
+        "lease_namespace": namespace,
+        "leader_timing": FAST_LEASE,
+        "graceful_shutdown_timeout": 10,
+    }
+    return ManagerConfig(**{**values, **overrides})
+
+
+@asynccontextmanager
+async def running(manager: Manager) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(manager.run(setup_mirror))
+    try:
+        yield task
+    finally:
+        manager.request_shutdown()
+        with contextlib.suppress(LeadershipLost):
+            await asyncio.wait_for(task, 20)
+
+
+def source(namespace: str, name: str, data: dict[str, str], **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"mirror": "yes", **labels}},
+        "data": data,
+    }
+
+
+async def mirror_data(client: ApiClient, namespace: str, name: str) -> dict[str, str] | None:
+    try:
+        return (await client.get(CONFIG_MAPS, mirror_name(name), namespace)).get("data") or {}
+    except NotFound:
+        return None
+
+
+async def wait_mirrored(
+    client: ApiClient, namespace: str, expected: dict[str, dict[str, str] | None]
+) -> None:
+    async with asyncio.timeout(30):
+        while True:
+            seen = {name: await mirror_data(client, namespace, name) for name in expected}
+            if seen == expected:
+                return
+            await asyncio.sleep(0.1)
+
+
+async def test_mirror_converges_and_then_makes_no_writes(
+    client: ApiClient, api_cluster: Any, namespace: str
+) -> None:
+    for index in range(3):
+        await client.create(CONFIG_MAPS, source(namespace, f"src-{index}", {"i": str(index)}))
+    await client.create(
+        CONFIG_MAPS,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plain", "namespace": namespace}},
+    )
+    manager = Manager(config(api_cluster, namespace))
+    async with running(manager):
+        await asyncio.wait_for(manager.controllers_started.wait(), 20)
+        await wait_mirrored(
+            client, namespace, {f"src-{i}": {"i": str(i)} for i in range(3)} | {"plain": None}
+        )
+        mirrors = manager.informer(CONFIG_MAPS, label_selector=MIRROR_OF)
+        await eventually(lambda: len(mirrors.store) == 3)
+        await eventually(
+            lambda: (
+                len(manager.controller(CONTROLLER).queue) == 0
+                and manager.controller(CONTROLLER).queue.processing() == 0
+            )
+        )
+        await manager.recorder.drain()
+
+        # Converged.  Wake the controller without changing anything it owns.
+        writes = manager.client.mutating_requests()
+        done_before = reconciles()
+        await client.patch(CONFIG_MAPS, "src-0", {"metadata": {"annotations": {"note": "hello"}}}, namespace)
+        await client.patch(
+            CONFIG_MAPS, mirror_name("src-1"), {"metadata": {"annotations": {"seen-by": "me"}}}, namespace
+        )
+        await client.patch(
+            CONFIG_MAPS,
+            mirror_name("src-2"),
+            {"data": {"extra": "theirs"}},
+            namespace,
+            field_manager="someone",
+        )
+        await eventually(lambda: reconciles() >= done_before + 3)
+        await asyncio.sleep(1.0)
+        assert manager.client.mutating_requests() == writes  # three reconciles, zero writes
+
+        # Real changes are applied.
+        await client.patch(CONFIG_MAPS, "src-0", {"data": {"i": "changed"}}, namespace)
+        await wait_mirrored(client, namespace, {"src-0": {"i": "changed"}})
+        await client.patch(
+            CONFIG_MAPS, mirror_name("src-1"), {"data": {"i": "tampered"}}, namespace, field_manager="someone"
+        )
+        await wait_mirrored(client, namespace, {"src-1": {"i": "1"}})
+        assert (await mirror_data(client, namespace, "src-2")) == {
+            "i": "2",
+            "extra": "theirs",
+        }  # not ours: kept
+        await client.delete(CONFIG_MAPS, "src-2", namespace)
+        await wait_mirrored(client, namespace, {"src-2": None})
+        events = await client.list_page(EVENTS, namespace)
+        reasons = {(e["reason"], e["regarding"]["name"]) for e in events["items"]}
+        assert ("Mirrored", "src-0") in reasons
+
+    # A restart against the converged cluster writes nothing at all.
+    restarted = Manager(config(api_cluster, namespace))
+    before = reconciles()
+    async with running(restarted):
+        await asyncio.wait_for(restarted.controllers_started.wait(), 20)
+        await eventually(lambda: reconciles() >= before + 2)  # src-0 and src-1 (initial list, low priority)
+        await asyncio.sleep(1.0)
+        assert restarted.client.mutating_requests() == 0
+        assert restarted.client.request_counts  # it did read: LIST + WATCH
+
+
+async def test_metrics_and_probes_are_served(client: ApiClient, api_cluster: Any, namespace: str) -> None:
+    await client.create(CONFIG_MAPS, source(namespace, "m", {"k": "v"}))
+    manager = Manager(config(api_cluster, namespace, leader_election=True))
+    async with running(manager):
+        await asyncio.wait_for(manager.controllers_started.wait(), 20)
+        await wait_mirrored(client, namespace, {"m": {"k": "v"}})
+        async with aiohttp.ClientSession() as http:
+            async with http.get(manager.http.url("health") + "/readyz") as response:
+                assert (response.status, await response.text()) == (200, "ok\n")
+            async with http.get(manager.http.url("health") + "/healthz") as response:
+                assert response.status == 200
+            async with http.get(manager.http.url("metrics") + "/metrics") as response:
+                assert response.status == 200
+                text = await response.text()
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    reconcile_total = families["controller_runtime_reconcile"]
+    assert reconcile_total.type == "counter"
+    results = {s.labels["result"] for s in reconcile_total.samples if s.labels["controller"] == CONTROLLER}
+    assert results == {"success", "error", "requeue", "requeue_after"}
+    buckets = [
+        s.labels["le"]
+        for s in families["controller_runtime_reconcile_time_seconds"].samples
+        if s.name.endswith("_bucket") and s.labels["controller"] == CONTROLLER
+    ]
+    assert buckets[:4] == ["0.005", "0.01", "0.025", "0.05"] and buckets[-2:] == ["60.0", "+Inf"]
+    depth = [s for s in families["workqueue_depth"].samples if s.labels["name"] == CONTROLLER]
+    assert depth and all(set(s.labels) == {"name", "controller", "priority"} for s in depth)
+    expected_families = (
+        "workqueue_adds",
+        "workqueue_retries",
+        "workqueue_queue_duration_seconds",
+        "workqueue_work_duration_seconds",
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+        "controller_runtime_active_workers",
+        "controller_runtime_max_concurrent_reconciles",
+        "process_resident_memory_bytes",
+    )
+    for family in expected_families:
+        assert family in families, family
+    requests = families["rest_client_requests"]
+    host = api_cluster.server.removeprefix("https://")
+    assert any(s.labels == {"code": "200", "method": "GET", "host": host} for s in requests.samples)
+    status = [
+        s.value
+        for s in families["leader_election_master_status"].samples
+        if s.labels["name"] == manager.config.lease_name
+    ]
+    assert status == [1.0]
+    assert not [s.name for f in families.values() for s in f.samples if s.name.endswith("_created")]
+
+
+async def test_one_leader_runs_the_controllers_and_hands_over_on_shutdown(
+    client: ApiClient, api_cluster: Any, namespace: str
+) -> None:
+    first = Manager(config(api_cluster, namespace, leader_election=True))
+    second = Manager(config(api_cluster, namespace, leader_election=True))
+    async with running(first) as first_task:
+        await asyncio.wait_for(first.controllers_started.wait(), 20)
+        async with running(second):
+            await eventually(lambda: all(informer.has_synced() for informer in second.informers))
+            await asyncio.sleep(2 * FAST_LEASE.lease_duration)
+            assert not second.controllers_started.is_set()  # warm caches, no workers: not the leader
+            lease = await client.get(LEASES, first.config.lease_name, namespace)
+            assert lease["spec"]["holderIdentity"] == first.elector.identity  # type: ignore[union-attr]
+            await client.create(CONFIG_MAPS, source(namespace, "a", {"v": "1"}))
+            await wait_mirrored(client, namespace, {"a": {"v": "1"}})
+            assert second.client.mutating_requests() == 0
+
+            first.request_shutdown()
+            await asyncio.wait_for(first_task, 20)
+            released = await client.get(LEASES, first.config.lease_name, namespace)
+            assert released["spec"]["holderIdentity"] == ""  # released, not left to expire
+            # The standby takes over at its next retry (retry period 1 s, jitter up to 2.2 s).
+            await asyncio.wait_for(second.controllers_started.wait(), 5)
+            await client.create(CONFIG_MAPS, source(namespace, "b", {"v": "2"}))
+            await wait_mirrored(client, namespace, {"b": {"v": "2"}})
+            lease = await client.get(LEASES, first.config.lease_name, namespace)
+            assert lease["spec"]["holderIdentity"] == second.elector.identity  # type: ignore[union-attr]
+            assert lease["spec"]["leaseTransitions"] == 1
+
+
+class Partitionable(WatchGate):
+    """Fails every request (not only watches) while ``cut_off`` is set."""
+
+    cut_off = False
+
+    def send(self, method: str, url: str, **kwargs: Any) -> Any:
+        if self.cut_off:
+            raise TransportError("partitioned from the API server")
+        return super().send(method, url, **kwargs)
+
+
+async def test_a_leader_that_cannot_renew_stops_its_workers(api_cluster: Any, namespace: str) -> None:
+    settings = await load_client_config(api_cluster.kubeconfig)
+    transport = Partitionable(AiohttpTransport(settings.ssl_context))
+    leader_client = ApiClient(settings.host, transport=transport, auth=settings.auth)
+    manager = Manager(config(api_cluster, namespace, leader_election=True), client=leader_client)
+    task = asyncio.create_task(manager.run(setup_mirror))
+    try:
+        await asyncio.wait_for(manager.controllers_started.wait(), 20)
+        assert manager.controller(CONTROLLER).running
+        transport.cut_off = True
+        with pytest.raises(LeadershipLost):
+            await asyncio.wait_for(task, 15)
+        assert not manager.controller(CONTROLLER).running
+    finally:
+        await leader_client.close()
+
+
+def test_desired_mirror_shape() -> None:
+    src = source("ns", "x", {"a": "1"})
+    src["metadata"]["uid"] = "u"
+    mirror = desired_mirror(src)
+    assert mirror["metadata"]["name"] == "x-mirror"
+    assert mirror["metadata"]["labels"] == {MIRROR_OF: "x"}
+    assert mirror["metadata"]["ownerReferences"][0]["uid"] == "u"
