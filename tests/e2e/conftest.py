@@ -1,0 +1,76 @@
+"""The whole operator, in-process, against the full local control plane.
+
+The controller runs as the static identity named like its ServiceAccount, bound to nothing but
+`manifests/rbac/`, so every test also proves the RBAC is enough (the 403 count must stay zero).
+"""
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import RunningController
+
+from llmkube.api.crds import all_crds
+from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
+from llmkube.manager import Manager, ManagerConfig
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.model.decision import ModelPlanConfig
+from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube.testing.rest import load_yaml_documents
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def install_operator(cluster: ClusterHandle) -> None:
+    docs: list[dict[str, Any]] = list(all_crds())
+    docs += load_yaml_documents(ROOT / "manifests" / "manager" / "namespace.yaml")
+    for path in sorted((ROOT / "manifests" / "rbac").glob("*.yaml")):
+        if path.name != "kustomization.yaml":
+            docs += load_yaml_documents(path)
+    apply_manifests(cluster, docs)
+
+
+@pytest.fixture(scope="session")
+async def operator(
+    full_cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[RunningController]:
+    install_operator(full_cluster)
+    assert full_cluster.controller_kubeconfig is not None, "the e2e suite needs the local control plane"
+    model_cache = tmp_path_factory.mktemp("model-cache")
+    config = ControllersConfig(
+        operator=OperatorConfig(),
+        model=ModelPlanConfig(cache_path=str(model_cache)),
+        isvc_workers=4,
+        model_workers=2,
+    )
+    manager = Manager(
+        ManagerConfig(
+            kubeconfig=full_cluster.controller_kubeconfig,
+            metrics_bind_address="127.0.0.1:0",
+            health_bind_address="127.0.0.1:0",
+            configure_logging=False,
+            handle_signals=False,
+            graceful_shutdown_timeout=10,
+        )
+    )
+    holder: dict[str, Controllers] = {}
+
+    def setup(m: Manager) -> None:
+        holder["controllers"] = setup_controllers(m, config)
+
+    task = asyncio.create_task(manager.run(setup))
+    try:
+        async with asyncio.timeout(60):
+            await manager.controllers_started.wait()
+    except TimeoutError:
+        task.cancel()
+        raise
+    running = RunningController(manager, holder["controllers"], full_cluster, model_cache)
+    yield running
+    manager.request_shutdown()
+    await asyncio.wait_for(task, timeout=30)
+    assert running.requests_with_code("403") == 0, (
+        "the controller was refused something its RBAC should grant"
+    )
