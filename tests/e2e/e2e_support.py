@@ -30,7 +30,7 @@ class RunningController:
         return sum(n for (_, c), n in self.client.request_counts.items() if c == code)
 
     def mutating_requests(self) -> int:
-        return self.client.mutating_requests
+        return self.client.mutating_requests()
 
 
 async def eventually(check: Callable[[], Any], *, within: float = 60, what: str = "condition") -> Any:
