@@ -88,7 +88,9 @@ def plan_storage(
     if cached:
         cache_dir = posixpath.join(MODELS_MOUNT, key)
         path = status.path if status and status.path else ""
-        gguf_name = status.gguf.model_name if status and status.gguf else None
+        # The init container names an http(s) download before any header is known, so its file
+        # name never depends on metadata the Model controller reads later (reference: Model name).
+        gguf_name = status.gguf.model_name if status and status.gguf and kind is not SourceKind.HTTP else None
         basename = posixpath.basename(path) or canonical_basename(model.metadata.name or "", gguf_name)
         model_path = posixpath.join(cache_dir, basename)
         volume_name = "model-cache"

@@ -85,16 +85,18 @@ def test_cached_mode_for_http_source() -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "basename"),
+    ("source", "status", "basename"),
     [
-        ({"path": "/models/abc/Llama-3.2-1B.gguf"}, "Llama-3.2-1B.gguf"),
-        ({"gguf": {"modelName": "Llama 3.2 1B"}}, "Llama-3.2-1B.gguf"),
-        ({"path": "", "gguf": {"modelName": "Qwen"}}, "Qwen.gguf"),
-        ({}, "tiny.gguf"),
+        ("https://host/x.gguf", {"path": "/models/abc/Llama-3.2-1B.gguf"}, "Llama-3.2-1B.gguf"),
+        ("/data/x.gguf", {"gguf": {"modelName": "Llama 3.2 1B"}}, "Llama-3.2-1B.gguf"),
+        ("/data/x.gguf", {"path": "", "gguf": {"modelName": "Qwen"}}, "Qwen.gguf"),
+        # http(s): the header read by the Model controller never renames the download.
+        ("https://host/x.gguf", {"gguf": {"modelName": "Llama 3.2 1B"}}, "tiny.gguf"),
+        ("https://host/x.gguf", {}, "tiny.gguf"),
     ],
 )
-def test_cached_basename(status: dict[str, Any], basename: str) -> None:
-    result = ok(storage(make_model(status=status)))
+def test_cached_basename(source: str, status: dict[str, Any], basename: str) -> None:
+    result = ok(storage(make_model(source, status=status)))
     assert result.model_path == f"/models/{CACHE_KEY}/{basename}"
 
 
