@@ -52,15 +52,19 @@ class PrometheusQueueMetrics:
         self._queue_duration = metrics.WORKQUEUE_QUEUE_DURATION.labels(*self._labels)
         self._work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(*self._labels)
         self._priority_labels: set[str] = set()
+        self._depth_children: dict[int, Gauge] = {}
         self._depth(0)  # the default-priority series exists from the start, at 0
 
     def _depth(self, priority: int) -> Gauge:
-        label = str(priority)
-        if label not in self._priority_labels:
+        child = self._depth_children.get(priority)
+        if child is None:
+            label = str(priority)
             if len(self._priority_labels) >= _MAX_PRIORITY_LABELS:
                 label = "exceeded_cardinality_limit"
             self._priority_labels.add(label)
-        return metrics.WORKQUEUE_DEPTH.labels(*self._labels, label)
+            # labels() takes a lock and builds a key on every call: resolve each child once.
+            child = self._depth_children[priority] = metrics.WORKQUEUE_DEPTH.labels(*self._labels, label)
+        return child
 
     def added(self, priority: int) -> None:
         self._adds.inc()
