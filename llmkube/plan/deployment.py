@@ -50,6 +50,13 @@ def container_port(spec: InferenceServiceSpec, runtime: RuntimeDefaults) -> int:
     return runtime.default_port
 
 
+def stored_env_var(var: KubeObject) -> KubeObject:
+    """The variable as the API server stores it: an empty `value` is omitted (omitempty), so
+    applying `value: ""` would never compare equal to the stored object and would cost a write
+    on every reconcile. Both mean the same to the container."""
+    return {key: value for key, value in var.items() if not (key == "value" and value == "")}
+
+
 def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
     """A fresh object: the user's sub-objects (env, probes, security contexts...) are copied, so a
     caller that edits the intent can never change the InferenceService it came from."""
@@ -130,7 +137,7 @@ def main_container(inputs: WorkloadInputs) -> KubeObject:
             "args": list(process.args) if process.args is not None else None,
             "ports": [{"name": PORT_NAME, "containerPort": inputs.port, "protocol": "TCP"}],
             # Runtime variables first, the user's after, so a user entry overrides a generated one.
-            "env": [*process.env, *(spec.env or [])],
+            "env": [stored_env_var(var) for var in (*process.env, *(spec.env or []))],
             "resources": container_resources(spec.resources, inputs.gpu_count, inputs.gpu_resource),
             "volumeMounts": list(inputs.storage.mounts),
             "securityContext": security,

@@ -120,7 +120,8 @@ def plan_storage(
         "command": ["sh", "-c", script],
         "env": [
             {"name": "MODEL_SOURCE", "value": source},
-            {"name": "CACHE_DIR", "value": cache_dir},
+            # Empty outside cached mode: left out, as the API server would store it.
+            {"name": "CACHE_DIR", "value": cache_dir} if cache_dir else {"name": "CACHE_DIR"},
             {"name": "MODEL_PATH", "value": model_path},
         ],
         "volumeMounts": init_mounts,

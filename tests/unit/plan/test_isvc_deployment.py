@@ -359,3 +359,20 @@ def test_the_intent_shares_nothing_with_the_service() -> None:
     pod["nodeSelector"]["pool"] = "changed"
     pod["securityContext"]["runAsUser"] = 2
     assert isvc.spec.model_dump() == before
+
+
+@pytest.mark.parametrize(
+    ("var", "stored"),
+    [
+        ({"name": "A", "value": ""}, {"name": "A"}),
+        ({"name": "A", "value": "x"}, {"name": "A", "value": "x"}),
+        (
+            {"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+            {"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+        ),
+    ],
+)
+def test_env_vars_are_applied_as_the_server_stores_them(var: dict[str, Any], stored: dict[str, Any]) -> None:
+    from llmkube.plan.deployment import stored_env_var
+
+    assert stored_env_var(var) == stored

@@ -33,8 +33,8 @@ def ok(result: ModelStorage | StorageProblem) -> ModelStorage:
     return result
 
 
-def env(result: ModelStorage) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in result.init_containers[0]["env"]}
+def env(result: ModelStorage) -> dict[str, str | None]:
+    return {e["name"]: e.get("value") for e in result.init_containers[0]["env"]}
 
 
 def test_no_storage_when_the_runtime_needs_no_model_file_or_init_is_skipped() -> None:
@@ -119,7 +119,7 @@ def test_empty_dir_mode_without_cache(model: Model, config: OperatorConfig) -> N
     assert result.model_path == "/models/ai-tiny.gguf"
     assert result.volumes == ({"name": "model-storage", "emptyDir": {}},)
     assert result.mounts == ({"name": "model-storage", "mountPath": "/models", "readOnly": True},)
-    assert env(result)["CACHE_DIR"] == ""
+    assert env(result)["CACHE_DIR"] is None  # unset == "" for the script; stored without a value
 
 
 @pytest.mark.parametrize("source", ["file:///data/m.gguf", "/data/m.gguf"])
