@@ -376,6 +376,7 @@ class Manager:
                     await self.elector.release()
         await asyncio.gather(*(informer.stop() for informer in self._informers.values()))
         await self.http.close()
+        gc.unfreeze()  # whatever the caches held is ordinary garbage from now on
         log.info("stopped")
 
     # -- process plumbing -----------------------------------------------------------------------

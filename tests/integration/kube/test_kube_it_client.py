@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from llmkube import __version__
 from llmkube.kube.client import USER_AGENT, ApiClient
@@ -82,3 +85,34 @@ async def test_user_agent_reaches_the_server(client: ApiClient, namespace: str) 
     # The Update manager is the user agent up to its first "/": llmkube-controller/<version>.
     assert entries == {("llmkube-controller", "Apply"), (USER_AGENT.split("/")[0], "Update")}
     assert f"llmkube-controller/{__version__}" == USER_AGENT
+
+
+EXEC_PLUGIN = """#!/bin/sh
+# The first credential it hands out is wrong; later ones are right (a rotated token).
+count=$(cat "$0.count" 2>/dev/null || echo 0)
+echo $((count + 1)) > "$0.count"
+if [ "$count" = "0" ]; then token=expired-token; else token="$REAL_TOKEN"; fi
+kind='"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential"'
+printf '{%s,"status":{"token":"%s"}}' "$kind" "$token"
+"""
+
+
+async def test_exec_plugin_credentials_are_refreshed_after_a_401(api_cluster: object, tmp_path: Path) -> None:
+    admin = yaml.safe_load(api_cluster.kubeconfig.read_text())  # type: ignore[attr-defined]
+    plugin = tmp_path / "credential-plugin.sh"
+    plugin.write_text(EXEC_PLUGIN)
+    plugin.chmod(0o755)
+    exec_config = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": str(plugin),
+        "env": [{"name": "REAL_TOKEN", "value": admin["users"][0]["user"]["token"]}],
+        "interactiveMode": "Never",
+    }
+    kubeconfig = {**admin, "users": [{"name": admin["users"][0]["name"], "user": {"exec": exec_config}}]}
+    path = tmp_path / "exec.kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    async with ApiClient.from_config(await load_client_config(path)) as exec_client:
+        namespaces = await exec_client.list_page(NAMESPACES, limit=1)
+    assert namespaces["kind"] == "NamespaceList"
+    assert exec_client.request_counts == {("GET", "401"): 1, ("GET", "200"): 1}
+    assert (tmp_path / "credential-plugin.sh.count").read_text().strip() == "2"
