@@ -7,6 +7,7 @@ tests use to prove that a converged controller makes no mutating request.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -141,24 +142,28 @@ class ApiClient:
             headers.update(await self._auth.headers())
             if content_type is not None:
                 headers["Content-Type"] = content_type
-            try:
-                async with self._transport.send(
-                    method,
-                    url,
-                    headers=headers,
-                    body=body,
-                    request_timeout=request_timeout or self.request_timeout,
-                ) as response:
-                    status = response.status
-                    self._count(method, str(status))
-                    if 200 <= status < 300:
-                        yield response
-                        return
-                    retry_after = response.headers.get("Retry-After")
-                    error = error_from_response(status, await response.read(), retry_after)
-            except TransportError:
-                self._count(method, "<error>")
-                raise
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    response = await stack.enter_async_context(
+                        self._transport.send(
+                            method,
+                            url,
+                            headers=headers,
+                            body=body,
+                            request_timeout=request_timeout or self.request_timeout,
+                        )
+                    )
+                except TransportError:
+                    # Counted only when no answer came: a stream cut later is not a second request.
+                    self._count(method, "<error>")
+                    raise
+                status = response.status
+                self._count(method, str(status))
+                if 200 <= status < 300:
+                    yield response
+                    return
+                retry_after = response.headers.get("Retry-After")
+                error = error_from_response(status, await response.read(), retry_after)
             if isinstance(error, Unauthorized) and not refreshed and await self._auth.refresh():
                 refreshed = True
                 continue

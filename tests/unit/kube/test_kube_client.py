@@ -265,3 +265,14 @@ async def test_fault_injection_reaches_the_client() -> None:
     client = make_client(server, FakeClock())
     with pytest.raises(Forbidden):
         await client.list_page(CONFIG_MAPS, "ns")
+
+
+async def test_a_stream_cut_after_the_answer_is_not_counted_twice() -> None:
+    server = FakeApiServer()
+    client = make_client(server, FakeClock())
+    with pytest.raises(TransportError):
+        async with client.watch(CONFIG_MAPS, "ns", resource_version="1", timeout_seconds=300) as response:
+            server.send_raw(TransportError("reset by peer"))
+            async for _ in response.iter_chunks():
+                pass
+    assert client.request_counts == {("GET", "200"): 1}
