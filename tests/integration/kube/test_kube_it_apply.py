@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from helpers import eventually
+from kube_it_helpers import eventually
 
 from llmkube.kube.apply import Applier, ApplyOutcome
 from llmkube.kube.client import ApiClient

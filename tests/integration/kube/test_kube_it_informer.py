@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from etcd import compact
-from gate import WatchGate
-from helpers import eventually
+from kube_it_etcd import compact
+from kube_it_gate import WatchGate
+from kube_it_helpers import eventually
 
 from llmkube.kube.client import ApiClient
 from llmkube.kube.config import load_client_config

@@ -11,9 +11,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from gate import WatchGate
-from helpers import eventually
-from mirror import CONTROLLER, MIRROR_OF, desired_mirror, mirror_name, setup_mirror
+from kube_it_gate import WatchGate
+from kube_it_helpers import eventually
+from kube_it_mirror import CONTROLLER, MIRROR_OF, desired_mirror, mirror_name, setup_mirror
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from helpers import eventually, eventually_async
+from kube_it_helpers import eventually, eventually_async
 
 from llmkube.kube.client import ApiClient
 from llmkube.kube.errors import NotFound
@@ -20,7 +20,7 @@ from llmkube.manager import DEFAULT_LEASE_NAME
 
 pytestmark = pytest.mark.integration
 
-RUNNER = Path(__file__).parent / "run_mirror.py"
+RUNNER = Path(__file__).parent / "kube_it_run_mirror.py"
 
 
 async def test_sigterm_drains_releases_the_lease_and_exits_cleanly(

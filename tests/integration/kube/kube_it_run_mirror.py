@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from mirror import setup_mirror
+from kube_it_mirror import setup_mirror
 
 from llmkube.kube.leader_state import LeaderElectionTiming
 from llmkube.manager import Manager, ManagerConfig
