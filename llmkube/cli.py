@@ -171,7 +171,8 @@ def _controller(args: argparse.Namespace) -> int:
     import asyncio
 
     from llmkube.controllers.setup import setup_controllers
-    from llmkube.manager import Manager, ManagerConfig
+    from llmkube.kube.leader_election import LeadershipLost
+    from llmkube.manager import CacheSyncTimeout, Manager, ManagerConfig
 
     manager_config = ManagerConfig(
         kubeconfig=args.kubeconfig,
@@ -189,7 +190,12 @@ def _controller(args: argparse.Namespace) -> int:
     def setup(manager: Manager) -> None:
         setup_controllers(manager, config)
 
-    asyncio.run(Manager(manager_config).run(setup))
+    try:
+        asyncio.run(Manager(manager_config).run(setup))
+    except (LeadershipLost, CacheSyncTimeout) as stopped:
+        # Expected ways to stop: exit non-zero and let the Deployment restart the pod.
+        print(f"llmkube controller stopped: {stopped}", file=sys.stderr)
+        return 1
     return 0
 
 
