@@ -1,0 +1,113 @@
+"""The pure pieces of the controllers: how cache objects become facts and keys."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
+from llmkube.controllers.inferenceservice import (
+    _phase_index,
+    _priority_class_index,
+    _service_name_index,
+    queue_entry_of,
+    status_body,
+)
+from llmkube.controllers.model import gpu_capacity, node_capacity_changed
+from llmkube.kube.store import Change
+from llmkube.plan.queue import QueueEntry
+
+
+def node(name: str, capacity: dict[str, str], heartbeat: str = "t0") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "status": {"capacity": capacity, "conditions": [{"type": "Ready", "lastHeartbeatTime": heartbeat}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("nodes", "expected"),
+    [
+        ([], {}),
+        ([node("a", {"cpu": "8", "memory": "1Gi"})], {}),
+        ([node("a", {"nvidia.com/gpu": "2"}), node("b", {"nvidia.com/gpu": "1"})], {"nvidia.com/gpu": 3}),
+        ([node("a", {"amd.com/gpu": "4", "nvidia.com/gpu": "1"})], {"amd.com/gpu": 4, "nvidia.com/gpu": 1}),
+        ([node("a", {"example.com/weird": "1k"})], {}),  # not an integer count: ignored, never a crash
+        ([{"metadata": {"name": "bare"}}], {}),
+    ],
+)
+def test_gpu_capacity_sums_extended_resources(nodes: list[dict[str, Any]], expected: dict[str, int]) -> None:
+    assert gpu_capacity(nodes) == expected
+
+
+@pytest.mark.parametrize(
+    ("change", "passes"),
+    [
+        (Change("ADDED", None, node("a", {"nvidia.com/gpu": "1"})), True),
+        (Change("DELETED", node("a", {"nvidia.com/gpu": "1"}), None), True),
+        # A heartbeat: only status timestamps moved.
+        (
+            Change(
+                "MODIFIED", node("a", {"nvidia.com/gpu": "1"}, "t0"), node("a", {"nvidia.com/gpu": "1"}, "t1")
+            ),
+            False,
+        ),
+        (Change("MODIFIED", node("a", {"nvidia.com/gpu": "1"}), node("a", {"nvidia.com/gpu": "2"})), True),
+        (Change("MODIFIED", node("a", {"cpu": "8"}), node("a", {"cpu": "16"})), False),
+    ],
+)
+def test_only_gpu_capacity_changes_wake_models(change: Change, passes: bool) -> None:
+    assert node_capacity_changed(change) is passes
+
+
+def isvc(name: str, namespace: str = "ai", **fields: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": "2026-01-02T03:04:05Z"},
+        "spec": {"modelRef": "m", **fields.get("spec", {})},
+        "status": fields.get("status", {}),
+    }
+
+
+def test_queue_entry_reads_stored_priority_and_creation_time() -> None:
+    entry = queue_entry_of(isvc("a", status={"effectivePriority": 100000, "phase": "WaitingForGPU"}))
+    assert entry == QueueEntry("ai", "a", 100000, datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    bare = queue_entry_of({"metadata": {"name": "b", "namespace": "ai", "creationTimestamp": "not a time"}})
+    assert bare == QueueEntry("ai", "b", 0, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [("llama", "ai/llama"), ("llama.3.1", "ai/llama-3-1")],
+)
+def test_service_name_index_maps_dotted_names_to_their_service(name: str, key: str) -> None:
+    assert tuple(_service_name_index(isvc(name))) == (key,)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({}, ("llmkube-normal",)),
+        ({"priority": "batch"}, ("llmkube-batch",)),
+        ({"priorityClassName": "team-gold", "priority": "high"}, ("team-gold",)),
+    ],
+)
+def test_priority_class_index(spec: dict[str, Any], expected: tuple[str, ...]) -> None:
+    assert tuple(_priority_class_index(isvc("a", spec=spec))) == expected
+
+
+def test_priority_class_index_skips_objects_that_do_not_parse() -> None:
+    assert tuple(_priority_class_index({"metadata": {"name": "x"}, "spec": {"replicas": "many"}})) == ()
+
+
+def test_phase_index() -> None:
+    assert tuple(_phase_index(isvc("a", status={"phase": "WaitingForGPU"}))) == ("WaitingForGPU",)
+    assert tuple(_phase_index(isvc("a"))) == ()
+
+
+def test_status_body_drops_unset_fields_and_keeps_the_identity() -> None:
+    service = InferenceService.model_validate(isvc("a"))
+    body = status_body(service, InferenceServiceStatus(phase="Pending", model_ready=False, queue_position=0))
+    assert body == {
+        "metadata": {"name": "a", "namespace": "ai"},
+        "status": {"phase": "Pending", "modelReady": False, "queuePosition": 0},
+    }
