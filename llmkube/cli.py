@@ -8,7 +8,6 @@ llmkube version      print the version
 """
 
 import argparse
-import functools
 import os
 import signal
 import subprocess
@@ -59,22 +58,11 @@ def _ensure_binaries(tier: str) -> Path:
 
 def _install_basics(cluster_kubeconfig: Path, with_sample: bool) -> None:
     from llmkube.api.crds import all_crds
-    from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_until
+    from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_for_crds
 
     admin = KubeRest.from_kubeconfig(cluster_kubeconfig)
     admin.apply_all(all_crds())
-
-    def established(name: str) -> bool:
-        crd = admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-        return any(
-            c["type"] == "Established" and c["status"] == "True"
-            for c in crd.get("status", {}).get("conditions", [])
-        )
-
-    for crd in all_crds():
-        name = crd["metadata"]["name"]
-        wait_until(functools.partial(established, name), timeout=30, what=f"CRD {name}")
-    admin.forget_discovery()
+    wait_for_crds(admin, [crd["metadata"]["name"] for crd in all_crds()])
     for part in ("manager/namespace.yaml", "rbac", "priorityclasses"):
         path = MANIFESTS / part
         files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]

@@ -29,7 +29,7 @@ from typing import Literal
 import yaml
 
 from llmkube.testing.pki import ClusterPKI, generate_pki
-from llmkube.testing.rest import KubeRest, RestError, wait_until
+from llmkube.testing.rest import KubeRest, RestError, condition_true, wait_until
 
 Tier = Literal["api", "full"]
 
@@ -431,10 +431,7 @@ class LocalCluster:
             admin.create(node.manifest())
 
         def nodes_ready() -> bool:
-            ready = 0
-            for node in admin.list("v1", "Node"):
-                conditions = node.get("status", {}).get("conditions", [])
-                ready += any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+            ready = sum(condition_true(node, "Ready") for node in admin.list("v1", "Node"))
             return ready >= len(self.nodes)
 
         self._wait(nodes_ready, f"{len(self.nodes)} kwok nodes Ready")

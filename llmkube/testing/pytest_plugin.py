@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError, Tier
-from llmkube.testing.rest import KubeRest, RestError, wait_until
+from llmkube.testing.rest import KubeRest, RestError, wait_for_crds
 
 K3S_IMAGE = "rancher/k3s:v1.33.5-k3s1"  # pinned: `latest` would change under us
 
@@ -157,16 +157,8 @@ def apply_manifests(cluster: ClusterHandle, docs: list[dict[str, Any]], namespac
     for doc in docs:
         admin.apply(doc, namespace=namespace)
     crds = [d["metadata"]["name"] for d in docs if d.get("kind") == "CustomResourceDefinition"]
-    for name in crds:
-
-        def established(crd_name: str = name) -> bool:
-            crd = admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd_name)
-            conditions = crd.get("status", {}).get("conditions", [])
-            return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-        wait_until(established, timeout=30, what=f"CRD {name} Established")
     if crds:
-        admin.forget_discovery()
+        wait_for_crds(admin, crds)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

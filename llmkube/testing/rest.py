@@ -4,6 +4,7 @@ exists so cluster set-up has no dependency on the code under test.
 """
 
 import base64
+import functools
 import json
 import ssl
 import tempfile
@@ -225,3 +226,22 @@ def wait_until(
     raise TimeoutError(
         f"timed out after {timeout:.0f}s waiting for {what}" + (f": {last_error}" if last_error else "")
     )
+
+
+def condition_true(obj: Obj, type_: str) -> bool:
+    """Whether `status.conditions` has `type_` True (null-safe: new objects may report `null`)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions)
+
+
+def wait_for_crds(admin: KubeRest, names: Iterable[str], timeout: float = 30) -> None:
+    """Wait until each CRD is Established, then forget discovery so its kind can be used."""
+
+    def established(name: str) -> bool:
+        return condition_true(
+            admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name), "Established"
+        )
+
+    for name in names:
+        wait_until(functools.partial(established, name), timeout=timeout, what=f"CRD {name} Established")
+    admin.forget_discovery()
