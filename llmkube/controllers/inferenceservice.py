@@ -37,7 +37,7 @@ from llmkube.kube.errors import AlreadyExists, ApiError, NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.predicates import annotations_changed, any_of, generation_changed, labels_changed
 from llmkube.kube.resource import Resource
-from llmkube.kube.store import by_field, by_label
+from llmkube.kube.store import Change, by_field, by_label
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
@@ -90,6 +90,24 @@ def _priority_class_index(obj: Obj) -> Iterable[str]:
 def _phase_index(obj: Obj) -> Iterable[str]:
     phase = (obj.get("status") or {}).get("phase")
     return (phase,) if isinstance(phase, str) else ()
+
+
+def _queue_rank(obj: Obj | None) -> tuple[bool, object]:
+    status = (obj or {}).get("status") or {}
+    waiting = status.get("phase") == WAITING
+    return waiting, status.get("effectivePriority") if waiting else None
+
+
+def queue_rank_changed(change: Change) -> bool:
+    """A service entered or left the GPU queue, or its priority changed while it waits: the others'
+    positions move (decision 6). Handlers run after the cache holds the change, so the services
+    re-planned on it see the new queue; re-planning them right after our own status write would
+    read a cache that does not have it yet, and leave their positions stale."""
+    if change.initial:
+        return False  # a (re)start re-plans every service anyway
+    old = None if change.type == "ADDED" else change.old_obj
+    new = None if change.type == "DELETED" else change.new
+    return _queue_rank(old) != _queue_rank(new)
 
 
 def _parse_time(text: object) -> datetime | None:
@@ -154,6 +172,12 @@ class InferenceServiceController:
                     enqueue_object,
                     predicates=[any_of(generation_changed, labels_changed, annotations_changed)],
                 ),
+                # Status changes that move the GPU queue re-rank the other waiting services.
+                Watch(
+                    INFERENCE_SERVICES,
+                    enqueue_mapped(self._other_waiting_services),
+                    predicates=[queue_rank_changed],
+                ),
                 Watch(MODELS, enqueue_mapped(self._services_of_model)),
                 Watch(DEPLOYMENTS, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
                 Watch(SERVICES, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
@@ -182,6 +206,10 @@ class InferenceServiceController:
         return self._keys(
             self.services.store.by_index(BY_MODEL, f"{meta.get('namespace')}/{meta.get('name')}")
         )
+
+    def _other_waiting_services(self, changed: Obj) -> list[ObjectKey]:
+        key = ObjectKey.of(changed)
+        return [k for k in self._keys(self.services.store.by_index(BY_PHASE, WAITING)) if k != key]
 
     def _service_of_pod(self, pod: Obj) -> list[ObjectKey]:
         meta = pod.get("metadata") or {}
@@ -337,15 +365,14 @@ class InferenceServiceController:
         log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
 
     def _rerank_queue(self, changed: ObjectKey, *, waiting_now: bool) -> None:
-        """Re-plan every other waiting service; the cache does not hold `changed`'s new phase yet."""
+        """Keep the depth gauge current; the other waiting services are re-planned by the
+        `queue_rank_changed` watch once the cache holds `changed`'s new phase."""
         others = [
             key
             for key in (ObjectKey.of(obj) for obj in self.services.store.by_index(BY_PHASE, WAITING))
             if key != changed
         ]
         self.metrics.gpu_queue_depth.set(len(others) + (1 if waiting_now else 0))
-        for key in others:
-            self.controller.enqueue(key)
 
 
 def _describe(error: ApiError) -> str:

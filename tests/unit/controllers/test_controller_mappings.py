@@ -11,6 +11,7 @@ from llmkube.controllers.inferenceservice import (
     _priority_class_index,
     _service_name_index,
     queue_entry_of,
+    queue_rank_changed,
     status_body,
 )
 from llmkube.controllers.model import gpu_capacity, node_capacity_changed
@@ -111,3 +112,29 @@ def test_status_body_drops_unset_fields_and_keeps_the_identity() -> None:
         "metadata": {"name": "a", "namespace": "ai"},
         "status": {"phase": "Pending", "modelReady": False, "queuePosition": 0},
     }
+
+
+def waiting(priority: int = 10000) -> dict[str, Any]:
+    return isvc("a", status={"phase": "WaitingForGPU", "effectivePriority": priority})
+
+
+@pytest.mark.parametrize(
+    ("change", "passes"),
+    [
+        (Change("ADDED", None, waiting()), True),
+        (Change("ADDED", None, waiting(), initial=True), False),  # a restart re-plans everybody anyway
+        (Change("ADDED", None, isvc("a", status={"phase": "Creating"})), False),
+        (Change("MODIFIED", isvc("a", status={"phase": "Creating"}), waiting()), True),  # enters
+        (Change("MODIFIED", waiting(), isvc("a", status={"phase": "Ready"})), True),  # leaves
+        (Change("MODIFIED", waiting(10000), waiting(100000)), True),  # re-ranked while waiting
+        (Change("MODIFIED", waiting(), waiting()), False),  # e.g. its own position changed
+        (
+            Change("MODIFIED", isvc("a", status={"phase": "Creating"}), isvc("a", status={"phase": "Ready"})),
+            False,
+        ),
+        (Change("DELETED", waiting(), None), True),
+        (Change("DELETED", isvc("a", status={"phase": "Ready"}), None), False),
+    ],
+)
+def test_gpu_queue_moves_when_a_service_enters_leaves_or_is_re_ranked(change: Change, passes: bool) -> None:
+    assert queue_rank_changed(change) is passes
