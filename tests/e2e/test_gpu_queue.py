@@ -1,0 +1,195 @@
+"""GPUs on the kwok nodes (kwok-gpu-0: 2, kwok-gpu-1: 1, both tainted): a service that fits runs
+on a GPU node; one that cannot fit waits in the GPU queue, ranked by priority then age (decision 6);
+freeing GPUs lets a waiting service schedule and moves everybody behind it up."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from e2e_support import (
+    API,
+    GPU,
+    GPU_TOLERATION,
+    RunningController,
+    StatusWatch,
+    condition_triple,
+    conditions,
+    delete_services_and_wait,
+    eventually,
+    eventually_equal,
+    gpus_idle,
+    hf_model,
+    isvc,
+    phase_is,
+    poll,
+    status_of,
+)
+from prometheus_client import REGISTRY
+
+
+def gpu_service(name: str, gpus: int, **spec: Any) -> dict[str, Any]:
+    return isvc(name, modelRef="gpu-model", skipModelInit=True, resources={"gpu": gpus}, **spec)
+
+
+def created_at(admin: Any, name: str, namespace: str) -> datetime:
+    stamp = admin.get(API, "InferenceService", name, namespace)["metadata"]["creationTimestamp"]
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+async def a_second_later(admin: Any, name: str, namespace: str) -> None:
+    """creationTimestamp has one-second resolution: wait until the next object is strictly younger."""
+    stamp = created_at(admin, name, namespace)
+    await eventually(
+        lambda: (datetime.now(UTC) - stamp).total_seconds() >= 1.05, what=f"a second after {name}"
+    )
+
+
+def the_pod(admin: Any, name: str, namespace: str) -> dict[str, Any]:
+    (pod,) = admin.list("v1", "Pod", namespace, label_selector=f"inference.llmkube.dev/service={name}")
+    return pod
+
+
+async def free_the_pods_of(operator: RunningController, name: str, namespace: str) -> None:
+    """Once the controller has forgotten the deleted service, delete its Deployment as the garbage
+    collector would: the collector's first pass over a CRD's dependents can wait for its 30 s
+    discovery resync, and garbage collection is not what this test is about (see test_isvc_lifecycle)."""
+    store = operator.controllers.inference_services.services.store
+    await poll(lambda: store.get_object(namespace, name) is None, what=f"{name} gone from the cache")
+    operator.cluster.admin().delete("apps/v1", "Deployment", name, namespace)
+
+
+def queue(admin: Any, namespace: str) -> dict[str, int]:
+    """name -> queuePosition of the services of this namespace that are WaitingForGPU."""
+    return {
+        s["metadata"]["name"]: s["status"].get("queuePosition")
+        for s in admin.list(API, "InferenceService", namespace)
+        if (s.get("status") or {}).get("phase") == "WaitingForGPU"
+    }
+
+
+async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
+    operator: RunningController, full_namespace: str
+) -> None:
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    await gpus_idle(admin)
+    admin.create(hf_model("gpu-model", hardware={"accelerator": "cuda"}), namespace=ns)
+    # The GPU count from the Model (hardware.gpu.count) wins over the service's resources.gpu.
+    admin.create(
+        hf_model("two-gpu-model", hardware={"accelerator": "cuda", "gpu": {"count": 2}}), namespace=ns
+    )
+    try:
+        # 1. Two GPUs from the Model: only kwok-gpu-0 has two.
+        admin.create(
+            isvc("big", modelRef="two-gpu-model", skipModelInit=True, resources={"gpu": 1}), namespace=ns
+        )
+        big = await eventually(phase_is(admin, "InferenceService", "big", ns, "Ready"), what="big Ready")
+        assert (big["readyReplicas"], big["desiredReplicas"]) == (1, 1)
+        pod = the_pod(admin, "big", ns)
+        assert pod["spec"]["nodeName"] == "kwok-gpu-0"
+        (container,) = pod["spec"]["containers"]
+        assert container["resources"]["limits"] == {GPU: "2"}
+        assert GPU_TOLERATION in pod["spec"]["tolerations"]
+        assert container["args"][container["args"].index("--n-gpu-layers") + 1] == "99"
+        assert container["args"][container["args"].index("--tensor-split") + 1] == "1,1"
+        deployment = admin.get("apps/v1", "Deployment", "big", ns)
+        assert deployment["spec"]["strategy"]["type"] == "Recreate"
+
+        # 2. One GPU from the service: the last free one, on kwok-gpu-1.
+        admin.create(gpu_service("small", 1), namespace=ns)
+        await eventually(phase_is(admin, "InferenceService", "small", ns, "Ready"), what="small Ready")
+        pod = the_pod(admin, "small", ns)
+        assert pod["spec"]["nodeName"] == "kwok-gpu-1"
+        assert pod["spec"]["containers"][0]["resources"]["limits"] == {GPU: "1"}
+
+        # 3. Every GPU is taken: an older normal service waits...
+        admin.create(gpu_service("older-normal", 1), namespace=ns)
+        waiting = await eventually(
+            phase_is(admin, "InferenceService", "older-normal", ns, "WaitingForGPU"),
+            what="older-normal WaitingForGPU",
+        )
+        assert waiting["queuePosition"] == 1
+        assert waiting["waitingFor"] == f"{GPU}: 1"
+        # ...then a younger normal one that needs two GPUs on one node...
+        await a_second_later(admin, "older-normal", ns)
+        admin.create(gpu_service("younger-normal", 2), namespace=ns)
+        await eventually_equal(
+            lambda: queue(admin, ns), {"older-normal": 1, "younger-normal": 2}, what="the GPU queue"
+        )
+        # ...then the youngest, with priority high and more GPUs than any node has: it goes first.
+        await a_second_later(admin, "younger-normal", ns)
+        watch = StatusWatch(admin, "InferenceService", "urgent", ns).start()
+        try:
+            admin.create(gpu_service("urgent", 4, priority="high"), namespace=ns)
+            await eventually_equal(
+                lambda: queue(admin, ns),
+                {"urgent": 1, "older-normal": 2, "younger-normal": 3},
+                what="the GPU queue",
+            )
+        finally:
+            watch.stop()
+        # Decision 6: the position is right on the very first WaitingForGPU write.
+        urgent_history = [s for s in watch.statuses if s.get("phase") == "WaitingForGPU"]
+        assert urgent_history and {s["queuePosition"] for s in urgent_history} == {1}
+
+        urgent = status_of(admin, "InferenceService", "urgent", ns)
+        assert {k: urgent[k] for k in ("phase", "schedulingStatus", "waitingFor", "queuePosition")} == {
+            "phase": "WaitingForGPU",
+            "schedulingStatus": "InsufficientGPU",
+            "waitingFor": f"{GPU}: 4",
+            "queuePosition": 1,
+        }
+        assert f"Insufficient {GPU}" in urgent["schedulingMessage"]
+        assert (urgent["readyReplicas"], urgent["desiredReplicas"], urgent["effectivePriority"]) == (
+            0,
+            1,
+            100000,
+        )
+        assert condition_triple(urgent, "Available") == (
+            "False",
+            "WaitingForGPU",
+            "No replica is ready: waiting for GPU resources",
+        )
+        assert condition_triple(urgent, "Progressing") == (
+            "True",
+            "WaitingForGPU",
+            "Queued at position 1 waiting for GPU",
+        )
+        assert condition_triple(urgent, "GPUAvailable") == (
+            "False",
+            "InsufficientGPU",
+            f"Waiting for GPU resources: {GPU}: 4",
+        )
+        older = status_of(admin, "InferenceService", "older-normal", ns)
+        assert condition_triple(older, "Progressing") == (
+            "True",
+            "WaitingForGPU",
+            "Queued at position 2 waiting for GPU",
+        )
+        assert the_pod(admin, "urgent", ns)["spec"]["priorityClassName"] == "llmkube-high"
+
+        # 4. Deleting `small` frees kwok-gpu-1: the one-GPU service schedules there; the others
+        # move up (urgent cannot fit anywhere, younger-normal needs two GPUs on one node).
+        admin.delete(API, "InferenceService", "small", ns)
+        await free_the_pods_of(operator, "small", ns)
+        ready = await eventually(
+            phase_is(admin, "InferenceService", "older-normal", ns, "Ready"),
+            within=60,
+            what="older-normal Ready once small is gone",
+        )
+        assert ready["queuePosition"] == 0
+        assert "GPUAvailable" not in conditions(ready)
+        assert the_pod(admin, "older-normal", ns)["spec"]["nodeName"] == "kwok-gpu-1"
+        await eventually_equal(
+            lambda: queue(admin, ns), {"urgent": 1, "younger-normal": 2}, what="the GPU queue"
+        )
+        younger = status_of(admin, "InferenceService", "younger-normal", ns)
+        assert condition_triple(younger, "Progressing") == (
+            "True",
+            "WaitingForGPU",
+            "Queued at position 2 waiting for GPU",
+        )
+        assert REGISTRY.get_sample_value("llmkube_gpu_queue_depth") == 2  # a count, not a position
+    finally:
+        # The queue and the GPUs are cluster-wide: leave them empty for the next test.
+        await delete_services_and_wait(operator, ns, pods_too=True)
+        await gpus_idle(admin)
