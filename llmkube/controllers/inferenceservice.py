@@ -42,6 +42,7 @@ from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
 from llmkube.plan.names import service_name
+from llmkube.plan.objects import controlled_by
 from llmkube.plan.observed import ObservedState
 from llmkube.plan.priority import priority_class_name
 from llmkube.plan.queue import QueueEntry
@@ -90,6 +91,17 @@ def _priority_class_index(obj: Obj) -> Iterable[str]:
 def _phase_index(obj: Obj) -> Iterable[str]:
     phase = (obj.get("status") or {}).get("phase")
     return (phase,) if isinstance(phase, str) else ()
+
+
+class NotOurs(AlreadyExists):
+    """An object with a name we need exists, and something else controls it (decision 10)."""
+
+    def __init__(self, kind: str, namespace: str, name: str) -> None:
+        super().__init__(
+            409,
+            f"{kind} {namespace}/{name}: exists and is not controlled by this InferenceService",
+            reason="AlreadyExists",
+        )
 
 
 def _queue_rank(obj: Obj | None) -> tuple[bool, object]:
@@ -256,9 +268,8 @@ class InferenceServiceController:
             await self._converge(isvc, plan)
         except ApiError as error:
             # Report it (decision #19: and retry with backoff by re-raising).
-            failed = failed_status(
-                plan.status, _describe(error), generation=isvc.metadata.generation, now=now
-            )
+            message = error.message if isinstance(error, NotOurs) else _describe(error)
+            failed = failed_status(plan.status, message, generation=isvc.metadata.generation, now=now)
             await self._write_status(isvc, raw, failed)
             raise
         for event in plan.events:
@@ -311,6 +322,8 @@ class InferenceServiceController:
             desired: Obj | None = getattr(plan, field)
             if desired is None:
                 continue
+            if observed[field] is None:
+                await self._refuse_foreign(resource, desired, isvc)
             result = await self.host.applier.apply(resource, desired, observed[field])
             if result.changed:
                 log.info(
@@ -326,6 +339,18 @@ class InferenceServiceController:
                 log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
             except NotFound:
                 pass  # already gone: that is what we wanted
+
+    async def _refuse_foreign(self, resource: Resource, desired: Obj, isvc: InferenceService) -> None:
+        """Before an apply that would create the object: the cache only holds objects with our
+        managed-by label, so one made by someone else under the same name is invisible to it, and a
+        forced apply would silently take it over (and later delete it). Never take one over."""
+        meta = desired.get("metadata") or {}
+        try:
+            existing = await self.host.client.get(resource, meta.get("name", ""), meta.get("namespace"))
+        except NotFound:
+            return
+        if not controlled_by(existing, isvc):
+            raise NotOurs(resource.kind, meta.get("namespace", ""), meta.get("name", ""))
 
     async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
         """Create the shared cache claim when missing; never update or delete it (it is not ours
