@@ -1,0 +1,54 @@
+"""The command line: what it prints and how flags become configuration."""
+
+from datetime import timedelta
+
+import pytest
+import yaml
+
+from llmkube import __version__
+from llmkube.api.crds import all_crds
+from llmkube.cli import build_parser, controllers_config, main
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["version"]) == 0
+    assert capsys.readouterr().out.strip() == f"llmkube {__version__}"
+
+
+def test_crds_prints_the_generated_crds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crds"]) == 0
+    assert list(yaml.safe_load_all(capsys.readouterr().out)) == all_crds()
+
+
+def test_controller_flags_become_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMKUBE_INTEL_GPU_RESOURCE", "gpu.intel.com/xe")
+    args = build_parser().parse_args(
+        [
+            "controller",
+            "--workers=6",
+            "--model-cache-path=/cache",
+            "--model-cache-size=50Gi",
+            "--model-cache-access-mode=ReadWriteMany",
+            "--default-fsgroup=0",
+            "--model-revalidate-interval=600",
+            "--init-container-image=registry.local/curl:1",
+        ]
+    )
+    config = controllers_config(args)
+    assert (config.isvc_workers, config.model_workers) == (6, 3)
+    assert config.operator.model_cache_path == "/cache" and config.model.cache_path == "/cache"
+    assert config.operator.model_cache_size == "50Gi"
+    assert config.operator.model_cache_access_mode == "ReadWriteMany"
+    assert config.operator.default_fsgroup == 0
+    assert config.operator.init_container_image == "registry.local/curl:1"
+    assert config.operator.intel_gpu_resource == config.model.intel_gpu_resource == "gpu.intel.com/xe"
+    assert config.model.revalidate_interval == timedelta(minutes=10)
+
+
+def test_controller_defaults_match_the_reference_flags() -> None:
+    config = controllers_config(build_parser().parse_args(["controller"]))
+    assert config.operator.model_cache_path == "/models"
+    assert config.operator.model_cache_size == "100Gi"
+    assert config.operator.init_container_image == "docker.io/curlimages/curl:8.18.0"
+    assert config.operator.default_fsgroup == 102
+    assert config.model.revalidate_interval == timedelta(hours=1)
