@@ -1,6 +1,19 @@
 """First end-to-end path: a CPU llama.cpp service goes Pending -> Creating -> Ready."""
 
-from e2e_support import RunningController, eventually, isvc, model, status_of
+import pytest
+from e2e_support import (
+    RunningController,
+    eventually,
+    isvc,
+    model,
+    services_deleted_first,  # noqa: F401  (a fixture)
+    status_of,
+)
+
+# Delete the service before the namespace: otherwise the namespace controller can remove its
+# Deployment first, the controller re-creates it, and the API answers 403 (namespace terminating),
+# which the operator fixture counts as an RBAC refusal.
+pytestmark = pytest.mark.usefixtures("services_deleted_first")
 
 
 async def test_cpu_service_becomes_ready(operator: RunningController, full_namespace: str) -> None:
