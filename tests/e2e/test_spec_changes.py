@@ -49,6 +49,30 @@ def http_port(port: int) -> list[dict[str, Any]]:
     return [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]
 
 
+# Not the last test of the file on purpose: a failure in session teardown (e.g. the operator
+# fixture's zero-403 check) is reported against the last test, and an xfail would swallow it.
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a hand-changed Service port is never restored. The port number is the key of the "
+    "ports list, so the edit leaves an entry owned by another manager; our apply adds ours back next "
+    "to it and the API rejects the result (422 Duplicate value: spec.ports[1].name 'http'), retried "
+    "with backoff forever while the service reports Failed. See the e2e report.",
+)
+async def test_a_hand_changed_service_port_is_restored(
+    operator: RunningController, full_namespace: str
+) -> None:
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    admin.create(hf_model("m"), namespace=ns)
+    admin.create(isvc("gen", modelRef="m", skipModelInit=True), namespace=ns)
+    await eventually(phase_is(admin, "InferenceService", "gen", ns, "Ready"), what="gen Ready")
+    edit = {"spec": {"ports": http_port(1234)}}  # a JSON merge patch replaces the whole list
+    patch(admin, "v1", "Service", "gen", ns, edit, field_manager="kubectl-edit")
+    await eventually_equal(
+        lambda: service_spec(admin, ns), ("ClusterIP", http_port(8080)), within=10, what="port restored"
+    )
+
+
 async def test_spec_changes_reach_the_owned_objects(operator: RunningController, full_namespace: str) -> None:
     admin = operator.cluster.admin()
     ns = full_namespace
@@ -194,25 +218,3 @@ async def test_changing_the_model_reference_rolls_the_labels_but_keeps_the_selec
         "matchLabels": {"app": "gen", "inference.llmkube.dev/service": "gen"}
     }
     await eventually(phase_is(admin, "InferenceService", "gen", ns, "Ready"), what="gen Ready on second")
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a hand-changed Service port is never restored. The port number is the key of the "
-    "ports list, so the edit leaves an entry owned by another manager; our apply adds ours back next "
-    "to it and the API rejects the result (422 Duplicate value: spec.ports[1].name 'http'), retried "
-    "with backoff forever while the service reports Failed. See the e2e report.",
-)
-async def test_a_hand_changed_service_port_is_restored(
-    operator: RunningController, full_namespace: str
-) -> None:
-    admin = operator.cluster.admin()
-    ns = full_namespace
-    admin.create(hf_model("m"), namespace=ns)
-    admin.create(isvc("gen", modelRef="m", skipModelInit=True), namespace=ns)
-    await eventually(phase_is(admin, "InferenceService", "gen", ns, "Ready"), what="gen Ready")
-    edit = {"spec": {"ports": http_port(1234)}}  # a JSON merge patch replaces the whole list
-    patch(admin, "v1", "Service", "gen", ns, edit, field_manager="kubectl-edit")
-    await eventually_equal(
-        lambda: service_spec(admin, ns), ("ClusterIP", http_port(8080)), within=10, what="port restored"
-    )
