@@ -32,6 +32,7 @@ from llmkube.controllers.resources import (
     SERVICE_PODS_SELECTOR,
     SERVICES,
 )
+from llmkube.kube.client import JSON_PATCH
 from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import AlreadyExists, ApiError, NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
@@ -140,6 +141,17 @@ def queue_entry_of(obj: Obj) -> QueueEntry:
         priority=priority if isinstance(priority, int) else 0,
         created=_parse_time(meta.get("creationTimestamp")),
     )
+
+
+def stray_service_ports(desired: Obj, observed: Obj) -> list[Obj]:
+    """Ports on the observed Service that are not ours (keyed, as the API keys them, by port and
+    protocol)."""
+
+    def key(port: Obj) -> tuple[object, str]:
+        return port.get("port"), port.get("protocol") or "TCP"
+
+    wanted = {key(port) for port in (desired.get("spec") or {}).get("ports") or ()}
+    return [port for port in (observed.get("spec") or {}).get("ports") or () if key(port) not in wanted]
 
 
 def status_body(isvc: InferenceService, status: InferenceServiceStatus) -> Obj:
@@ -322,9 +334,12 @@ class InferenceServiceController:
             desired: Obj | None = getattr(plan, field)
             if desired is None:
                 continue
-            if observed[field] is None:
+            current = observed[field]
+            if current is None:
                 await self._refuse_foreign(resource, desired, isvc)
-            result = await self.host.applier.apply(resource, desired, observed[field])
+            elif resource is SERVICES and stray_service_ports(desired, current):
+                await self._reset_service_ports(desired, current)
+            result = await self.host.applier.apply(resource, desired, current)
             if result.changed:
                 log.info(
                     f"{resource.kind} {result.outcome.value}",
@@ -351,6 +366,25 @@ class InferenceServiceController:
             return
         if not controlled_by(existing, isvc):
             raise NotOurs(resource.kind, meta.get("namespace", ""), meta.get("name", ""))
+
+    async def _reset_service_ports(self, desired: Obj, observed: Obj) -> None:
+        """Someone replaced our port (e.g. `kubectl edit`): their entry is keyed by its own port
+        number, so server-side apply would only add ours next to it (and the API rejects two ports
+        named `http`). Put back exactly our ports, guarded by the resourceVersion we looked at."""
+        meta = observed["metadata"]
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+            {"op": "replace", "path": "/spec/ports", "value": desired["spec"]["ports"]},
+        ]
+        await self.host.client.patch(
+            SERVICES,
+            meta["name"],
+            patch,
+            meta.get("namespace"),
+            patch_type=JSON_PATCH,
+            field_manager=self.host.applier.field_manager,
+        )
+        log.info("Service ports restored", namespace=meta.get("namespace"), name=meta["name"])
 
     async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
         """Create the shared cache claim when missing; never update or delete it (it is not ours

@@ -49,15 +49,6 @@ def http_port(port: int) -> list[dict[str, Any]]:
     return [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]
 
 
-# Not the last test of the file on purpose: a failure in session teardown (e.g. the operator
-# fixture's zero-403 check) is reported against the last test, and an xfail would swallow it.
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a hand-changed Service port is never restored. The port number is the key of the "
-    "ports list, so the edit leaves an entry owned by another manager; our apply adds ours back next "
-    "to it and the API rejects the result (422 Duplicate value: spec.ports[1].name 'http'), retried "
-    "with backoff forever while the service reports Failed. See the e2e report.",
-)
 async def test_a_hand_changed_service_port_is_restored(
     operator: RunningController, full_namespace: str
 ) -> None:

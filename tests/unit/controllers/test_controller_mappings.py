@@ -138,3 +138,26 @@ def waiting(priority: int = 10000) -> dict[str, Any]:
 )
 def test_gpu_queue_moves_when_a_service_enters_leaves_or_is_re_ranked(change: Change, passes: bool) -> None:
     assert queue_rank_changed(change) is passes
+
+
+def svc_ports(*ports: tuple[int, str | None]) -> dict[str, Any]:
+    entries = [{"name": "http", "port": p, **({"protocol": proto} if proto else {})} for p, proto in ports]
+    return {"spec": {"ports": entries}}
+
+
+@pytest.mark.parametrize(
+    ("observed", "stray"),
+    [
+        (svc_ports((8080, "TCP")), []),
+        (svc_ports((8080, None)), []),  # protocol defaults to TCP
+        (svc_ports((1234, "TCP")), [1234]),  # a hand edit replaced our port
+        (svc_ports((8080, "TCP"), (9090, "TCP")), [9090]),
+        (svc_ports((8080, "UDP")), [8080]),  # same number, other protocol: another key
+        ({"spec": {}}, []),
+    ],
+)
+def test_stray_service_ports(observed: dict[str, Any], stray: list[int]) -> None:
+    from llmkube.controllers.inferenceservice import stray_service_ports
+
+    desired = svc_ports((8080, "TCP"))
+    assert [p["port"] for p in stray_service_ports(desired, observed)] == stray
