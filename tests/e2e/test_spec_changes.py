@@ -60,8 +60,9 @@ async def test_a_hand_changed_service_port_is_restored(
     edit = {"spec": {"ports": http_port(1234)}}  # a JSON merge patch replaces the whole list
     patch(admin, "v1", "Service", "gen", ns, edit, field_manager="kubectl-edit")
     await eventually_equal(
-        lambda: service_spec(admin, ns), ("ClusterIP", http_port(8080)), within=10, what="port restored"
+        lambda: service_spec(admin, ns), ("ClusterIP", http_port(8080)), what="port restored"
     )
+    await eventually(phase_is(admin, "InferenceService", "gen", ns, "Ready"), what="gen still Ready")
 
 
 async def test_spec_changes_reach_the_owned_objects(operator: RunningController, full_namespace: str) -> None:
