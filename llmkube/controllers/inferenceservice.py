@@ -169,6 +169,8 @@ class InferenceServiceController:
         self.config = config
         self.metrics = metrics
         self._cache_pvc_ensured: set[str] = set()
+        # Per service: the resourceVersion a status write was based on, and what it wrote.
+        self._written_status: dict[ObjectKey, tuple[str | None, InferenceServiceStatus]] = {}
 
         self.services = host.informer(INFERENCE_SERVICES)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
@@ -264,6 +266,7 @@ class InferenceServiceController:
         raw = self.services.store.get_object(key.namespace, key.name)
         if raw is None:
             self.metrics.forget_isvc(key.namespace, key.name)
+            self._written_status.pop(key, None)
             self._rerank_queue(key, waiting_now=False)
             return None
         try:
@@ -406,8 +409,15 @@ class InferenceServiceController:
         old = isvc.status
         if not status_changed(old, status):
             return
-        await self.host.applier.apply_status(INFERENCE_SERVICES, status_body(isvc, status), raw)
         namespace, name = isvc.metadata.namespace or "", isvc.metadata.name or ""
+        key = ObjectKey(namespace, name)
+        seen_version = (raw.get("metadata") or {}).get("resourceVersion")
+        written = self._written_status.get(key)
+        if written is not None and written[0] == seen_version and not status_changed(written[1], status):
+            # The cache has not caught up with our own last write, and this is that same status.
+            return
+        await self.host.applier.apply_status(INFERENCE_SERVICES, status_body(isvc, status), raw)
+        self._written_status[key] = (seen_version, status)
         old_phase = old.phase if old else None
         new_phase = status.phase or ""
         self.metrics.set_isvc_phase(namespace, name, new_phase)
