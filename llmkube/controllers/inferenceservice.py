@@ -154,6 +154,22 @@ def stray_service_ports(desired: Obj, observed: Obj) -> list[Obj]:
     return [port for port in (observed.get("spec") or {}).get("ports") or () if key(port) not in wanted]
 
 
+def status_write_needed(
+    cached: InferenceServiceStatus | None,
+    cached_version: str | None,
+    last_write: tuple[str | None, InferenceServiceStatus] | None,
+    new: InferenceServiceStatus,
+) -> bool:
+    """Write when `new` differs (beyond lastUpdated) from the cached status, unless the cache still
+    shows the version our last write was based on and `new` is exactly what that write sent: the
+    cache has simply not caught up with our own write yet."""
+    if not status_changed(cached, new):
+        return False
+    if last_write is not None and last_write[0] == cached_version:
+        return status_changed(last_write[1], new)
+    return True
+
+
 def status_body(isvc: InferenceService, status: InferenceServiceStatus) -> Obj:
     return {
         "metadata": {"name": isvc.metadata.name, "namespace": isvc.metadata.namespace},
@@ -407,14 +423,10 @@ class InferenceServiceController:
 
     async def _write_status(self, isvc: InferenceService, raw: Obj, status: InferenceServiceStatus) -> None:
         old = isvc.status
-        if not status_changed(old, status):
-            return
         namespace, name = isvc.metadata.namespace or "", isvc.metadata.name or ""
         key = ObjectKey(namespace, name)
         seen_version = (raw.get("metadata") or {}).get("resourceVersion")
-        written = self._written_status.get(key)
-        if written is not None and written[0] == seen_version and not status_changed(written[1], status):
-            # The cache has not caught up with our own last write, and this is that same status.
+        if not status_write_needed(old, seen_version, self._written_status.get(key), status):
             return
         await self.host.applier.apply_status(INFERENCE_SERVICES, status_body(isvc, status), raw)
         self._written_status[key] = (seen_version, status)

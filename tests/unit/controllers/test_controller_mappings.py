@@ -161,3 +161,30 @@ def test_stray_service_ports(observed: dict[str, Any], stray: list[int]) -> None
 
     desired = svc_ports((8080, "TCP"))
     assert [p["port"] for p in stray_service_ports(desired, observed)] == stray
+
+
+CREATING = InferenceServiceStatus(phase="Creating", ready_replicas=0)
+READY = InferenceServiceStatus(phase="Ready", ready_replicas=1)
+
+
+@pytest.mark.parametrize(
+    ("cached", "cached_version", "last_write", "new", "write"),
+    [
+        (READY, "5", None, READY, False),  # nothing changed
+        (CREATING, "5", None, READY, True),  # a change, nothing written before
+        (CREATING, "5", ("5", READY), READY, False),  # we wrote it; the cache has not caught up
+        (CREATING, "5", ("5", READY), InferenceServiceStatus(phase="Failed"), True),  # a new change
+        (CREATING, "6", ("5", READY), READY, True),  # the cache moved on (someone rewrote it): compare
+        (None, None, None, CREATING, True),
+    ],
+)
+def test_status_write_needed(
+    cached: InferenceServiceStatus | None,
+    cached_version: str | None,
+    last_write: tuple[str | None, InferenceServiceStatus] | None,
+    new: InferenceServiceStatus,
+    write: bool,
+) -> None:
+    from llmkube.controllers.inferenceservice import status_write_needed
+
+    assert status_write_needed(cached, cached_version, last_write, new) is write
