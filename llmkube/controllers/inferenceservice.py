@@ -34,7 +34,7 @@ from llmkube.controllers.resources import (
 )
 from llmkube.kube.client import JSON_PATCH
 from llmkube.kube.controller import Controller, Result, TerminalError
-from llmkube.kube.errors import AlreadyExists, ApiError, NotFound
+from llmkube.kube.errors import AlreadyExists, ApiError, Forbidden, NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.predicates import annotations_changed, any_of, generation_changed, labels_changed
 from llmkube.kube.resource import Resource
@@ -152,6 +152,16 @@ def stray_service_ports(desired: Obj, observed: Obj) -> list[Obj]:
 
     wanted = {key(port) for port in (desired.get("spec") or {}).get("ports") or ()}
     return [port for port in (observed.get("spec") or {}).get("ports") or () if key(port) not in wanted]
+
+
+def namespace_terminating(error: ApiError) -> bool:
+    """The API refuses new objects in a namespace being deleted (403 with cause
+    NamespaceTerminating): not an RBAC problem, and retrying cannot help."""
+    if not isinstance(error, Forbidden):
+        return False
+    return any(cause.reason == "NamespaceTerminating" for cause in error.causes) or (
+        "because it is being terminated" in error.message
+    )
 
 
 def status_write_needed(
@@ -298,6 +308,10 @@ class InferenceServiceController:
         try:
             await self._converge(isvc, plan)
         except ApiError as error:
+            if namespace_terminating(error):
+                # Its namespace is going away, and the service with it: nothing to create or report.
+                log.info("namespace is terminating; not converging", namespace=key.namespace, name=key.name)
+                return None
             # Report it (decision #19: and retry with backoff by re-raising).
             message = error.message if isinstance(error, NotOurs) else _describe(error)
             failed = failed_status(plan.status, message, generation=isvc.metadata.generation, now=now)

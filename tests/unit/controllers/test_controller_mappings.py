@@ -15,6 +15,7 @@ from llmkube.controllers.inferenceservice import (
     status_body,
 )
 from llmkube.controllers.model import gpu_capacity, node_capacity_changed
+from llmkube.kube.errors import ApiError, FieldCause, Forbidden, NotFound
 from llmkube.kube.store import Change
 from llmkube.plan.queue import QueueEntry
 
@@ -188,3 +189,28 @@ def test_status_write_needed(
     from llmkube.controllers.inferenceservice import status_write_needed
 
     assert status_write_needed(cached, cached_version, last_write, new) is write
+
+
+@pytest.mark.parametrize(
+    ("error", "terminating"),
+    [
+        (
+            Forbidden(
+                403,
+                'deployments.apps "a" is forbidden: unable to create new content in namespace ai '
+                "because it is being terminated",
+                causes=(
+                    FieldCause("metadata.namespace", "NamespaceTerminating", "namespace ai is terminating"),
+                ),
+            ),
+            True,
+        ),
+        (Forbidden(403, "unable to create new content in namespace ai because it is being terminated"), True),
+        (Forbidden(403, 'deployments.apps is forbidden: User "x" cannot create resource'), False),
+        (NotFound(404, "namespaces ai not found"), False),
+    ],
+)
+def test_namespace_terminating_is_told_apart_from_rbac(error: ApiError, terminating: bool) -> None:
+    from llmkube.controllers.inferenceservice import namespace_terminating
+
+    assert namespace_terminating(error) is terminating
