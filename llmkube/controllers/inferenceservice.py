@@ -306,7 +306,7 @@ class InferenceServiceController:
         plan = plan_inference_service(isvc, model, observed, self.config)
 
         try:
-            await self._converge(isvc, plan)
+            await self._converge(isvc, plan, observed)
         except ApiError as error:
             if namespace_terminating(error):
                 # Its namespace is going away, and the service with it: nothing to create or report.
@@ -354,15 +354,13 @@ class InferenceServiceController:
             ),
         )
 
-    async def _converge(self, isvc: InferenceService, plan: InferenceServicePlan) -> None:
+    async def _converge(
+        self, isvc: InferenceService, plan: InferenceServicePlan, facts: ObservedState
+    ) -> None:
         namespace = isvc.metadata.namespace or ""
         if plan.cache_pvc is not None:
             await self._ensure_cache_pvc(namespace, plan.cache_pvc)
-        observed = {
-            "deployment": self.deployments.store.get_object(namespace, isvc.metadata.name or ""),
-            "service": self.k8s_services.store.get_object(namespace, service_name(isvc.metadata.name or "")),
-            "hpa": self.hpas.store.get_object(namespace, isvc.metadata.name or ""),
-        }
+        observed = {"deployment": facts.deployment, "service": facts.service, "hpa": facts.hpa}
         for field, resource in _APPLY_ORDER:
             desired: Obj | None = getattr(plan, field)
             if desired is None:

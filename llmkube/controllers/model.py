@@ -5,7 +5,8 @@
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 
 import aiohttp
@@ -16,6 +17,7 @@ from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
+from llmkube.controllers.modelsource.executor import ActionPerformer
 from llmkube.controllers.resources import MODELS, NODES, PERSISTENT_VOLUME_CLAIMS
 from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import NotFound
@@ -23,7 +25,7 @@ from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
 from llmkube.kube.predicates import generation_changed
 from llmkube.kube.store import Change
 from llmkube.kube.types import Obj, ObjectKey
-from llmkube.plan.model.decision import ModelPlanConfig
+from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
 
@@ -64,6 +66,23 @@ def status_body(model: Model, status: ModelStatus) -> Obj:
         "metadata": {"name": model.metadata.name, "namespace": model.metadata.namespace},
         "status": status.model_dump(by_alias=True, exclude_none=True, mode="json"),
     }
+
+
+@dataclass(frozen=True)
+class TimedCopies:
+    """Performs the plan's actions, timing the ones that copy the model into the cache."""
+
+    io: ActionPerformer
+    observe: Callable[[float], None]
+
+    async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
+        if action.kind not in (ActionKind.COPY_LOCAL, ActionKind.REFETCH):
+            return await self.io.perform(action, facts)
+        started = time.perf_counter()
+        try:
+            return await self.io.perform(action, facts)
+        finally:
+            self.observe(time.perf_counter() - started)
 
 
 class ModelController:
@@ -139,16 +158,11 @@ class ModelController:
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
             return Model.model_validate(result.object)
 
-        copy_started = time.perf_counter()
-        decision = await drive_model_plan(model, facts, self.config, io, write_status)
-        if (
-            facts.cached_file is None
-            and decision.status.path
-            and classify_source(model.spec.source) in (SourceKind.LOCAL,)
-        ):
-            self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(
-                time.perf_counter() - copy_started
-            )
+        def copied(seconds: float) -> None:
+            # The series appears with the first copy: Models that are never copied add none.
+            self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(seconds)
+
+        decision = await drive_model_plan(model, facts, self.config, TimedCopies(io, copied), write_status)
         if decision.status_metric:
             self.metrics.set_model_status(key.namespace, key.name, decision.status_metric)
         if decision.reconcile_result:

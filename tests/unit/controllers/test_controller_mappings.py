@@ -17,6 +17,8 @@ from llmkube.controllers.inferenceservice import (
 from llmkube.controllers.model import gpu_capacity, node_capacity_changed
 from llmkube.kube.errors import ApiError, FieldCause, Forbidden, NotFound
 from llmkube.kube.store import Change
+from llmkube.plan.model.decision import ActionKind, ModelAction
+from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.queue import QueueEntry
 
 
@@ -214,3 +216,30 @@ def test_namespace_terminating_is_told_apart_from_rbac(error: ApiError, terminat
     from llmkube.controllers.inferenceservice import namespace_terminating
 
     assert namespace_terminating(error) is terminating
+
+
+@pytest.mark.parametrize(
+    ("kind", "timed"),
+    [
+        (ActionKind.COPY_LOCAL, True),
+        (ActionKind.REFETCH, True),
+        (ActionKind.VERIFY, False),
+        (ActionKind.PROBE_FINGERPRINT, False),
+    ],
+)
+async def test_only_copies_are_timed(kind: ActionKind, timed: bool) -> None:
+    from llmkube.controllers.model import TimedCopies
+
+    performed: list[ActionKind] = []
+    observed: list[float] = []
+
+    class Recorder:
+        async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
+            performed.append(action.kind)
+            return facts
+
+    facts = ModelFacts()
+    assert await TimedCopies(Recorder(), observed.append).perform(ModelAction(kind=kind), facts) is facts
+    assert performed == [kind]
+    assert len(observed) == (1 if timed else 0)
+    assert all(seconds >= 0 for seconds in observed)
