@@ -1,0 +1,85 @@
+"""Warnings reach users as events.k8s.io Events (the controller's RBAC allows them: the reference's
+did not, #910), and bad input the schema cannot catch gives a clear Failed status, an Event, and
+no hot loop."""
+
+import asyncio
+from typing import Any
+
+import pytest
+from e2e_support import (
+    RunningController,
+    condition_triple,
+    eventually,
+    hf_model,
+    isvc,
+    patch_isvc,
+    phase_is,
+    reconcile_log,
+    services_deleted_first,  # noqa: F401  (a fixture)
+    status_of,
+)
+
+from llmkube.kube.types import ObjectKey
+from llmkube.testing.rest import KubeRest
+
+pytestmark = pytest.mark.usefixtures("services_deleted_first")
+
+EVENTS = "events.k8s.io/v1"
+
+
+def events_for(admin: KubeRest, namespace: str, name: str) -> list[dict[str, Any]]:
+    return [
+        event
+        for event in admin.list(EVENTS, "Event", namespace)
+        if (event.get("regarding") or {}).get("name") == name
+        and (event.get("regarding") or {}).get("kind") == "InferenceService"
+    ]
+
+
+def reasons(admin: KubeRest, namespace: str, name: str) -> set[str]:
+    return {event["reason"] for event in events_for(admin, namespace, name)}
+
+
+async def test_missing_memory_request_is_an_event(operator: RunningController, full_namespace: str) -> None:
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    admin.create(hf_model("m"), namespace=ns)
+    # CPU MoE offload keeps expert weights in host RAM: without a memory request, warn.
+    admin.create(isvc("moe", modelRef="m", skipModelInit=True, moeCPUOffload=True), namespace=ns)
+    await eventually(phase_is(admin, "InferenceService", "moe", ns, "Ready"), what="moe Ready")
+    await eventually(lambda: "MissingMemoryRequest" in reasons(admin, ns, "moe"), what="the warning event")
+    (event,) = [e for e in events_for(admin, ns, "moe") if e["reason"] == "MissingMemoryRequest"]
+    assert event["type"] == "Warning"
+    assert event["reportingController"] == "llmkube-controller"
+    assert event["regarding"]["apiVersion"] == "inference.llmkube.dev/v1alpha1"
+    assert event["note"]  # says what to do
+
+
+async def test_invalid_quantity_fails_clearly_without_a_hot_loop(
+    operator: RunningController, full_namespace: str
+) -> None:
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    controller = operator.controllers.inference_services.controller
+    log = reconcile_log(controller)
+    admin.create(hf_model("m"), namespace=ns)
+    admin.create(isvc("bad", modelRef="m", skipModelInit=True, resources={"cpu": "two"}), namespace=ns)
+    await eventually(phase_is(admin, "InferenceService", "bad", ns, "Failed"), what="bad Failed")
+    status = status_of(admin, "InferenceService", "bad", ns)
+    degraded = condition_triple(status, "Degraded")
+    assert degraded is not None and degraded[:2] == ("True", "InvalidSpec")
+    assert "resources.cpu" in degraded[2] and "two" in degraded[2]
+    # Nothing was applied for an invalid spec.
+    assert admin.get_or_none("apps/v1", "Deployment", "bad", ns) is None
+    await eventually(lambda: "InvalidSpec" in reasons(admin, ns, "bad"), what="the InvalidSpec event")
+
+    # No hot loop: without a new event the service is not reconciled again.
+    key = ObjectKey(ns, "bad")
+    before = log(key)
+    await asyncio.sleep(3)
+    assert log(key) - before <= 1  # at most the echo of our own write, never a retry storm
+
+    # Fixing the spec heals it.
+    patch_isvc(admin, "bad", ns, {"resources": {"cpu": "2"}})
+    await eventually(phase_is(admin, "InferenceService", "bad", ns, "Ready"), what="healed")
+    assert condition_triple(status_of(admin, "InferenceService", "bad", ns), "Degraded") is None
