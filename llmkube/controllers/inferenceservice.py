@@ -38,11 +38,11 @@ from llmkube.kube.errors import AlreadyExists, ApiError, Forbidden, NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.predicates import annotations_changed, any_of, generation_changed, labels_changed
 from llmkube.kube.resource import Resource
-from llmkube.kube.store import Change, by_field, by_label
+from llmkube.kube.store import BY_NAMESPACE, Change, by_field, by_label
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
-from llmkube.plan.names import service_name
+from llmkube.plan.names import CACHE_PVC_NAME, service_name
 from llmkube.plan.objects import controlled_by
 from llmkube.plan.observed import ObservedState
 from llmkube.plan.priority import priority_class_name
@@ -61,6 +61,8 @@ BY_PHASE = "phase"
 BY_SERVICE_LABEL = "service"
 BY_SLICE_SERVICE = "sliceService"
 SLICE_SERVICE_LABEL = "kubernetes.io/service-name"
+# The per-namespace model cache claims, and nothing else of the cluster's claims.
+CACHE_CLAIM_SELECTOR = f"metadata.name={CACHE_PVC_NAME}"
 
 _APPLY_ORDER: tuple[tuple[str, Resource], ...] = (
     ("deployment", DEPLOYMENTS),
@@ -164,6 +166,10 @@ def namespace_terminating(error: ApiError) -> bool:
     )
 
 
+def is_deletion(change: Change) -> bool:
+    return change.type == "DELETED"
+
+
 def status_write_needed(
     cached: InferenceServiceStatus | None,
     cached_version: str | None,
@@ -194,7 +200,6 @@ class InferenceServiceController:
         self.host = host
         self.config = config
         self.metrics = metrics
-        self._cache_pvc_ensured: set[str] = set()
         # Per service: the resourceVersion a status write was based on, and what it wrote.
         self._written_status: dict[ObjectKey, tuple[str | None, InferenceServiceStatus]] = {}
 
@@ -210,6 +215,7 @@ class InferenceServiceController:
         self.pods = host.informer(PODS, label_selector=SERVICE_PODS_SELECTOR)
         self.pods.add_index(BY_SERVICE_LABEL, by_label(LABEL_SERVICE))
         self.priority_classes = host.informer(PRIORITY_CLASSES)
+        self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
 
@@ -240,6 +246,13 @@ class InferenceServiceController:
                 ),
                 Watch(PODS, enqueue_mapped(self._service_of_pod), label_selector=SERVICE_PODS_SELECTOR),
                 Watch(PRIORITY_CLASSES, enqueue_mapped(self._services_of_priority_class)),
+                # Only deletions matter: a missing cache claim is recreated for the namespace.
+                Watch(
+                    PERSISTENT_VOLUME_CLAIMS,
+                    enqueue_mapped(self._services_in_namespace),
+                    predicates=[is_deletion],
+                    field_selector=CACHE_CLAIM_SELECTOR,
+                ),
                 Watch(
                     ENDPOINT_SLICES,
                     enqueue_mapped(self._services_of_slice),
@@ -262,6 +275,10 @@ class InferenceServiceController:
     def _other_waiting_services(self, changed: Obj) -> list[ObjectKey]:
         key = ObjectKey.of(changed)
         return [k for k in self._keys(self.services.store.by_index(BY_PHASE, WAITING)) if k != key]
+
+    def _services_in_namespace(self, obj: Obj) -> list[ObjectKey]:
+        namespace = (obj.get("metadata") or {}).get("namespace") or ""
+        return self._keys(self.services.store.by_index(BY_NAMESPACE, namespace))
 
     def _service_of_pod(self, pod: Obj) -> list[ObjectKey]:
         meta = pod.get("metadata") or {}
@@ -419,19 +436,16 @@ class InferenceServiceController:
 
     async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
         """Create the shared cache claim when missing; never update or delete it (it is not ours
-        alone). Remembered per namespace so a converged service costs no request."""
-        if namespace in self._cache_pvc_ensured:
-            return
+        alone). Read from a cache of claims with exactly that name, so a converged service costs no
+        request, and a claim deleted by hand is recreated by the next reconcile it triggers."""
         name = pvc["metadata"]["name"]
+        if self.cache_claims.store.get_object(namespace, name) is not None:
+            return
         try:
-            await self.host.client.get(PERSISTENT_VOLUME_CLAIMS, name, namespace)
-        except NotFound:
-            try:
-                await self.host.client.create(PERSISTENT_VOLUME_CLAIMS, pvc, namespace)
-                log.info("model cache PVC created", namespace=namespace, name=name)
-            except AlreadyExists:
-                pass
-        self._cache_pvc_ensured.add(namespace)
+            await self.host.client.create(PERSISTENT_VOLUME_CLAIMS, pvc, namespace)
+            log.info("model cache PVC created", namespace=namespace, name=name)
+        except AlreadyExists:
+            pass  # created meanwhile (the cache will show it)
 
     async def _write_status(self, isvc: InferenceService, raw: Obj, status: InferenceServiceStatus) -> None:
         old = isvc.status

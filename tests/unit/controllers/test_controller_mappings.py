@@ -243,3 +243,17 @@ async def test_only_copies_are_timed(kind: ActionKind, timed: bool) -> None:
     assert performed == [kind]
     assert len(observed) == (1 if timed else 0)
     assert all(seconds >= 0 for seconds in observed)
+
+
+@pytest.mark.parametrize(
+    ("change", "deletion"),
+    [
+        (Change("DELETED", {"metadata": {"name": "c"}}, None), True),
+        (Change("ADDED", None, {"metadata": {"name": "c"}}), False),
+        (Change("MODIFIED", {"metadata": {"name": "c"}}, {"metadata": {"name": "c"}}), False),
+    ],
+)
+def test_only_claim_deletions_wake_services(change: Change, deletion: bool) -> None:
+    from llmkube.controllers.inferenceservice import is_deletion
+
+    assert is_deletion(change) is deletion
