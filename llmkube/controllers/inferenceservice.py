@@ -364,10 +364,9 @@ class InferenceServiceController:
                 for pc in self.priority_classes.store.objects()
             },
             gpu_queue=tuple(queue_entry_of(obj) for obj in waiting),
+            # The planner keeps the slices labelled with this service's Service name: hand it just those.
             endpoint_slices=tuple(
-                obj
-                for obj in self.slices.store.objects()
-                if (obj.get("metadata") or {}).get("namespace") == namespace
+                self.slices.store.by_index(BY_SLICE_SERVICE, f"{namespace}/{service_name(name)}")
             ),
         )
 
