@@ -44,6 +44,31 @@ def set_condition(
     return [updated if c.type == type_ else c for c in conditions or ()]
 
 
+def update_condition_if_present(
+    conditions: Sequence[Condition] | None,
+    *,
+    type_: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime,
+    observed_generation: int | None = None,
+) -> list[Condition]:
+    """Like `set_condition`, but a condition never written stays absent (an object that was always
+    fine never grows a condition just to say so)."""
+    if find_condition(conditions, type_) is None:
+        return list(conditions or ())
+    return set_condition(
+        conditions,
+        type_=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=observed_generation,
+    )
+
+
 def remove_condition(conditions: Sequence[Condition] | None, type_: str) -> list[Condition]:
     return [c for c in conditions or () if c.type != type_]
 

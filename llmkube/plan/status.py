@@ -13,7 +13,11 @@ from datetime import datetime
 
 from llmkube.api.inferenceservice import InferenceServiceSpec, InferenceServiceStatus, Phase
 from llmkube.api.meta import Condition, ConditionStatus
-from llmkube.plan.conditions import find_condition, remove_condition, set_condition
+from llmkube.plan.conditions import (
+    remove_condition,
+    set_condition,
+    update_condition_if_present,
+)
 from llmkube.plan.scheduling import INSUFFICIENT_GPU, SchedulingInfo
 
 AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE = "Available", "Progressing", "Degraded", "GPUAvailable"
@@ -157,9 +161,7 @@ def _put_if_true_or_existing(
             now=now,
             observed_generation=generation,
         )
-    if find_condition(conditions, type_) is None:
-        return conditions
-    return set_condition(
+    return update_condition_if_present(
         conditions,
         type_=type_,
         status="True",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from llmkube.api.meta import Condition, ConditionStatus
-from llmkube.plan.conditions import find_condition, set_condition
+from llmkube.plan.conditions import set_condition, update_condition_if_present
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"
@@ -97,9 +97,7 @@ def _flip_false_if_present(
     generation: int | None,
 ) -> list[Condition]:
     """Set an existing condition to False (refreshing why); a condition never written stays absent."""
-    if find_condition(conditions, type_) is None:
-        return list(conditions)
-    return set_condition(
+    return update_condition_if_present(
         conditions,
         type_=type_,
         status="False",

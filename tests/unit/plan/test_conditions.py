@@ -55,3 +55,23 @@ def test_remove_find_and_is_true() -> None:
     assert find_condition(conditions, "B") is conditions[1]
     assert find_condition(None, "B") is None
     assert is_true(conditions, "A") and not is_true(conditions, "B") and not is_true(conditions, "Z")
+
+
+@pytest.mark.parametrize(
+    ("existing", "expected"),
+    [
+        ([], []),  # never written: stays absent
+        ([cond("A", "True")], [("A", "False", "Why", T1)]),  # flipped: transition is now
+        ([cond("A", "False")], [("A", "False", "Why", T0)]),  # same status: transition kept
+    ],
+)
+def test_update_condition_if_present(
+    existing: list[Condition], expected: list[tuple[str, str, str, datetime]]
+) -> None:
+    from llmkube.plan.conditions import update_condition_if_present
+
+    result = update_condition_if_present(
+        existing, type_="A", status="False", reason="Why", message="m", now=T1, observed_generation=3
+    )
+    assert [(c.type, c.status, c.reason, c.last_transition_time) for c in result] == expected
+    assert update_condition_if_present(None, type_="A", status="True", reason="R", message="", now=T1) == []
