@@ -6,7 +6,6 @@ skips the request when the fields we own already match), deletes only objects th
 controls, writes status only when more than `lastUpdated` changed, and emits the planned events.
 """
 
-import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -221,7 +220,7 @@ class InferenceServiceController:
 
         self.controller: Controller = host.add_controller(
             ISVC_CONTROLLER,
-            self.reconcile,
+            metrics.timed(ISVC_CONTROLLER, self.reconcile),
             workers=workers,
             watches=[
                 # Spec changes, and label/annotation edits; never our own status writes.
@@ -299,13 +298,6 @@ class InferenceServiceController:
     # -- reconcile ------------------------------------------------------------------------------
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        started = time.perf_counter()
-        try:
-            return await self._reconcile(key)
-        finally:
-            self.metrics.reconcile_duration.labels(ISVC_CONTROLLER).observe(time.perf_counter() - started)
-
-    async def _reconcile(self, key: ObjectKey) -> Result | None:
         raw = self.services.store.get_object(key.namespace, key.name)
         if raw is None:
             self.metrics.forget_isvc(key.namespace, key.name)

@@ -4,8 +4,12 @@ phase gauge has exactly one series at 1 per service, and every series of a delet
 """
 
 import contextlib
+import time
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from llmkube.kube.controller import Reconciler, Result
+from llmkube.kube.types import ObjectKey
 
 ISVC_CONTROLLER = "inferenceservice"
 MODEL_CONTROLLER = "model"
@@ -69,6 +73,19 @@ class LLMKubeMetrics:
             for result in ("success", "error"):
                 self.reconcile_total.labels(controller, result)
         self._model_phase: dict[tuple[str, str], str] = {}
+
+    def timed(self, controller: str, reconcile: Reconciler) -> Reconciler:
+        """`reconcile`, observed in llmkube_reconcile_duration_seconds{controller}."""
+        histogram = self.reconcile_duration.labels(controller)
+
+        async def run(key: ObjectKey) -> Result | None:
+            started = time.perf_counter()
+            try:
+                return await reconcile(key)
+            finally:
+                histogram.observe(time.perf_counter() - started)
+
+        return run
 
     def set_isvc_phase(self, namespace: str, name: str, phase: str) -> None:
         for candidate in _PHASES:

@@ -97,7 +97,7 @@ class ModelController:
         self._session: aiohttp.ClientSession | None = None
         self.controller: Controller = host.add_controller(
             MODEL_CONTROLLER,
-            self.reconcile,
+            metrics.timed(MODEL_CONTROLLER, self.reconcile),
             workers=workers,
             watches=[
                 Watch(MODELS, enqueue_object, predicates=[generation_changed]),
@@ -128,13 +128,6 @@ class ModelController:
         return ModelSourceIO(session=self._session)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        started = time.perf_counter()
-        try:
-            return await self._reconcile(key)
-        finally:
-            self.metrics.reconcile_duration.labels(MODEL_CONTROLLER).observe(time.perf_counter() - started)
-
-    async def _reconcile(self, key: ObjectKey) -> Result | None:
         raw = self.models.store.get_object(key.namespace, key.name)
         if raw is None:
             self.metrics.forget_model(key.namespace, key.name)

@@ -17,6 +17,7 @@ from llmkube.controllers.inferenceservice import (
 from llmkube.controllers.model import gpu_capacity, node_capacity_changed
 from llmkube.kube.errors import ApiError, FieldCause, Forbidden, NotFound
 from llmkube.kube.store import Change
+from llmkube.kube.types import ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.queue import QueueEntry
@@ -257,3 +258,28 @@ def test_only_claim_deletions_wake_services(change: Change, deletion: bool) -> N
     from llmkube.controllers.inferenceservice import is_deletion
 
     assert is_deletion(change) is deletion
+
+
+@pytest.mark.parametrize("fails", [False, True])
+async def test_timed_reconcile_observes_every_call(fails: bool) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from llmkube.controllers.metrics import LLMKubeMetrics
+    from llmkube.kube.controller import Result
+
+    registry = CollectorRegistry()
+    metrics = LLMKubeMetrics(registry)
+
+    async def reconcile(key: ObjectKey) -> Result | None:
+        if fails:
+            raise RuntimeError("boom")
+        return Result(requeue_after=5)
+
+    timed = metrics.timed("model", reconcile)
+    if fails:
+        with pytest.raises(RuntimeError):
+            await timed(ObjectKey("ai", "m"))
+    else:
+        assert await timed(ObjectKey("ai", "m")) == Result(requeue_after=5)
+    count = registry.get_sample_value("llmkube_reconcile_duration_seconds_count", {"controller": "model"})
+    assert count == 1
