@@ -23,6 +23,7 @@ from llmkube.kube.clock import Clock, RealClock, format_micro_time
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.event_backlog import DEFAULT_BACKLOG_LIMIT, EventBacklog, PendingWrite
 from llmkube.kube.event_series import EventKey, SeriesCache, SeriesEntry, Verdict
+from llmkube.kube.leadership import NotLeader
 from llmkube.kube.resource import EVENTS
 from llmkube.kube.transport import TransportError
 from llmkube.kube.types import Obj
@@ -201,6 +202,8 @@ class EventRecorder:
             patch = {"series": {"count": count, "lastObservedTime": format_micro_time(self._clock.now())}}
             await self.client.patch(EVENTS, entry.name, patch, entry.namespace, patch_type=MERGE_PATCH)
             self.series.written(entry, count, self._clock.monotonic())
+        except NotLeader:
+            self._forget(entry)  # not ours to write any more (the next leader reports what it sees)
         except NotFound:
             self._forget(entry)  # the Event expired on the server: the next occurrence starts anew
         except (ApiError, TransportError) as error:
