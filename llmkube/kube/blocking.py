@@ -11,7 +11,9 @@ finish while the next leader was already copying the same file.  Here:
 * a flag can have a parent, so one ``set()`` stops every piece of work started under it (a
   controller stopping all its copies at shutdown);
 * the work runs in a daemon thread: work that cannot be interrupted (a ``stat`` hung on NFS) is
-  abandoned on cancellation and does not keep the process alive.
+  abandoned on cancellation and does not keep the process alive;
+* :class:`DaemonThreadExecutor` does the same for the event loop's default executor, which code we
+  do not control uses (aiohttp's DNS lookups: ``getaddrinfo`` against a resolver that never answers).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["StopFlag", "StopRequested", "run_blocking", "run_in_daemon_thread"]
+__all__ = ["DaemonThreadExecutor", "StopFlag", "StopRequested", "run_blocking", "run_in_daemon_thread"]
 
 T = TypeVar("T")
 
@@ -122,3 +125,28 @@ async def run_in_daemon_thread(function: Callable[..., T], *args: Any, **kwargs:
         cleanup_grace=0.0,
         name=getattr(function, "__name__", "blocking-call"),
     )
+
+
+class DaemonThreadExecutor(ThreadPoolExecutor):
+    """An event loop default executor (``loop.set_default_executor``) running each call in its own
+    daemon thread, and with nothing to join at shutdown: a call that hangs cannot hold up the exit.
+    (A ThreadPoolExecutor subclass only because the loop accepts nothing else; no pool is used.)"""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as error:  # handed to whoever waits on the future
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        threading.Thread(target=run, name="default-executor", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        return None  # daemon threads end with the process; a hung one must not be waited for

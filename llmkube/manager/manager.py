@@ -44,6 +44,7 @@ import prometheus_client
 import structlog
 
 from llmkube.kube.apply import Applier
+from llmkube.kube.blocking import DaemonThreadExecutor
 from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.config import load_client_config
@@ -261,6 +262,9 @@ class Manager:
     async def run(self, setup: Setup | None = None) -> None:
         if self.config.configure_logging:
             configure_logging(self.config.log_level, self.config.log_format)
+        # asyncio.run joins the default executor at exit without a timeout: calls made there by
+        # code we do not control (aiohttp's DNS lookups) must not be able to hold up a shutdown.
+        asyncio.get_running_loop().set_default_executor(DaemonThreadExecutor())
         await self.connect()
         try:
             if setup is not None:

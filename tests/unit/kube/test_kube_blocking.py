@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from llmkube.kube.blocking import StopFlag, StopRequested, run_blocking, run_in_daemon_thread
+from llmkube.kube.blocking import (
+    DaemonThreadExecutor,
+    StopFlag,
+    StopRequested,
+    run_blocking,
+    run_in_daemon_thread,
+)
 
 LLMKUBE = Path(__file__).resolve().parents[3] / "llmkube"
 
@@ -113,3 +119,17 @@ def test_no_blocking_work_runs_in_threads_that_cannot_be_stopped() -> None:
         if re.search(r"\b(to_thread|run_in_executor)\(", line)
     ]
     assert offenders == []
+
+
+async def test_the_daemon_default_executor_runs_calls_and_never_joins_them() -> None:
+    executor = DaemonThreadExecutor()
+    loop = asyncio.get_running_loop()
+    assert await loop.run_in_executor(executor, pow, 2, 10) == 1024
+    with pytest.raises(ZeroDivisionError):
+        await loop.run_in_executor(executor, divmod, 1, 0)
+    hung = threading.Event()
+    executor.submit(hung.wait)
+    started = time.monotonic()
+    executor.shutdown(wait=True)  # what asyncio.run does at exit: returns at once
+    assert time.monotonic() - started < 0.5
+    hung.set()
