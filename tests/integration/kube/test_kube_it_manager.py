@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import format_micro_time
 from llmkube.kube.config import load_client_config
-from llmkube.kube.errors import NotFound
+from llmkube.kube.errors import Conflict, NotFound
 from llmkube.kube.handlers import Watch
 from llmkube.kube.leader_election import LeadershipLost
 from llmkube.kube.leader_state import LeaderElectionTiming
@@ -309,14 +309,18 @@ class HoldLists(WatchGate):
 
 
 async def steal_lease(client: ApiClient, namespace: str, name: str, thief: str = "thief") -> None:
-    """Another holder written into the Lease (an operator's edit, a candidate with a skewed view)."""
-    lease = await client.get(LEASES, name, namespace)
-    lease["spec"].update(
-        holderIdentity=thief,
-        renewTime=format_micro_time(datetime.now(UTC)),
-        leaseDurationSeconds=60,
-    )
-    await client.replace(LEASES, lease)
+    """Another holder written into the Lease (an operator's edit, a candidate with a skewed view);
+    retried, as the leader renews it every second."""
+    while True:
+        lease = await client.get(LEASES, name, namespace)
+        lease["spec"].update(
+            holderIdentity=thief,
+            renewTime=format_micro_time(datetime.now(UTC)),
+            leaseDurationSeconds=60,
+        )
+        with contextlib.suppress(Conflict):
+            await client.replace(LEASES, lease)
+            return
 
 
 async def lease_holder(client: ApiClient, namespace: str, name: str) -> str | None:
