@@ -33,7 +33,7 @@ import structlog
 from llmkube.kube import metrics
 from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import Clock, RealClock, run_within
-from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.errors import ApiError, Conflict, NotFound
 from llmkube.kube.leader_state import JITTER_FACTOR, Action, ElectionState, LeaderElectionTiming, LeaseRecord
 from llmkube.kube.leadership import Leadership
 from llmkube.kube.resource import LEASES
@@ -139,7 +139,20 @@ class LeaderElector:
         if record is None or self._lease is None:
             return False
         try:
-            await self._write(record)
+            try:
+                await self._write(record)
+            except Conflict:
+                # A renewal we stopped waiting for (cancelled at shutdown) may have landed since:
+                # release what is there, if it is still ours.
+                current = await self.client.get(
+                    LEASES, self.name, self.namespace, request_timeout=self._request_timeout
+                )
+                self._lease = current
+                self.state.observe(LeaseRecord.from_lease(current), self._clock.monotonic())
+                record = self.state.release(self._clock.now())
+                if record is None:
+                    return False
+                await self._write(record)
         except (ApiError, TransportError) as error:
             self._log.warning("could not release the leader lease", error=repr(error))
             return False

@@ -253,3 +253,24 @@ async def test_the_write_guard_refuses_writes_once_the_lease_is_lost() -> None:
     with pytest.raises(NotLeader):
         await client.delete(CONFIG_MAPS, "x", "ns")
     assert [seen[0] for seen in workload.seen] == ["POST"]  # nothing else reached the server
+
+
+async def test_release_after_a_renewal_that_landed_unseen() -> None:
+    """Shutdown cancels the renew loop; a renewal in flight may still be stored by the server, so
+    the release (guarded by the resourceVersion) conflicts: it re-reads and releases anyway."""
+    server = FakeLeaseServer()
+    clock = FakeClock()
+    a, _ = await steady_leader(server, clock)
+    lease = server.leases[("sys", a.name)]
+    lease["metadata"]["resourceVersion"] = "777"  # our renewal, stored after we stopped waiting
+    assert await a.release()
+    assert server.writes[-1][0] == ""
+
+    thief_server = FakeLeaseServer()
+    b, _ = await steady_leader(thief_server, clock)
+    stolen = thief_server.leases[("sys", b.name)]
+    stolen["spec"]["holderIdentity"] = "thief"
+    stolen["metadata"]["resourceVersion"] = "778"
+    writes = len(thief_server.writes)
+    assert not await b.release()  # not ours any more: left alone
+    assert len(thief_server.writes) == writes
