@@ -19,6 +19,7 @@ from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
 from llmkube.controllers.modelsource.executor import ActionPerformer
 from llmkube.controllers.resources import MODELS, NODES, PERSISTENT_VOLUME_CLAIMS
+from llmkube.kube.blocking import StopFlag
 from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
@@ -79,15 +80,20 @@ class TimedCopies:
         if action.kind not in (ActionKind.COPY_LOCAL, ActionKind.REFETCH):
             return await self.io.perform(action, facts)
         started = time.perf_counter()
-        try:
-            return await self.io.perform(action, facts)
-        finally:
-            self.observe(time.perf_counter() - started)
+        facts = await self.io.perform(action, facts)
+        self.observe(time.perf_counter() - started)  # a copy that was stopped has no duration
+        return facts
 
 
 class ModelController:
     def __init__(
-        self, host: ControllerHost, config: ModelPlanConfig, metrics: LLMKubeMetrics, workers: int
+        self,
+        host: ControllerHost,
+        config: ModelPlanConfig,
+        metrics: LLMKubeMetrics,
+        workers: int,
+        *,
+        copy_bytes_per_second: float | None = None,
     ) -> None:
         self.host = host
         self.config = config
@@ -95,6 +101,10 @@ class ModelController:
         self.models = host.informer(MODELS)
         self.nodes = host.informer(NODES)
         self._session: aiohttp.ClientSession | None = None
+        self._copy_bytes_per_second = copy_bytes_per_second
+        # Set when the host stops the controllers: every copy and hash in flight stops within a
+        # chunk and removes its partial file (the next leader copies afresh).
+        self._stop_io = StopFlag()
         self.controller: Controller = host.add_controller(
             MODEL_CONTROLLER,
             metrics.timed(MODEL_CONTROLLER, self.reconcile),
@@ -104,7 +114,7 @@ class ModelController:
                 Watch(NODES, enqueue_mapped(self._gpu_models), predicates=[node_capacity_changed]),
             ],
         )
-        host.add_task("model:http-session", self._own_session)
+        host.add_task("model:io", self._own_io)
 
     def _gpu_models(self, _node: Obj) -> list[ObjectKey]:
         keys = []
@@ -114,18 +124,23 @@ class ModelController:
                 keys.append(ObjectKey.of(model))
         return keys
 
-    async def _own_session(self) -> None:
-        """Holds the HTTP session for model sources (HEAD, Range reads) and closes it at shutdown."""
+    async def _own_io(self) -> None:
+        """Runs while the controllers do (tasks start with them and are the first thing a
+        shutdown cancels): then stops the copies in flight and closes the HTTP session for model
+        sources (HEAD, Range reads)."""
         try:
             await asyncio.Event().wait()
         finally:
+            self._stop_io.set()
             if self._session is not None:
                 await self._session.close()
 
     def _io(self) -> ModelSourceIO:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(headers={"User-Agent": "llmkube-controller"})
-        return ModelSourceIO(session=self._session)
+        return ModelSourceIO(
+            session=self._session, stop=self._stop_io, copy_bytes_per_second=self._copy_bytes_per_second
+        )
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         raw = self.models.store.get_object(key.namespace, key.name)

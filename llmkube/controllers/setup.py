@@ -17,6 +17,8 @@ class ControllersConfig:
     model: ModelPlanConfig = field(default_factory=ModelPlanConfig)
     isvc_workers: int = 4
     model_workers: int = 2
+    #: disk bandwidth cap of one model copy into the cache (None: no cap)
+    model_copy_bytes_per_second: float | None = None
 
 
 @dataclass
@@ -30,6 +32,12 @@ def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Contro
     metrics = default_metrics()
     return Controllers(
         inference_services=InferenceServiceController(host, config.operator, metrics, config.isvc_workers),
-        models=ModelController(host, config.model, metrics, config.model_workers),
+        models=ModelController(
+            host,
+            config.model,
+            metrics,
+            config.model_workers,
+            copy_bytes_per_second=config.model_copy_bytes_per_second,
+        ),
         priority_classes=PriorityClassController(host),
     )

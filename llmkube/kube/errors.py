@@ -20,8 +20,14 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "error_from_response",
+    "is_resource_version_too_large",
     "parse_retry_after",
 ]
+
+#: ``Status.details.causes[].reason`` of a request for a resourceVersion newer than the server
+#: knows (metav1.CauseTypeResourceVersionTooLarge): after an etcd restore, or from a lagging
+#: API server's watch cache.
+RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,14 @@ class TooManyRequests(ApiError):
 
 class ServerTimeout(ApiError):
     pass
+
+
+def is_resource_version_too_large(error: BaseException) -> bool:
+    """The server refused a resourceVersion it has not reached (504 Timeout carrying the
+    ``ResourceVersionTooLarge`` cause).  Decided from the cause, never from the message."""
+    return isinstance(error, ApiError) and any(
+        cause.reason == RESOURCE_VERSION_TOO_LARGE for cause in error.causes
+    )
 
 
 _BY_REASON: dict[str, type[ApiError]] = {
