@@ -17,13 +17,16 @@ class ControllersConfig:
     model: ModelPlanConfig = field(default_factory=ModelPlanConfig)
     isvc_workers: int = 4
     model_workers: int = 2
+    #: --manage-priority-classes: False leaves the five classes to the installer (never written)
+    manage_priority_classes: bool = True
 
 
 @dataclass
 class Controllers:
     inference_services: InferenceServiceController
     models: ModelController
-    priority_classes: PriorityClassController
+    #: None when the installer owns the classes (--manage-priority-classes=false)
+    priority_classes: PriorityClassController | None
 
 
 def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Controllers:
@@ -31,5 +34,5 @@ def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Contro
     return Controllers(
         inference_services=InferenceServiceController(host, config.operator, metrics, config.isvc_workers),
         models=ModelController(host, config.model, metrics, config.model_workers),
-        priority_classes=PriorityClassController(host),
+        priority_classes=PriorityClassController(host) if config.manage_priority_classes else None,
     )
