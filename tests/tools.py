@@ -48,3 +48,14 @@ def run(*argv: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None) 
 
 def kustomize_build(path: Path) -> str:
     return run(tool("kustomize"), "build", path)
+
+
+def kustomize_overlay(directory: Path, *components: str) -> str:
+    """`kustomize build` of manifests/ with some of its components, the way a user's own kustomization
+    references them (manifests/ linked into a temporary directory)."""
+    link = directory / "manifests"
+    if not link.exists():
+        link.symlink_to(ROOT / "manifests")
+    lines = ["resources: [manifests]", "components:", *[f"  - manifests/{c}" for c in components]]
+    (directory / "kustomization.yaml").write_text("\n".join(lines) + "\n")
+    return kustomize_build(directory)
