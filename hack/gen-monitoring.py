@@ -298,15 +298,20 @@ def controller_dashboard() -> dict[str, Any]:
             12, 8,
         ),
         panel(
-            "Work queue depth",
-            [(f"sum by (name) ({M['queue_depth']}{{{C}}})", "{{name}}")],
+            "Work queue depth and adds",
+            [
+                (f"sum by (name) ({M['queue_depth']}{{{C}}})", "depth {{name}}"),
+                (f"sum by (name) (rate({M['queue_adds']}{{{C}}}{R}))", "adds/s {{name}}"),
+            ],
             0, 16,
         ),
         panel(
-            "Work queue wait (p99) and retries",
+            "Work queue wait and work time (p99), retries",
             [
                 (f"histogram_quantile(0.99, sum by (name, le) "
                  f"(rate({M['queue_latency']}_bucket{{{C}}}{R})))", "wait p99 {{name}}"),
+                (f"histogram_quantile(0.99, sum by (name, le) "
+                 f"(rate({M['queue_work']}_bucket{{{C}}}{R})))", "work p99 {{name}}"),
                 (f"sum by (name) (rate({M['queue_retries']}{{{C}}}{R}))", "retries/s {{name}}"),
             ],
             12, 16,

@@ -45,13 +45,16 @@ def documents(text: str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
-def server_side_apply(admin: KubeRest, docs: list[dict[str, Any]], field_manager: str) -> None:
-    """What `kubectl apply --server-side` (manager "kubectl"), Argo CD (ServerSideApply=true) and
-    Flux's kustomize-controller do: an apply patch per object, without forcing conflicts."""
+def server_side_apply(
+    admin: KubeRest, docs: list[dict[str, Any]], field_manager: str, *, force: bool = False
+) -> None:
+    """What `kubectl apply --server-side` (manager "kubectl", no force), Argo CD (ServerSideApply=true)
+    and Flux's kustomize-controller (both force their changes) do: an apply patch per object."""
     for doc in docs:
         meta = doc["metadata"]
         path = admin.path_for(doc["apiVersion"], doc["kind"], meta.get("namespace"), meta["name"])
-        admin.request("PATCH", path, doc, content_type=APPLY_PATCH, query={"fieldManager": field_manager})
+        query = {"fieldManager": field_manager, **({"force": "true"} if force else {})}
+        admin.request("PATCH", path, doc, content_type=APPLY_PATCH, query=query)
         if doc["kind"] == "CustomResourceDefinition":
             wait_until(
                 lambda name=meta["name"]: condition_true(

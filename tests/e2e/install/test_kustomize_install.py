@@ -2,6 +2,7 @@
 GitOps variants of it, its components, and who owns the PriorityClasses afterwards."""
 
 import asyncio
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,7 @@ async def test_a_controller_start_after_the_install_makes_no_write(
     right and takes no ownership (its RBAC from manifests/ would refuse a write: a 403 would count)."""
     admin = cluster.admin()
     before = {name: pc["metadata"]["resourceVersion"] for name, pc in classes(admin).items()}
-    deployment = the_deployment(installed)
+    deployment = copy.deepcopy(the_deployment(installed))
     if manage == "true":
         monkeypatch.setenv("LLMKUBE_MANAGE_PRIORITY_CLASSES", "true")
         for env in deployment["spec"]["template"]["spec"]["containers"][0]["env"]:
@@ -163,7 +164,7 @@ async def test_an_installer_owned_class_changed_or_deleted_stays_so(
         the_deployment(installed), cluster.controller_kubeconfig, monkeypatch
     ) as controller:
         seen = controller.manager.informer(PRIORITY_CLASS_RESOURCE).store  # the shared informer
-        server_side_apply(admin, [changed], field_manager="kubectl")
+        server_side_apply(admin, [changed], field_manager="argocd-controller", force=True)  # a GitOps overlay
         admin.delete(SCHEDULING, "PriorityClass", "llmkube-batch")
         # The controller's own cache saw both changes...
         await asyncio.get_running_loop().run_in_executor(
@@ -183,9 +184,8 @@ async def test_an_installer_owned_class_changed_or_deleted_stays_so(
         assert controller.manager.client.mutating_requests() == 0
     assert admin.get(SCHEDULING, "PriorityClass", "llmkube-low")["description"] == changed["description"]
     assert admin.get_or_none(SCHEDULING, "PriorityClass", "llmkube-batch") is None
-    server_side_apply(
-        admin, [low, next(d for d in installed if d["metadata"]["name"] == "llmkube-batch")], "kubectl"
-    )
+    batch = next(d for d in installed if d["metadata"]["name"] == "llmkube-batch")
+    server_side_apply(admin, [low, batch], field_manager="argocd-controller", force=True)
 
 
 async def test_with_the_component_the_controller_owns_and_repairs_the_classes(
@@ -197,7 +197,7 @@ async def test_with_the_component_the_controller_owns_and_repairs_the_classes(
     admin = cluster.admin()
     docs = documents(kustomize_overlay(tmp_path, "components/controller-owns-priorityclasses"))
     assert not [d for d in docs if d["kind"] == "PriorityClass"]
-    server_side_apply(admin, docs, field_manager="kubectl")
+    server_side_apply(admin, docs, field_manager="argocd-controller", force=True)  # the overlay, synced
     deployment = the_deployment(docs)
     assert cluster.controller_kubeconfig is not None
     async with controller_as_deployed(deployment, cluster.controller_kubeconfig, monkeypatch) as controller:
@@ -245,7 +245,7 @@ def test_the_critical_priority_component_comes_with_the_quota_its_pods_need(
 ) -> None:
     admin = cluster.admin()
     docs = documents(kustomize_overlay(tmp_path, "components/critical-priority", "components/network-policy"))
-    server_side_apply(admin, docs, field_manager="kubectl")
+    server_side_apply(admin, docs, field_manager="argocd-controller", force=True)  # the overlay, synced
     deployment = deployment_available(admin, NAMESPACE, "llmkube-controller", replicas=2)
     assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
 
