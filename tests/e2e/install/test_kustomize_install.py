@@ -314,3 +314,33 @@ def test_people_bound_to_edit_manage_services_and_people_bound_to_view_only_read
         with pytest.raises(RestError) as delete:
             user.request("DELETE", user.path_for(api, "Model", namespace, "m"))
         assert delete.value.status == 403
+
+
+def test_the_argocd_health_snippet_merges_into_an_existing_argocd_cm(cluster: LocalCluster) -> None:
+    """The documented `kubectl -n argocd patch configmap argocd-cm --patch-file ...`: a strategic
+    merge that adds our two keys and keeps Argo CD's own."""
+    admin = cluster.admin()
+    admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "argocd"}})
+    admin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "argocd-cm", "namespace": "argocd"},
+            "data": {"url": "https://argocd.example.com", "timeout.reconciliation": "180s"},
+        }
+    )
+    snippet = documents((MANIFESTS / "gitops" / "argocd" / "argocd-cm-health.yaml").read_text())[0]
+    merged = admin.request(
+        "PATCH",
+        admin.path_for("v1", "ConfigMap", "argocd", "argocd-cm"),
+        snippet,
+        content_type="application/strategic-merge-patch+json",
+        query={"fieldManager": "kubectl-patch"},
+    )
+    assert merged["data"]["url"] == "https://argocd.example.com"
+    lua = MANIFESTS / "gitops" / "argocd"
+    assert (
+        merged["data"]["resource.customizations.health.inference.llmkube.dev_Model"]
+        == (lua / "health-model.lua").read_text()
+    )
+    assert set(merged["data"]) == {"url", "timeout.reconciliation", *snippet["data"]}
