@@ -22,9 +22,12 @@ from install_support import (
 from tools import kustomize_build, kustomize_overlay, run, tool
 
 from llmkube.plan.priority import PRIORITY_CLASSES
-from llmkube.testing.cluster import LocalCluster
+from llmkube.testing.cluster import K8S_VERSION, LocalCluster
 
 Key = tuple[str, str, str | None]
+# Offline, helm assumes the Kubernetes version its client library was stamped with (a plain `go
+# install` stamps none, so v1.20): name the one the tests run against.
+KUBE_VERSION = ("--kube-version", K8S_VERSION)
 
 
 @pytest.fixture
@@ -40,7 +43,7 @@ def helm_env(tmp_path: Path) -> dict[str, str]:
 def template(
     helm_env: dict[str, str], *values: str, namespace: str = "llmkube-system"
 ) -> list[dict[str, Any]]:
-    argv = ["template", "llmkube", CHART, "--namespace", namespace, "--include-crds"]
+    argv = ["template", "llmkube", CHART, "--namespace", namespace, "--include-crds", *KUBE_VERSION]
     for value in values:
         argv += ["--set", value]
     return documents(run(tool("helm"), *argv, env=helm_env))
@@ -67,12 +70,13 @@ def without_labels(doc: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_chart_lints_with_every_option(helm_env: dict[str, str]) -> None:
     helm = tool("helm")
-    run(helm, "lint", "--strict", CHART, env=helm_env)
+    run(helm, "lint", "--strict", CHART, *KUBE_VERSION, env=helm_env)
     run(
         helm,
         "lint",
         "--strict",
         CHART,
+        *KUBE_VERSION,
         "--set",
         "monitoring.enabled=true,networkPolicy.enabled=true,criticalPriority.enabled=true,"
         "priorityClasses.managedBy=controller,watchNamespace=team-a,modelCache.existingClaim=models",
@@ -133,7 +137,15 @@ def test_an_unknown_priority_class_owner_is_refused_with_a_message(
     helm_env: dict[str, str], tmp_path: Path
 ) -> None:
     result = subprocess.run(
-        [str(tool("helm")), "template", "llmkube", str(CHART), "--set", "priorityClasses.managedBy=gitops"],
+        [
+            str(tool("helm")),
+            "template",
+            "llmkube",
+            str(CHART),
+            *KUBE_VERSION,
+            "--set",
+            "priorityClasses.managedBy=gitops",
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, **helm_env},
