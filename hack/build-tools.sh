@@ -5,16 +5,19 @@
 #   helm       <- helm.sh/helm/v3 $HELM_VERSION                       (chart lint, template, install)
 #   promtool   <- github.com/prometheus/prometheus $PROMETHEUS_MODULE  (alert rules: check and unit tests)
 #   kustomize  <- sigs.k8s.io/kustomize/kustomize/v5 $KUSTOMIZE_VERSION (what Argo CD and Flux run)
+#   monitoring-check <- hack/tools/monitoring-check.go against the Prometheus Operator's API types
+#                       github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring $PROMETHEUS_OPERATOR_APIS
 #
 # Output: $LLMKUBE_TOOLS_BIN (default ~/.cache/llmkube/tools/bin). Idempotent: a binary whose stamp
 # file names the pinned version is not rebuilt. Progress on stderr; the bin directory on stdout.
-#   bash hack/build-tools.sh [all|helm|promtool|kustomize]
+#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check]
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 # github.com/prometheus/prometheus publishes Prometheus 3.x as Go module versions v0.3xx.y.
 PROMETHEUS_MODULE="${PROMETHEUS_MODULE:-v0.316.0}"
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.7.1}"
+PROMETHEUS_OPERATOR_APIS="${PROMETHEUS_OPERATOR_APIS:-v0.95.2}"
 CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
 BIN="${LLMKUBE_TOOLS_BIN:-$CACHE_ROOT/tools/bin}"
 
@@ -65,13 +68,40 @@ build_kustomize() {
     "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=$KUSTOMIZE_VERSION"
 }
 
+build_monitoring_check() {
+  # Our own small program: the version stamp covers the API module and the source file.
+  local here stamp_value mod
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  stamp_value="$PROMETHEUS_OPERATOR_APIS-$(sha256sum "$here/tools/monitoring-check.go" | cut -c1-12)"
+  if fresh monitoring-check "$stamp_value"; then
+    log "monitoring-check $stamp_value: cached"
+    return
+  fi
+  mod="$CACHE_ROOT/build/monitoring-check-$PROMETHEUS_OPERATOR_APIS"
+  mkdir -p "$mod"
+  cp "$here/tools/monitoring-check.go" "$mod/main.go"
+  log "monitoring-check $stamp_value: building against the Prometheus Operator API types"
+  local t0=$SECONDS
+  (
+    cd "$mod"
+    [ -f go.mod ] || printf 'module llmkube.dev/monitoringcheck\n\ngo 1.26\n' > go.mod
+    go get "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@$PROMETHEUS_OPERATOR_APIS" >&2
+    go mod tidy >&2
+    go build -ldflags "-s -w" -o "$BIN/monitoring-check.tmp" .
+  )
+  mv "$BIN/monitoring-check.tmp" "$BIN/monitoring-check"
+  echo "$stamp_value" > "$BIN/.monitoring-check.version"
+  log "monitoring-check $stamp_value: built in $((SECONDS - t0)) s"
+}
+
 t_start=$SECONDS
 case "${1:-all}" in
-  all) build_kustomize; build_promtool; build_helm ;;
+  all) build_kustomize; build_promtool; build_helm; build_monitoring_check ;;
   helm) build_helm ;;
   promtool) build_promtool ;;
   kustomize) build_kustomize ;;
-  *) echo "usage: $0 [all|helm|promtool|kustomize]" >&2; exit 2 ;;
+  monitoring-check) build_monitoring_check ;;
+  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check]" >&2; exit 2 ;;
 esac
 log "done in $((SECONDS - t_start)) s; tools in $BIN"
 echo "$BIN"
