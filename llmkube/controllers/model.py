@@ -23,6 +23,7 @@ from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
 from llmkube.kube.predicates import generation_changed
+from llmkube.kube.status_writer import status_body
 from llmkube.kube.store import Change
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
@@ -59,13 +60,6 @@ def node_capacity_changed(change: Change) -> bool:
     if change.type != "MODIFIED":
         return True
     return _extended_capacity(change.old_obj) != _extended_capacity(change.new)
-
-
-def status_body(model: Model, status: ModelStatus) -> Obj:
-    return {
-        "metadata": {"name": model.metadata.name, "namespace": model.metadata.namespace},
-        "status": status.model_dump(by_alias=True, exclude_none=True, mode="json"),
-    }
 
 
 @dataclass(frozen=True)
@@ -145,8 +139,11 @@ class ModelController:
         )
         stored = {"raw": raw}
 
-        async def write_status(current: Model, status: ModelStatus) -> Model:
-            result = await self.host.applier.apply_status(MODELS, status_body(current, status), stored["raw"])
+        async def write_status(_model: Model, status: ModelStatus) -> Model:
+            body = status_body(
+                stored["raw"], status.model_dump(by_alias=True, exclude_none=True, mode="json")
+            )
+            result = await self.host.applier.apply_status(MODELS, body, stored["raw"])
             stored["raw"] = result.object
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
             return Model.model_validate(result.object)

@@ -20,6 +20,7 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "error_from_response",
+    "namespace_terminating",
     "parse_retry_after",
 ]
 
@@ -160,3 +161,13 @@ def error_from_response(status: int, body: bytes, retry_after_header: str | None
     except orjson.JSONDecodeError:
         decoded = body.decode("utf-8", "replace").strip()
     return error_from_status(status, decoded, parse_retry_after(retry_after_header))
+
+
+def namespace_terminating(error: ApiError) -> bool:
+    """The API refuses new objects in a namespace being deleted (403 with cause
+    NamespaceTerminating): not an RBAC problem, and retrying cannot help."""
+    if not isinstance(error, Forbidden):
+        return False
+    return any(cause.reason == "NamespaceTerminating" for cause in error.causes) or (
+        "because it is being terminated" in error.message
+    )

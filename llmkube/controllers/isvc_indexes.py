@@ -1,0 +1,47 @@
+"""The secondary indexes of the InferenceService controller's caches: how a change to a Model, a
+PriorityClass, a Pod or an EndpointSlice finds the services it concerns without a scan."""
+
+from collections.abc import Iterable
+
+from pydantic import ValidationError
+
+from llmkube.api.inferenceservice import InferenceService
+from llmkube.kube.types import Obj
+from llmkube.plan.names import CACHE_PVC_NAME, service_name
+from llmkube.plan.priority import priority_class_name
+
+# Indexes on the InferenceService cache.
+BY_MODEL = "modelRef"
+BY_SERVICE_NAME = "serviceName"
+BY_PRIORITY_CLASS = "priorityClass"
+BY_PHASE = "phase"
+# Index on pods and metal EndpointSlices.
+BY_SERVICE_LABEL = "service"
+BY_SLICE_SERVICE = "sliceService"
+SLICE_SERVICE_LABEL = "kubernetes.io/service-name"
+# The per-namespace model cache claims, and nothing else of the cluster's claims.
+CACHE_CLAIM_SELECTOR = f"metadata.name={CACHE_PVC_NAME}"
+
+
+def _namespaced(obj: Obj, value: str) -> tuple[str, ...]:
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    return (f"{namespace}/{value}",)
+
+
+def service_name_index(obj: Obj) -> Iterable[str]:
+    # EndpointSlices name the Service (dots replaced by dashes); this maps back to every service
+    # with that Service name, dots included (decision #14).
+    return _namespaced(obj, service_name((obj.get("metadata") or {}).get("name") or ""))
+
+
+def priority_class_index(obj: Obj) -> Iterable[str]:
+    try:
+        spec = InferenceService.model_validate(obj).spec
+    except ValidationError:
+        return ()
+    return (priority_class_name(spec),)
+
+
+def phase_index(obj: Obj) -> Iterable[str]:
+    phase = (obj.get("status") or {}).get("phase")
+    return (phase,) if isinstance(phase, str) else ()
