@@ -19,18 +19,16 @@ from pydantic import ValidationError
 from llmkube.api.constants import LABEL_SERVICE
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.model import Model
-from llmkube.controllers.gpu_queue import WAITING, queue_entry_of, queue_rank_changed
+from llmkube.controllers.gpu_queue import WAITING, CachedGpuQueue
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
     BY_MODEL,
-    BY_PHASE,
     BY_PRIORITY_CLASS,
     BY_SERVICE_LABEL,
     BY_SERVICE_NAME,
     BY_SLICE_SERVICE,
     CACHE_CLAIM_SELECTOR,
     SLICE_SERVICE_LABEL,
-    phase_index,
     priority_class_index,
     service_name_index,
 )
@@ -91,11 +89,11 @@ class InferenceServiceController:
             host.applier, INFERENCE_SERVICES, differs=status_changed, encode=encode_status
         )
 
+        self.gpu_queue = CachedGpuQueue()
         self.services = host.informer(INFERENCE_SERVICES)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
-        self.services.add_index(BY_PHASE, phase_index)
         self.models = host.informer(MODELS)
         self.deployments = host.informer(DEPLOYMENTS, label_selector=MANAGED_SELECTOR)
         self.k8s_services = host.informer(SERVICES, label_selector=MANAGED_SELECTOR)
@@ -118,12 +116,8 @@ class InferenceServiceController:
                     enqueue_object,
                     predicates=[any_of(generation_changed, labels_changed, annotations_changed)],
                 ),
-                # Status changes that move the GPU queue re-rank the other waiting services.
-                Watch(
-                    INFERENCE_SERVICES,
-                    enqueue_mapped(self._other_waiting_services),
-                    predicates=[queue_rank_changed],
-                ),
+                # The GPU queue follows the cache; the services whose position moved are re-planned.
+                Watch(INFERENCE_SERVICES, self.gpu_queue.follow),
                 Watch(MODELS, enqueue_mapped(self._services_of_model)),
                 Watch(DEPLOYMENTS, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
                 Watch(SERVICES, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
@@ -160,10 +154,6 @@ class InferenceServiceController:
             self.services.store.by_index(BY_MODEL, f"{meta.get('namespace')}/{meta.get('name')}")
         )
 
-    def _other_waiting_services(self, changed: Obj) -> list[ObjectKey]:
-        key = ObjectKey.of(changed)
-        return [k for k in self._keys(self.services.store.by_index(BY_PHASE, WAITING)) if k != key]
-
     def _services_in_namespace(self, obj: Obj) -> list[ObjectKey]:
         namespace = (obj.get("metadata") or {}).get("namespace") or ""
         return self._keys(self.services.store.by_index(BY_NAMESPACE, namespace))
@@ -191,7 +181,7 @@ class InferenceServiceController:
         if raw is None:
             self.metrics.forget_isvc(key.namespace, key.name)
             self.status_writer.forget(key)
-            self._rerank_queue(key, waiting_now=False)
+            self._set_queue_depth(key, waiting_now=False)
             return None
         try:
             isvc = InferenceService.model_validate(raw)
@@ -233,7 +223,6 @@ class InferenceServiceController:
     def _observe(self, isvc: InferenceService, now: datetime) -> ObservedState:
         namespace = isvc.metadata.namespace or ""
         name = isvc.metadata.name or ""
-        waiting = self.services.store.by_index(BY_PHASE, WAITING)
         return ObservedState(
             now=now,
             deployment=self.deployments.store.get_object(namespace, name),
@@ -244,7 +233,7 @@ class InferenceServiceController:
                 (pc.get("metadata") or {}).get("name") or "": int(pc.get("value") or 0)
                 for pc in self.priority_classes.store.objects()
             },
-            gpu_queue=tuple(queue_entry_of(obj) for obj in waiting),
+            gpu_queue=self.gpu_queue.queue,
             # The planner keeps the slices labelled with this service's Service name: hand it just those.
             endpoint_slices=tuple(
                 self.slices.store.by_index(BY_SLICE_SERVICE, f"{namespace}/{service_name(name)}")
@@ -323,18 +312,14 @@ class InferenceServiceController:
             self.metrics.reconcile_total.labels(ISVC_CONTROLLER, "success").inc()
         if (old_phase == WAITING) != (new_phase == WAITING):
             # Entering or leaving the queue moves everybody behind (decision #6).
-            self._rerank_queue(ObjectKey(namespace, name), waiting_now=new_phase == WAITING)
+            self._set_queue_depth(ObjectKey(namespace, name), waiting_now=new_phase == WAITING)
         log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
 
-    def _rerank_queue(self, changed: ObjectKey, *, waiting_now: bool) -> None:
-        """Keep the depth gauge current; the other waiting services are re-planned by the
-        `queue_rank_changed` watch once the cache holds `changed`'s new phase."""
-        others = [
-            key
-            for key in (ObjectKey.of(obj) for obj in self.services.store.by_index(BY_PHASE, WAITING))
-            if key != changed
-        ]
-        self.metrics.gpu_queue_depth.set(len(others) + (1 if waiting_now else 0))
+    def _set_queue_depth(self, changed: ObjectKey, *, waiting_now: bool) -> None:
+        """Keep the depth gauge current (the queue itself follows the cache, which has not seen
+        `changed`'s new phase yet)."""
+        others = len(self.gpu_queue) - (1 if (changed.namespace, changed.name) in self.gpu_queue.queue else 0)
+        self.metrics.gpu_queue_depth.set(others + (1 if waiting_now else 0))
 
 
 def _describe(error: ApiError) -> str:

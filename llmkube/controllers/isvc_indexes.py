@@ -14,7 +14,6 @@ from llmkube.plan.priority import priority_class_name
 BY_MODEL = "modelRef"
 BY_SERVICE_NAME = "serviceName"
 BY_PRIORITY_CLASS = "priorityClass"
-BY_PHASE = "phase"
 # Index on pods and metal EndpointSlices.
 BY_SERVICE_LABEL = "service"
 BY_SLICE_SERVICE = "sliceService"
@@ -40,8 +39,3 @@ def priority_class_index(obj: Obj) -> Iterable[str]:
     except ValidationError:
         return ()
     return (priority_class_name(spec),)
-
-
-def phase_index(obj: Obj) -> Iterable[str]:
-    phase = (obj.get("status") or {}).get("phase")
-    return (phase,) if isinstance(phase, str) else ()

@@ -1,4 +1,5 @@
-"""The GPU queue as the cache shows it: entries read from stored status, and which changes move it."""
+"""The GPU queue as the cache shows it: entries read from stored status, and which services a
+cache change sends back to planning (only those whose stored position is no longer right)."""
 
 from datetime import UTC, datetime
 from typing import Any
@@ -6,8 +7,9 @@ from typing import Any
 import pytest
 from isvc_objects import isvc
 
-from llmkube.controllers.gpu_queue import queue_entry_of, queue_rank_changed
-from llmkube.kube.store import Change
+from llmkube.controllers.gpu_queue import CachedGpuQueue, queue_entry_of
+from llmkube.kube.store import Change, Tombstone
+from llmkube.kube.types import ObjectKey
 from llmkube.plan.queue import QueueEntry
 
 
@@ -18,27 +20,69 @@ def test_queue_entry_reads_stored_priority_and_creation_time() -> None:
     assert bare == QueueEntry("ai", "b", 0, None)
 
 
-def waiting(priority: int = 10000) -> dict[str, Any]:
-    return isvc("a", status={"phase": "WaitingForGPU", "effectivePriority": priority})
+def svc(name: str, position: int | None, priority: int = 10_000, *, second: int = 0) -> dict[str, Any]:
+    """A service as stored: waiting at `position` (None: not waiting), created at `second`."""
+    obj = isvc(name)
+    obj["metadata"]["creationTimestamp"] = f"2026-01-02T03:04:{second:02d}Z"
+    if position is None:
+        obj["status"] = {"phase": "Ready", "effectivePriority": priority, "queuePosition": 0}
+    else:
+        obj["status"] = {"phase": "WaitingForGPU", "effectivePriority": priority, "queuePosition": position}
+    return obj
 
 
-@pytest.mark.parametrize(
-    ("change", "passes"),
-    [
-        (Change("ADDED", None, waiting()), True),
-        (Change("ADDED", None, waiting(), initial=True), False),  # a restart re-plans everybody anyway
-        (Change("ADDED", None, isvc("a", status={"phase": "Creating"})), False),
-        (Change("MODIFIED", isvc("a", status={"phase": "Creating"}), waiting()), True),  # enters
-        (Change("MODIFIED", waiting(), isvc("a", status={"phase": "Ready"})), True),  # leaves
-        (Change("MODIFIED", waiting(10000), waiting(100000)), True),  # re-ranked while waiting
-        (Change("MODIFIED", waiting(), waiting()), False),  # e.g. its own position changed
-        (
-            Change("MODIFIED", isvc("a", status={"phase": "Creating"}), isvc("a", status={"phase": "Ready"})),
-            False,
-        ),
-        (Change("DELETED", waiting(), None), True),
-        (Change("DELETED", isvc("a", status={"phase": "Ready"}), None), False),
-    ],
-)
-def test_gpu_queue_moves_when_a_service_enters_leaves_or_is_re_ranked(change: Change, passes: bool) -> None:
-    assert queue_rank_changed(change) is passes
+def three_waiting() -> CachedGpuQueue:
+    """a, b, c waiting (created in that order) with their positions stored, as after a restart."""
+    queue = CachedGpuQueue()
+    for position, name in enumerate("abc", 1):
+        assert queue.follow(Change("ADDED", None, svc(name, position, second=position), initial=True)) == []
+    return queue
+
+
+def keys(*names: str) -> list[ObjectKey]:
+    return [ObjectKey("ai", name) for name in names]
+
+
+A, B, C = svc("a", 1, second=1), svc("b", 2, second=2), svc("c", 3, second=3)
+
+FOLLOW = {
+    # A new service's own write already holds its right position: nobody else moves.
+    "enters at the back": (Change("MODIFIED", svc("d", None, second=4), svc("d", 4, second=4)), [], "abcd"),
+    # Ahead of everybody: a, b and c must be re-planned (their stored positions are one short).
+    "enters at the front": (
+        Change("MODIFIED", svc("d", None, 100_000, second=4), svc("d", 1, 100_000, second=4)),
+        keys("a", "b", "c"),
+        "dabc",
+    ),
+    "leaves the middle": (Change("MODIFIED", B, svc("b", None, second=2)), keys("c"), "ac"),
+    "deleted from the front": (Change("DELETED", A, None), keys("b", "c"), "bc"),
+    "deleted, seen on a relist": (Change("DELETED", Tombstone("ai/a", A), None), keys("b", "c"), "bc"),
+    "leaves the back": (Change("MODIFIED", C, svc("c", None, second=3)), [], "ab"),
+    "re-ranked while waiting": (
+        Change("MODIFIED", C, svc("c", 1, 100_000, second=3)), keys("a", "b"), "cab"
+    ),
+    # Its own write was planned before the queue changed: it is sent back too.
+    "writes a stale position of its own": (Change("MODIFIED", B, svc("b", 3, second=2)), keys("b"), "abc"),
+    "an unrelated status write": (Change("MODIFIED", B, B), [], "abc"),
+    "a service that never waited": (Change("ADDED", None, svc("x", None)), [], "abc"),
+    "a restart's initial list changes nothing": (
+        Change("ADDED", None, svc("d", 1, 100_000, second=4), initial=True), [], "dabc"
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "replan", "order"), list(FOLLOW.values()), ids=list(FOLLOW))
+def test_a_cache_change_replans_only_the_services_whose_stored_position_is_wrong(
+    change: Change, replan: list[ObjectKey], order: str
+) -> None:
+    queue = three_waiting()
+    assert queue.follow(change) == replan
+    assert "".join(entry.name for entry in queue.queue) == order
+    assert len(queue) == len(order)
+
+
+def test_a_replanned_service_writing_its_new_position_settles_the_queue() -> None:
+    queue = three_waiting()
+    assert queue.follow(Change("DELETED", A, None)) == keys("b", "c")
+    assert queue.follow(Change("MODIFIED", B, svc("b", 1, second=2))) == []
+    assert queue.follow(Change("MODIFIED", C, svc("c", 2, second=3))) == []

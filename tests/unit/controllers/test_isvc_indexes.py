@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from isvc_objects import isvc
 
-from llmkube.controllers.isvc_indexes import phase_index, priority_class_index, service_name_index
+from llmkube.controllers.isvc_indexes import priority_class_index, service_name_index
 
 
 @pytest.mark.parametrize(
@@ -30,8 +30,3 @@ def test_priority_class_index(spec: dict[str, Any], expected: tuple[str, ...]) -
 
 def test_priority_class_index_skips_objects_that_do_not_parse() -> None:
     assert tuple(priority_class_index({"metadata": {"name": "x"}, "spec": {"replicas": "many"}})) == ()
-
-
-def test_phase_index() -> None:
-    assert tuple(phase_index(isvc("a", status={"phase": "WaitingForGPU"}))) == ("WaitingForGPU",)
-    assert tuple(phase_index(isvc("a"))) == ()

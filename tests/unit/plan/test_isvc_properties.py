@@ -18,7 +18,7 @@ from llmkube.api.model import Model
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
 from llmkube.plan.observed import ObservedState
-from llmkube.plan.queue import QueueEntry
+from llmkube.plan.queue import GpuQueue, QueueEntry
 from llmkube.plan.status import status_changed
 
 SPEC_SCHEMA = contract_schema()["properties"]["spec"]
@@ -200,7 +200,7 @@ def observations(draw: st.DrawFn, name: str) -> ObservedState:
         hpa=hpa,
         pods=tuple(pods),
         priority_classes=draw(st.sampled_from([{}, {"llmkube-normal": 10_000, "custom": 5}])),
-        gpu_queue=tuple(
+        gpu_queue=GpuQueue(
             draw(
                 st.lists(
                     st.builds(QueueEntry, st.just("ai"), names, st.integers(0, 10**6), st.just(NOW)),

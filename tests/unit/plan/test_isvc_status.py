@@ -8,7 +8,7 @@ from isvc_factories import CREATED, NOW, gpu_model, live_deployment, make_isvc, 
 from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceStatus
-from llmkube.plan.queue import QueueEntry
+from llmkube.plan.queue import GpuQueue, QueueEntry
 from llmkube.plan.scheduling import SchedulingInfo
 from llmkube.plan.status import determine_phase, failed_status, status_changed
 
@@ -272,7 +272,7 @@ def test_desired_with_autoscaling_decision_9(
 def test_waiting_for_gpu_fields_and_queue() -> None:
     older = QueueEntry("ai", "older", 10_000, CREATED - timedelta(hours=1))
     higher = QueueEntry("other", "urgent", 100_000, NOW)
-    result = plan(model=gpu_model(2), observed=observe(pods=(GPU_POD,), gpu_queue=(older, higher)))
+    result = plan(model=gpu_model(2), observed=observe(pods=(GPU_POD,), gpu_queue=GpuQueue((older, higher))))
     status = result.status
     assert status.phase == "WaitingForGPU"
     assert (status.scheduling_status, status.waiting_for) == ("InsufficientGPU", "nvidia.com/gpu: 2")
@@ -307,7 +307,7 @@ def test_no_diagnosis_once_a_replica_is_ready() -> None:
 
 
 def test_queue_position_zero_and_no_entry_when_not_waiting() -> None:
-    result = plan(observed=observe(gpu_queue=(QueueEntry("ai", "demo", 10_000, CREATED),)))
+    result = plan(observed=observe(gpu_queue=GpuQueue((QueueEntry("ai", "demo", 10_000, CREATED),))))
     assert result.status.queue_position == 0 and result.queue_entry is None
 
 
