@@ -56,6 +56,10 @@ class CachedGpuQueue:
     def __len__(self) -> int:
         return len(self.queue)
 
+    def identities(self) -> list[tuple[str, str]]:
+        """(namespace, name) of every waiting service, in queue order."""
+        return [(entry.namespace, entry.name) for entry in self.queue]
+
     def follow(self, change: Change) -> list[ObjectKey]:
         """Apply one cache change; return the services to re-plan: those whose position moved and
         whose stored position is not their position now (the changed service included, e.g. when

@@ -10,6 +10,7 @@ indexes (`isvc_indexes`), the GPU queue (`gpu_queue`), and, knowing nothing abou
 `llmkube.kube.status_writer`, `.ownership` (never take over a foreign object) and `.service_ports`.
 """
 
+import asyncio
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from llmkube.api.constants import LABEL_SERVICE
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.model import Model
-from llmkube.controllers.gpu_queue import WAITING, CachedGpuQueue
+from llmkube.controllers.gpu_queue import CachedGpuQueue
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
     BY_MODEL,
@@ -105,6 +106,7 @@ class InferenceServiceController:
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
 
+        host.add_task("inferenceservice:state-metrics", self._publish_state_metrics)
         self.controller: Controller = host.add_controller(
             ISVC_CONTROLLER,
             metrics.timed(ISVC_CONTROLLER, self.reconcile),
@@ -181,7 +183,6 @@ class InferenceServiceController:
         if raw is None:
             self.metrics.forget_isvc(key.namespace, key.name)
             self.status_writer.forget(key)
-            self._set_queue_depth(key, waiting_now=False)
             return None
         try:
             isvc = InferenceService.model_validate(raw)
@@ -302,7 +303,6 @@ class InferenceServiceController:
             return
         old_phase = old.phase if old else None
         new_phase = status.phase or ""
-        self.metrics.set_isvc_phase(namespace, name, new_phase)
         if new_phase == "Ready" and old_phase != "Ready":
             created = isvc.metadata.creation_timestamp
             if created is not None:
@@ -310,16 +310,15 @@ class InferenceServiceController:
                     max(0.0, (datetime.now(UTC) - created).total_seconds())
                 )
             self.metrics.reconcile_total.labels(ISVC_CONTROLLER, "success").inc()
-        if (old_phase == WAITING) != (new_phase == WAITING):
-            # Entering or leaving the queue moves everybody behind (decision #6).
-            self._set_queue_depth(ObjectKey(namespace, name), waiting_now=new_phase == WAITING)
         log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
 
-    def _set_queue_depth(self, changed: ObjectKey, *, waiting_now: bool) -> None:
-        """Keep the depth gauge current (the queue itself follows the cache, which has not seen
-        `changed`'s new phase yet)."""
-        others = len(self.gpu_queue) - (1 if (changed.namespace, changed.name) in self.gpu_queue.queue else 0)
-        self.metrics.gpu_queue_depth.set(others + (1 if waiting_now else 0))
+    async def _publish_state_metrics(self) -> None:
+        """While the controllers run (the leader), the phase and queue gauges report this cache."""
+        withdraw = self.metrics.state.publish_services(self.services.store, self.gpu_queue.identities)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            withdraw()
 
 
 def _describe(error: ApiError) -> str:

@@ -99,6 +99,7 @@ class ModelController:
             ],
         )
         host.add_task("model:http-session", self._own_session)
+        host.add_task("model:state-metrics", self._publish_state_metrics)
 
     def _gpu_models(self, _node: Obj) -> list[ObjectKey]:
         keys = []
@@ -107,6 +108,14 @@ class ModelController:
             if accelerator in _GPU_ACCELERATORS:
                 keys.append(ObjectKey.of(model))
         return keys
+
+    async def _publish_state_metrics(self) -> None:
+        """While the controllers run (the leader), the Model status gauge reports this cache."""
+        withdraw = self.metrics.state.publish_models(self.models.store)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            withdraw()
 
     async def _own_session(self) -> None:
         """Holds the HTTP session for model sources (HEAD, Range reads) and closes it at shutdown."""
@@ -153,8 +162,6 @@ class ModelController:
             self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(seconds)
 
         decision = await drive_model_plan(model, facts, self.config, TimedCopies(io, copied), write_status)
-        if decision.status_metric:
-            self.metrics.set_model_status(key.namespace, key.name, decision.status_metric)
         if decision.reconcile_result:
             self.metrics.reconcile_total.labels(MODEL_CONTROLLER, decision.reconcile_result).inc()
         if decision.requeue.backoff:
