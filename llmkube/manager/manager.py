@@ -122,7 +122,7 @@ class Manager:
     def recorder(self) -> EventRecorder:
         if self._recorder is None:
             self._recorder = EventRecorder(
-                self.client, reporting_controller=self.config.field_manager, clock=self._clock
+                self.client, reporting_controller=self.config.event_reporter, clock=self._clock
             )
         return self._recorder
 

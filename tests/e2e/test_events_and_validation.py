@@ -50,7 +50,12 @@ async def test_missing_memory_request_is_an_event(operator: RunningController, f
     await eventually(lambda: "MissingMemoryRequest" in reasons(admin, ns, "moe"), what="the warning event")
     (event,) = [e for e in events_for(admin, ns, "moe") if e["reason"] == "MissingMemoryRequest"]
     assert event["type"] == "Warning"
-    assert event["reportingController"] == "llmkube-controller"
+    # One reporter name, the reference's: `kubectl describe` shows it in its From column (it reads
+    # core/v1 Events, where reportingController is reportingComponent and source is empty).
+    assert event["reportingController"] == "inferenceservice-controller"
+    (core,) = [e for e in admin.list("v1", "Event", ns) if e["metadata"]["name"] == event["metadata"]["name"]]
+    assert core["reportingComponent"] == "inferenceservice-controller"
+    assert not (core.get("source") or {}).get("component")
     assert event["regarding"]["apiVersion"] == "inference.llmkube.dev/v1alpha1"
     assert event["note"]  # says what to do
 
