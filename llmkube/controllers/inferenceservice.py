@@ -63,7 +63,7 @@ from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_s
 from llmkube.plan.names import service_name
 from llmkube.plan.objects import controlled_by
 from llmkube.plan.observed import ObservedState
-from llmkube.plan.status import failed_status, status_changed
+from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed
 
 log = structlog.get_logger("llmkube.controllers.inferenceservice")
 
@@ -303,13 +303,17 @@ class InferenceServiceController:
             return
         old_phase = old.phase if old else None
         new_phase = status.phase or ""
+        now = datetime.now(UTC)
         if new_phase == "Ready" and old_phase != "Ready":
             created = isvc.metadata.creation_timestamp
             if created is not None:
                 self.metrics.ready_duration.labels(name, namespace).observe(
-                    max(0.0, (datetime.now(UTC) - created).total_seconds())
+                    max(0.0, (now - created).total_seconds())
                 )
             self.metrics.reconcile_total.labels(ISVC_CONTROLLER, "success").inc()
+        waited = gpu_queue_wait_seconds(old, status, now)
+        if waited is not None:
+            self.metrics.gpu_queue_wait.labels(name, namespace).observe(waited)
         log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
 
     async def _publish_state_metrics(self) -> None:

@@ -14,6 +14,7 @@ from datetime import datetime
 from llmkube.api.inferenceservice import InferenceServiceSpec, InferenceServiceStatus, Phase
 from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.plan.conditions import (
+    find_condition,
     remove_condition,
     set_condition,
     update_condition_if_present,
@@ -233,3 +234,18 @@ def failed_status(
         failure_message=message,
     )
     return build_status(planned.conditions, facts, generation=generation, now=now)
+
+
+def gpu_queue_wait_seconds(
+    old: InferenceServiceStatus | None, new: InferenceServiceStatus, now: datetime
+) -> float | None:
+    """How long the service waited for GPUs, when `new` is the status that takes it out of the
+    queue: from the moment its GPUAvailable condition turned False (it entered the queue) until
+    `now`. None when it does not leave the queue now, or its entry time is unknown. Read from the
+    stored status, so a wait that spans a controller restart is measured whole."""
+    if old is None or old.phase != "WaitingForGPU" or new.phase == "WaitingForGPU":
+        return None
+    entered = find_condition(old.conditions, GPU_AVAILABLE)
+    if entered is None or entered.status != "False" or entered.last_transition_time is None:
+        return None
+    return max(0.0, (now - entered.last_transition_time).total_seconds())

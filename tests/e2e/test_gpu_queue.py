@@ -58,6 +58,18 @@ async def free_the_pods_of(operator: RunningController, name: str, namespace: st
     operator.cluster.admin().delete("apps/v1", "Deployment", name, namespace)
 
 
+def wait_count(namespace: str, name: str) -> float | None:
+    labels = {"inferenceservice": name, "namespace": namespace}
+    return REGISTRY.get_sample_value("llmkube_gpu_queue_wait_duration_seconds_count", labels)
+
+
+def waited_once(namespace: str, name: str) -> bool:
+    """The service's time in the queue was observed exactly once, and is a plausible duration."""
+    labels = {"inferenceservice": name, "namespace": namespace}
+    total = REGISTRY.get_sample_value("llmkube_gpu_queue_wait_duration_seconds_sum", labels)
+    return wait_count(namespace, name) == 1 and total is not None and 0 < total < 600
+
+
 def queue(admin: Any, namespace: str) -> dict[str, int]:
     """name -> queuePosition of the services of this namespace that are WaitingForGPU."""
     return {
@@ -178,6 +190,7 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
             what="older-normal Ready once small is gone",
         )
         assert ready["queuePosition"] == 0
+        await poll(lambda: waited_once(ns, "older-normal"), what="older-normal's queue wait observed")
         assert "GPUAvailable" not in conditions(ready)
         assert the_pod(admin, "older-normal", ns)["spec"]["nodeName"] == "kwok-gpu-1"
         await eventually_equal(
@@ -241,6 +254,9 @@ async def test_the_queue_follows_priority_changes_and_services_leaving_the_middl
             phase_is(admin, "InferenceService", "w2", ns, "Stopped"), what="w2 Stopped"
         )
         assert stopped["queuePosition"] == 0
+        # Its wait is observed once, when it leaves; the deleted w1's series went with it.
+        await poll(lambda: waited_once(ns, "w2"), what="w2's queue wait observed")
+        assert wait_count(ns, "w1") is None
         await eventually_equal(lambda: queue(admin, ns), {"w4": 1, "w3": 2}, what="the GPU queue")
         w3 = status_of(admin, "InferenceService", "w3", ns)
         assert condition_triple(w3, "Progressing") == (

@@ -10,7 +10,7 @@ from isvc_planning import condition, plan
 from llmkube.api.inferenceservice import InferenceServiceStatus
 from llmkube.plan.queue import GpuQueue, QueueEntry
 from llmkube.plan.scheduling import SchedulingInfo
-from llmkube.plan.status import determine_phase, failed_status, status_changed
+from llmkube.plan.status import determine_phase, failed_status, gpu_queue_wait_seconds, status_changed
 
 GPU_WAIT = SchedulingInfo("InsufficientGPU", "0/1 nodes: 1 Insufficient nvidia.com/gpu.", "nvidia.com/gpu: 1")
 
@@ -278,7 +278,6 @@ def test_waiting_for_gpu_fields_and_queue() -> None:
     assert (status.scheduling_status, status.waiting_for) == ("InsufficientGPU", "nvidia.com/gpu: 2")
     assert status.scheduling_message == "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
     assert status.queue_position == 3
-    assert result.queue_entry == QueueEntry("ai", "demo", 10_000, CREATED)
 
 
 def test_waiting_for_amd_gpu_decision_4() -> None:
@@ -306,9 +305,9 @@ def test_no_diagnosis_once_a_replica_is_ready() -> None:
     assert (status.phase, status.scheduling_status, status.queue_position) == ("Progressing", "", 0)
 
 
-def test_queue_position_zero_and_no_entry_when_not_waiting() -> None:
+def test_queue_position_zero_when_not_waiting() -> None:
     result = plan(observed=observe(gpu_queue=GpuQueue((QueueEntry("ai", "demo", 10_000, CREATED),))))
-    assert result.status.queue_position == 0 and result.queue_entry is None
+    assert result.status.queue_position == 0
 
 
 def previous(phase: str, conditions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -435,3 +434,37 @@ def test_failed_status_after_an_apply_error() -> None:
         0,
         False,
     )
+
+
+ENTERED = NOW - timedelta(minutes=5)
+
+
+def waiting_status(gpu_available: dict[str, Any] | None) -> InferenceServiceStatus:
+    conditions = [gpu_available] if gpu_available else []
+    return InferenceServiceStatus.model_validate({"phase": "WaitingForGPU", "conditions": conditions})
+
+
+GPU_FALSE = {
+    "type": "GPUAvailable",
+    "status": "False",
+    "reason": "InsufficientGPU",
+    "message": "Waiting for GPU resources: nvidia.com/gpu: 4",
+    "lastTransitionTime": ENTERED,
+}
+
+
+@pytest.mark.parametrize(
+    ("old", "new_phase", "waited"),
+    [
+        (waiting_status(GPU_FALSE), "Creating", 300.0),  # scheduled: leaves the queue now
+        (waiting_status(GPU_FALSE), "Stopped", 300.0),  # scaled to zero while waiting
+        (waiting_status(GPU_FALSE), "WaitingForGPU", None),  # still waiting (e.g. a new position)
+        (waiting_status(None), "Ready", None),  # entry time unknown: nothing observed
+        (InferenceServiceStatus(phase="Creating"), "Ready", None),  # never waited
+        (None, "WaitingForGPU", None),
+    ],
+)
+def test_gpu_queue_wait_is_measured_from_entering_the_queue_to_leaving_it(
+    old: InferenceServiceStatus | None, new_phase: str, waited: float | None
+) -> None:
+    assert gpu_queue_wait_seconds(old, InferenceServiceStatus(phase=new_phase), NOW) == waited
