@@ -87,4 +87,8 @@ async def test_invalid_quantity_fails_clearly_without_a_hot_loop(
     # Fixing the spec heals it.
     patch_isvc(admin, "bad", ns, {"resources": {"cpu": "2"}})
     await eventually(phase_is(admin, "InferenceService", "bad", ns, "Ready"), what="healed")
-    assert condition_triple(status_of(admin, "InferenceService", "bad", ns), "Degraded") is None
+    assert condition_triple(status_of(admin, "InferenceService", "bad", ns), "Degraded") == (
+        "False",
+        "Recovered",
+        "No longer failing: the service is Ready",
+    )

@@ -12,7 +12,6 @@ from e2e_support import (
     RunningController,
     StatusWatch,
     condition_triple,
-    conditions,
     delete_services_and_wait,
     eventually,
     eventually_equal,
@@ -191,7 +190,11 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
         )
         assert ready["queuePosition"] == 0
         await poll(lambda: waited_once(ns, "older-normal"), what="older-normal's queue wait observed")
-        assert "GPUAvailable" not in conditions(ready)
+        assert condition_triple(ready, "GPUAvailable") == (
+            "True",
+            "NotWaitingForGPU",
+            "Not waiting for GPU resources",
+        )
         assert the_pod(admin, "older-normal", ns)["spec"]["nodeName"] == "kwok-gpu-1"
         await eventually_equal(
             lambda: queue(admin, ns), {"urgent": 1, "younger-normal": 2}, what="the GPU queue"

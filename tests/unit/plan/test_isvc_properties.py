@@ -315,3 +315,15 @@ def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
     )
     assert not status_changed(result.status, replanned.status)
     assert replanned.deployment == result.deployment and replanned.deletes == result.deletes
+
+    # Whatever happens next (other pods, Deployment, Model), no condition once written is removed:
+    # a stale one says so (the rule in plan/conditions.py; the runtime, hence VLLMSpecValid, is fixed).
+    later_model = data.draw(models, label="later model") if data.draw(st.booleans()) else None
+    later = plan_inference_service(
+        isvc.model_copy(update={"status": result.status}),
+        later_model,
+        data.draw(observations(name), label="later observed"),
+        config,
+    )
+    written = {c.type for c in result.status.conditions or ()}
+    assert written <= {c.type for c in later.status.conditions or ()}

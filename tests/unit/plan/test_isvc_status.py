@@ -318,42 +318,82 @@ def cond(type_: str, status: str, reason: str, at: str = "2026-01-01T00:00:00Z")
     return {"type": type_, "status": status, "reason": reason, "message": "old", "lastTransitionTime": at}
 
 
-# Transitions (decision #8): conditions always describe the present.
-TRANSITIONS: list[tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, str | None]]] = [
+# Transitions (decision #8): conditions always describe the present, and a condition once written
+# is never removed because its cause went away (the rule in plan/conditions.py): it says so instead.
+RECOVERED = ("False", "Recovered")
+NOT_WAITING = ("True", "NotWaitingForGPU")
+TRANSITIONS: list[
+    tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, tuple[str, str] | None]]
+] = [
     (
         "Ready -> Creating: Available turns False",
         [cond("Available", "True", "InferenceReady")],
         {},
         {"deployment": live_deployment(ready=0)},
-        {"Available": "False", "Progressing": "True"},
+        {"Available": ("False", "Creating"), "Progressing": ("True", "Creating")},
     ),
     (
-        "Failed -> Creating: Degraded is cleared",
+        "Failed -> Creating: Degraded turns False",
         [cond("Degraded", "True", "Failed"), cond("Available", "False", "Failed")],
         {},
         {},
-        {"Degraded": None, "Available": "False"},
+        {"Degraded": RECOVERED, "Available": ("False", "Creating")},
     ),
     (
-        "WaitingForGPU -> Creating: GPUAvailable is cleared",
+        "Failed -> Ready: Degraded turns False",
+        [cond("Degraded", "True", "InvalidSpec")],
+        {},
+        {"deployment": live_deployment(ready=1)},
+        {"Degraded": RECOVERED, "Available": ("True", "InferenceReady")},
+    ),
+    (
+        "WaitingForGPU -> Creating: GPUAvailable turns True",
         [cond("GPUAvailable", "False", "InsufficientGPU"), cond("Progressing", "True", "WaitingForGPU")],
         {},
         {},
-        {"GPUAvailable": None, "Progressing": "True"},
+        {"GPUAvailable": NOT_WAITING, "Progressing": ("True", "Creating")},
+    ),
+    (
+        "WaitingForGPU -> Stopped: GPUAvailable turns True",
+        [cond("GPUAvailable", "False", "InsufficientGPU")],
+        {"replicas": 0},
+        {"deployment": live_deployment(ready=0, replicas=0)},
+        {"GPUAvailable": NOT_WAITING, "Available": ("False", "Stopped")},
+    ),
+    (
+        "WaitingForGPU -> Failed: both stale causes say so at once",
+        [cond("GPUAvailable", "False", "InsufficientGPU")],
+        {"resources": {"cpu": "two"}},
+        {},
+        {"GPUAvailable": NOT_WAITING, "Degraded": ("True", "InvalidSpec")},
+    ),
+    (
+        "never failed, never waited: no Degraded, no GPUAvailable",
+        [cond("Available", "True", "InferenceReady")],
+        {},
+        {"deployment": live_deployment(ready=1)},
+        {"Degraded": None, "GPUAvailable": None},
+    ),
+    (
+        "vLLM -> llama.cpp: VLLMSpecValid is removed (its subject is gone)",
+        [cond("VLLMSpecValid", "False", "SpeculativeMissingModel")],
+        {},
+        {},
+        {"VLLMSpecValid": None},
     ),
     (
         "Ready -> Stopped: Available False/Stopped",
         [cond("Available", "True", "InferenceReady"), cond("Progressing", "False", "Ready")],
         {"replicas": 0},
         {"deployment": live_deployment(ready=0, replicas=0)},
-        {"Available": "False", "Progressing": "False"},
+        {"Available": ("False", "Stopped"), "Progressing": ("False", "Stopped")},
     ),
     (
         "Creating -> Ready: Progressing False",
         [cond("Progressing", "True", "Creating"), cond("Available", "False", "Creating")],
         {},
         {"deployment": live_deployment(ready=1)},
-        {"Progressing": "False", "Available": "True"},
+        {"Progressing": ("False", "Ready"), "Available": ("True", "InferenceReady")},
     ),
 ]
 
@@ -366,13 +406,13 @@ def test_transitions(
     before: list[dict[str, Any]],
     spec: dict[str, Any],
     facts: dict[str, Any],
-    after: dict[str, str | None],
+    after: dict[str, tuple[str, str] | None],
 ) -> None:
     isvc = make_isvc(spec, status=previous("Ready", before))
     result = plan(isvc=isvc, observed=observe(**facts))
-    for type_, status in after.items():
+    for type_, expected in after.items():
         found = condition(result, type_)
-        assert (found[0] if found else None) == status, (type_, found)
+        assert (found[:2] if found else None) == expected, (type_, found)
 
 
 def test_transition_time_moves_only_on_a_flip() -> None:
