@@ -3,12 +3,9 @@ PriorityClass, a Pod or an EndpointSlice finds the services it concerns without 
 
 from collections.abc import Iterable
 
-from pydantic import ValidationError
-
-from llmkube.api.inferenceservice import InferenceService
 from llmkube.kube.types import Obj
 from llmkube.plan.names import CACHE_PVC_NAME, service_name
-from llmkube.plan.priority import priority_class_name
+from llmkube.plan.priority import class_for
 
 # Indexes on the InferenceService cache.
 BY_MODEL = "modelRef"
@@ -34,8 +31,14 @@ def service_name_index(obj: Obj) -> Iterable[str]:
 
 
 def priority_class_index(obj: Obj) -> Iterable[str]:
-    try:
-        spec = InferenceService.model_validate(obj).spec
-    except ValidationError:
+    # Read from the two fields that decide it: validating the whole service on every cache event
+    # would cost far more than the index is worth.
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
         return ()
-    return (priority_class_name(spec),)
+    custom, priority = spec.get("priorityClassName"), spec.get("priority")
+    return (
+        class_for(
+            custom if isinstance(custom, str) else None, priority if isinstance(priority, str) else None
+        ),
+    )

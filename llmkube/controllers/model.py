@@ -25,6 +25,7 @@ from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
 from llmkube.kube.predicates import generation_changed
 from llmkube.kube.status_writer import status_body
 from llmkube.kube.store import Change
+from llmkube.kube.transform import keep_only
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.facts import ModelFacts
@@ -33,6 +34,9 @@ from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
 log = structlog.get_logger("llmkube.controllers.model")
 
 _GPU_ACCELERATORS = ("cuda", "rocm", "intel")
+# Nodes are cached only for their capacity: everything else (images, conditions, labels) would
+# cost tens of KiB per Node (bench/bench_node_cache.py).
+NODE_CACHE_TRANSFORM = keep_only(("status", "capacity"))
 
 
 def gpu_capacity(nodes: Iterable[Obj]) -> dict[str, int]:
@@ -87,7 +91,7 @@ class ModelController:
         self.config = config
         self.metrics = metrics
         self.models = host.informer(MODELS)
-        self.nodes = host.informer(NODES)
+        self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
         self._session: aiohttp.ClientSession | None = None
         self.controller: Controller = host.add_controller(
             MODEL_CONTROLLER,

@@ -28,6 +28,7 @@ from e2e_support import (
     status_of,
 )
 
+from llmkube.controllers.model import gpu_capacity
 from llmkube.kube.types import ObjectKey
 
 GGUF_NAME = "Tiny Llama"
@@ -285,3 +286,21 @@ async def test_accelerator_ready_follows_the_nodes_capacity(
         "Source is runtime-resolved (e.g., HuggingFace repo ID); runtime will fetch at startup",
     )
     assert status_of(admin, "Model", "m", full_namespace)["cacheKey"] == ""
+
+
+async def test_nodes_are_cached_with_their_capacity_only(operator: RunningController) -> None:
+    """The Model controller reads a Node's capacity and nothing else: that is all its cache keeps
+    (a GPU Node is tens of KiB; bench/bench_node_cache.py measures the difference), and the GPU
+    capacity it sums is the real one."""
+    admin = operator.cluster.admin()
+    nodes = operator.controllers.models.nodes.store
+    real = {node["metadata"]["name"]: node for node in admin.list("v1", "Node")}
+    cached = {node["metadata"]["name"]: node for node in nodes.objects()}
+    assert set(cached) == set(real)
+    for name, node in cached.items():
+        assert set(node) <= {"apiVersion", "kind", "metadata", "status"}
+        assert set(node["metadata"]) <= {"name", "uid", "resourceVersion"}
+        assert node["metadata"]["uid"] == real[name]["metadata"]["uid"]
+        assert node["status"] == {"capacity": real[name]["status"]["capacity"]}
+    assert gpu_capacity(nodes.objects()) == gpu_capacity(real.values())
+    assert gpu_capacity(nodes.objects())["nvidia.com/gpu"] == 3  # kwok-gpu-0: 2, kwok-gpu-1: 1

@@ -28,5 +28,11 @@ def test_priority_class_index(spec: dict[str, Any], expected: tuple[str, ...]) -
     assert tuple(priority_class_index(isvc("a", spec=spec))) == expected
 
 
-def test_priority_class_index_skips_objects_that_do_not_parse() -> None:
-    assert tuple(priority_class_index({"metadata": {"name": "x"}, "spec": {"replicas": "many"}})) == ()
+def test_priority_class_index_reads_only_the_two_fields_that_decide_it() -> None:
+    # Nothing else of the object is validated (that would cost a whole parse per cache event).
+    broken = {"metadata": {"name": "x"}, "spec": {"replicas": "many", "priority": "high"}}
+    assert tuple(priority_class_index(broken)) == ("llmkube-high",)
+    assert tuple(priority_class_index({"metadata": {"name": "x"}, "spec": {"priority": 3}})) == (
+        "llmkube-normal",
+    )
+    assert tuple(priority_class_index({"metadata": {"name": "x"}})) == ()

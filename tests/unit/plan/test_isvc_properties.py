@@ -15,9 +15,11 @@ from llmkube.api.constants import LABEL_MANAGED_BY, LABEL_SERVICE, MANAGED_BY_VA
 from llmkube.api.crds import contract_schema
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.api.model import Model
+from llmkube.controllers.isvc_indexes import priority_class_index
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
 from llmkube.plan.observed import ObservedState
+from llmkube.plan.priority import priority_class_name
 from llmkube.plan.queue import GpuQueue, QueueEntry
 from llmkube.plan.status import status_changed
 
@@ -286,6 +288,8 @@ def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
     spec_doc = data.draw(from_schema(SPEC_SCHEMA).flatmap(mostly_valid), label="spec")
     name = data.draw(names, label="name") if data.draw(st.sampled_from([True] * 5 + [False])) else "n" * 64
     spec = InferenceServiceSpec.model_validate(spec_doc)  # the API types accept every contract-valid spec
+    # The cache index reads the class from the raw document: the same answer as the parsed spec.
+    assert tuple(priority_class_index({"spec": spec_doc})) == (priority_class_name(spec),)
     isvc = InferenceService.model_validate(
         {
             "metadata": {
