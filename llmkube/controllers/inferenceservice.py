@@ -189,6 +189,8 @@ class InferenceServiceController:
         except ValidationError as error:
             # The API server validated it against the same schema; only a schema skew gets here.
             raise TerminalError(f"InferenceService {key} does not match the API types: {error}") from error
+        # Plan from the status as it is now, our own last write included (kube/status_writer.py).
+        isvc = isvc.model_copy(update={"status": self.status_writer.current(raw, isvc.status)})
         model = self._model(key.namespace, isvc.spec.model_ref)
         now = datetime.now(UTC)
         observed = self._observe(isvc, now)

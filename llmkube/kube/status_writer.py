@@ -1,9 +1,11 @@
 """Write an object's status only when it changed, and never the same status twice.
 
 The cache lags behind our own writes: right after a status write, a reconcile woken by something
-else still reads the old status from the cache, plans the same new status, and would write it
-again. The writer remembers, per object, the resourceVersion its last write was based on and what
-it wrote; while the cache still shows that version, a plan equal to that write is not sent again.
+else still reads the old status from the cache. Planning from that stale copy would stamp fresh
+transition times on the conditions our write already flipped and write the same status again. So
+the writer remembers, per object, the resourceVersion its last write was based on and what it
+wrote, and while the cache still shows that version, the object's current status is what we wrote
+(`current`): callers plan from it and compare with it (read your own writes).
 
 What "changed" means (e.g. "anything but a timestamp") is the caller's ``differs`` function; how a
 status becomes JSON is its ``encode`` function. The writer itself knows nothing about the kind.
@@ -18,7 +20,7 @@ from llmkube.kube.apply import Applier, ApplyResult
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj, ObjectKey
 
-__all__ = ["StatusWriter", "status_body", "status_write_needed"]
+__all__ = ["StatusWriter", "current_status", "status_body", "status_write_needed"]
 
 S = TypeVar("S")
 
@@ -28,6 +30,14 @@ Differs = Callable[[S | None, S], bool]
 LastWrite = tuple[str | None, S]
 
 
+def current_status(cached: S | None, cached_version: str | None, last_write: LastWrite[S] | None) -> S | None:
+    """The status the object has now: what we last wrote while the cache still shows the version
+    that write was based on (it has not caught up yet), else what the cache shows."""
+    if last_write is not None and last_write[0] == cached_version:
+        return last_write[1]
+    return cached
+
+
 def status_write_needed(
     cached: S | None,
     cached_version: str | None,
@@ -35,14 +45,8 @@ def status_write_needed(
     new: S,
     differs: Differs[S],
 ) -> bool:
-    """Write when ``new`` differs from the cached status, unless the cache still shows the version
-    our last write was based on and ``new`` is exactly what that write sent: the cache has simply
-    not caught up with our own write yet."""
-    if not differs(cached, new):
-        return False
-    if last_write is not None and last_write[0] == cached_version:
-        return differs(last_write[1], new)
-    return True
+    """Write when ``new`` differs from the object's current status (`current_status`)."""
+    return differs(current_status(cached, cached_version, last_write), new)
 
 
 def status_body(observed: Obj, status: Obj) -> Obj:
@@ -67,10 +71,14 @@ class StatusWriter(Generic[S]):
         self._encode = encode
         self._written: dict[ObjectKey, LastWrite[S]] = {}
 
-    def needed(self, observed: Obj, cached: S | None, new: S) -> bool:
-        key = ObjectKey.of(observed)
+    def current(self, observed: Obj, cached: S | None) -> S | None:
+        """The status of ``observed`` (the cached object, whose status parses to ``cached``) as it
+        is now, our own last write included: plan from this."""
         version = (observed.get("metadata") or {}).get("resourceVersion")
-        return status_write_needed(cached, version, self._written.get(key), new, self._differs)
+        return current_status(cached, version, self._written.get(ObjectKey.of(observed)))
+
+    def needed(self, observed: Obj, cached: S | None, new: S) -> bool:
+        return self._differs(self.current(observed, cached), new)
 
     async def write(self, observed: Obj, cached: S | None, new: S) -> ApplyResult | None:
         """Apply ``new`` as the status of ``observed`` (the cached object, whose status parses to

@@ -21,6 +21,7 @@ from e2e_support import (
     patch_isvc,
     phase_is,
     poll,
+    settled,
     status_of,
 )
 from prometheus_client import REGISTRY
@@ -252,11 +253,19 @@ async def test_the_queue_follows_priority_changes_and_services_leaving_the_middl
         await eventually_equal(lambda: queue(admin, ns), {"w4": 1, "w2": 2, "w3": 3}, what="the GPU queue")
 
         # 3. The next one in the middle is stopped (replicas 0): it leaves the queue, w3 moves up.
-        patch_isvc(admin, "w2", ns, {"replicas": 0})
-        stopped = await eventually(
-            phase_is(admin, "InferenceService", "w2", ns, "Stopped"), what="w2 Stopped"
-        )
+        watch = StatusWatch(admin, "InferenceService", "w2", ns).start()
+        try:
+            patch_isvc(admin, "w2", ns, {"replicas": 0})
+            stopped = await eventually(
+                phase_is(admin, "InferenceService", "w2", ns, "Stopped"), what="w2 Stopped"
+            )
+            await eventually_equal(lambda: queue(admin, ns), {"w4": 1, "w3": 2}, what="the GPU queue")
+            await settled(operator.controllers.inference_services.controller)
+        finally:
+            watch.stop()
         assert stopped["queuePosition"] == 0
+        # One write for the transition: reconciles that run before the cache shows it plan from it.
+        assert len([s for s in watch.statuses if s.get("phase") == "Stopped"]) == 1
         # Its wait is observed once, when it leaves; the deleted w1's series went with it.
         await poll(lambda: waited_once(ns, "w2"), what="w2's queue wait observed")
         assert wait_count(ns, "w1") is None
