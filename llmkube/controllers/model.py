@@ -23,12 +23,13 @@ from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
 from llmkube.kube.predicates import generation_changed
-from llmkube.kube.status_writer import status_body
+from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import Change
 from llmkube.kube.transform import keep_only
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.facts import ModelFacts
+from llmkube.plan.model.status import status_changed
 from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
 
 log = structlog.get_logger("llmkube.controllers.model")
@@ -66,6 +67,10 @@ def node_capacity_changed(change: Change) -> bool:
     return _extended_capacity(change.old_obj) != _extended_capacity(change.new)
 
 
+def encode_status(status: ModelStatus) -> Obj:
+    return status.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
 @dataclass(frozen=True)
 class TimedCopies:
     """Performs the plan's actions, timing the ones that copy the model into the cache."""
@@ -90,6 +95,7 @@ class ModelController:
         self.host = host
         self.config = config
         self.metrics = metrics
+        self.status_writer = StatusWriter(host.applier, MODELS, differs=status_changed, encode=encode_status)
         self.models = host.informer(MODELS)
         self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
         self._session: aiohttp.ClientSession | None = None
@@ -138,11 +144,14 @@ class ModelController:
         raw = self.models.store.get_object(key.namespace, key.name)
         if raw is None:
             self.metrics.forget_model(key.namespace, key.name)
+            self.status_writer.forget(key)
             return None
         try:
             model = Model.model_validate(raw)
         except ValidationError as error:
             raise TerminalError(f"Model {key} does not match the API types: {error}") from error
+        # Plan from the status as it is now, our own last writes included (kube/status_writer.py).
+        model = model.model_copy(update={"status": self.status_writer.current(raw, model.status)})
 
         io = self._io()
         facts = ModelFacts(
@@ -152,11 +161,10 @@ class ModelController:
         )
         stored = {"raw": raw}
 
-        async def write_status(_model: Model, status: ModelStatus) -> Model:
-            body = status_body(
-                stored["raw"], status.model_dump(by_alias=True, exclude_none=True, mode="json")
-            )
-            result = await self.host.applier.apply_status(MODELS, body, stored["raw"])
+        async def write_status(current: Model, status: ModelStatus) -> Model:
+            result = await self.status_writer.write(stored["raw"], current.status, status)
+            if result is None:
+                return current
             stored["raw"] = result.object
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
             return Model.model_validate(result.object)

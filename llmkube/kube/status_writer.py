@@ -14,27 +14,48 @@ status becomes JSON is its ``encode`` function. The writer itself knows nothing 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from llmkube.kube.apply import Applier, ApplyResult
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj, ObjectKey
 
-__all__ = ["StatusWriter", "current_status", "status_body", "status_write_needed"]
+__all__ = ["LastWrite", "StatusWriter", "after_write", "current_status", "status_body", "status_write_needed"]
 
 S = TypeVar("S")
 
 #: (status the cache holds or None, planned status) -> True when a write is needed
 Differs = Callable[[S | None, S], bool]
-#: one write: the resourceVersion it was based on, and the status it wrote
-LastWrite = tuple[str | None, S]
+
+
+@dataclass(frozen=True)
+class LastWrite(Generic[S]):
+    """Our last status write of an object, while the cache may not show it yet."""
+
+    status: S
+    #: resourceVersions older than the write: the one it was based on, and those of our own earlier
+    #: writes in the same chain (e.g. Copying, then Ready, in one reconcile)
+    stale: frozenset[str | None]
+    #: the resourceVersion the write produced
+    version: str | None
+
+
+def after_write(
+    previous: LastWrite[S] | None, based_on: str | None, produced: str | None, status: S
+) -> LastWrite[S]:
+    """What to remember after writing ``status`` onto version ``based_on``, producing ``produced``."""
+    stale = {based_on}
+    if previous is not None and based_on in previous.stale | {previous.version}:
+        stale |= previous.stale | {previous.version}  # a chain: the cache may still be before all of it
+    return LastWrite(status, frozenset(stale), produced)
 
 
 def current_status(cached: S | None, cached_version: str | None, last_write: LastWrite[S] | None) -> S | None:
-    """The status the object has now: what we last wrote while the cache still shows the version
-    that write was based on (it has not caught up yet), else what the cache shows."""
-    if last_write is not None and last_write[0] == cached_version:
-        return last_write[1]
+    """The status the object has now: what we last wrote while the cache still shows a version from
+    before that write (it has not caught up yet), else what the cache shows."""
+    if last_write is not None and cached_version in last_write.stale:
+        return last_write.status
     return cached
 
 
@@ -74,22 +95,31 @@ class StatusWriter(Generic[S]):
     def current(self, observed: Obj, cached: S | None) -> S | None:
         """The status of ``observed`` (the cached object, whose status parses to ``cached``) as it
         is now, our own last write included: plan from this."""
+        key = ObjectKey.of(observed)
         version = (observed.get("metadata") or {}).get("resourceVersion")
-        return current_status(cached, version, self._written.get(ObjectKey.of(observed)))
+        written = self._written.get(key)
+        if written is not None and version not in written.stale:
+            del self._written[key]  # the cache has caught up (versions only move forward)
+            written = None
+        return current_status(cached, version, written)
 
     def needed(self, observed: Obj, cached: S | None, new: S) -> bool:
         return self._differs(self.current(observed, cached), new)
 
     async def write(self, observed: Obj, cached: S | None, new: S) -> ApplyResult | None:
-        """Apply ``new`` as the status of ``observed`` (the cached object, whose status parses to
-        ``cached``) when it is needed; None when nothing was sent."""
+        """Apply ``new`` as the status of ``observed`` (the cached object, or the one our previous
+        write returned; its status parses to ``cached``) when it is needed; None when nothing was
+        sent."""
+        key = ObjectKey.of(observed)
+        previous = self._written.get(key)  # before `needed` forgets it: `observed` may be our own write
         if not self.needed(observed, cached, new):
             return None
         result = await self._applier.apply_status(
             self._resource, status_body(observed, self._encode(new)), observed
         )
-        version = (observed.get("metadata") or {}).get("resourceVersion")
-        self._written[ObjectKey.of(observed)] = (version, new)
+        based_on = (observed.get("metadata") or {}).get("resourceVersion")
+        produced = (result.object.get("metadata") or {}).get("resourceVersion")
+        self._written[key] = after_write(previous, based_on, produced, new)
         return result
 
     def forget(self, key: ObjectKey) -> None:

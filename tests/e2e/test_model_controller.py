@@ -4,8 +4,9 @@ failures without a hot loop, http(s) sources fingerprinted on a real local serve
 waiting for their claim, and accelerator readiness from the kwok nodes."""
 
 import asyncio
+import contextlib
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from aiohttp import web
 from e2e_support import (
     RunningController,
+    StatusWatch,
     condition_triple,
     conditions,
     eventually,
@@ -29,6 +31,7 @@ from e2e_support import (
 )
 
 from llmkube.controllers.model import gpu_capacity
+from llmkube.kube.controller import Controller
 from llmkube.kube.types import ObjectKey
 
 GGUF_NAME = "Tiny Llama"
@@ -118,6 +121,49 @@ async def test_a_local_file_is_copied_into_the_cache_and_described(
             "Cached model matches the upstream source",
         )
         assert "Degraded" not in conditions(status)
+
+
+@contextlib.contextmanager
+def reconciled_twice_in_a_row(controller: Controller) -> Iterator[None]:
+    """Every reconcile is followed at once by another of the same key: the second one starts before
+    the watch can bring the first one's status writes into the cache (test instrumentation around
+    the real reconcile function)."""
+    inner = controller._reconcile
+
+    async def twice(key: ObjectKey) -> Any:
+        result = await inner(key)
+        await inner(key)
+        return result
+
+    controller._reconcile = twice
+    try:
+        yield
+    finally:
+        controller._reconcile = inner
+
+
+async def test_a_reconcile_before_the_cache_shows_our_writes_writes_nothing_more(
+    operator: RunningController, full_namespace: str, gguf_file: tuple[Path, bytes]
+) -> None:
+    """The copy writes Copying, then Ready/ModelReady. A reconcile that reads the cache before the
+    watch delivered those writes must plan from them, not find the file "already in the cache" and
+    rewrite the Model as Ready/ModelCached (nor stamp new transition times on the same status)."""
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    path, _ = gguf_file
+    watch = StatusWatch(admin, "Model", "fresh", ns).start()
+    try:
+        with reconciled_twice_in_a_row(operator.controllers.models.controller):
+            admin.create(model("fresh", source=str(path)), namespace=ns)
+            await eventually(phase_is(admin, "Model", "fresh", ns, "Ready"), what="fresh Ready")
+            await settled(operator.controllers.models.controller)
+        await asyncio.sleep(1)  # the watch delivers any later write
+    finally:
+        watch.stop()
+    assert watch.phases() == ["Copying", "Ready"]
+    assert len(watch.statuses) == 3  # created with no status, then exactly two status writes
+    status = status_of(admin, "Model", "fresh", ns)
+    assert condition_triple(status, "Available") == ("True", "ModelReady", "Model downloaded and cached")
 
 
 async def test_a_wrong_sha256_fails_the_integrity_check(
