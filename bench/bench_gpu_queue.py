@@ -286,6 +286,7 @@ class Bench:
             self.host, OperatorConfig(), LLMKubeMetrics(CollectorRegistry()), workers
         )
         self.controller = self.isvcs.controller
+        self.running: list[asyncio.Task[None]] = []
         self.reconciles = 0
         inner = self.controller._reconcile
 
@@ -336,8 +337,7 @@ class Bench:
         informers[PODS].replace(pods, "1")
         cpu = time.process_time()
         informers[INFERENCE_SERVICES].replace(services, "1")
-        for task in self.host.tasks:
-            asyncio.get_running_loop().create_task(task())
+        self.running = [asyncio.get_running_loop().create_task(task()) for task in self.host.tasks]
         self.controller.start()
         await self.until_idle()
         assert right_positions(informers[INFERENCE_SERVICES].store.objects()), "initial positions wrong"
@@ -397,6 +397,9 @@ class Bench:
             "reprioritise": await self.measure("reprioritise", lambda: self.reprioritise(w - 1, "critical")),
         }
         await self.controller.stop(grace=5)
+        for task in self.running:
+            task.cancel()
+        await asyncio.gather(*self.running, return_exceptions=True)
         return {"initial_sync_cpu_seconds": round(initial, 2), "events": events}
 
 
