@@ -28,6 +28,7 @@ from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, is_metal
 from llmkube.plan.hpa import hpa_intent
 from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
 from llmkube.plan.names import selector_labels, service_name
+from llmkube.plan.object_checks import object_issues
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
 from llmkube.plan.observed import ObservedState
 from llmkube.plan.priority import effective_priority, priority_class_name
@@ -180,7 +181,13 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         return _invalid(ctx, conditions, errors, events)
     if metal:
         return _metal_plan(ctx, conditions, events)
-    return _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
+    plan = _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
+    # What the API server would refuse in the objects themselves, named by the service's fields.
+    refused = object_issues(ctx.isvc.spec, plan.deployment)
+    if refused:
+        events += [PlannedEvent("Warning", INVALID_SPEC, issue.text()) for issue in refused]
+        return _invalid(ctx, conditions, [issue.text() for issue in refused], events)
+    return plan
 
 
 def _invalid(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-from llmkube.api.inferenceservice import InferenceService
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.hpa import hpa_errors
 from llmkube.plan.names import MAX_LABEL_VALUE_LENGTH
@@ -142,8 +142,31 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
             )
         if config.gpu_memory_utilization is not None:
             found.append(Issue("spec.vllmConfig.gpuMemoryUtilization", "is ignored without a GPU", "warning"))
+    found += _non_positive_sizes(inputs.isvc.spec, runtime)
     if inputs.metal and spec.autoscaling is not None:
         found.append(
             Issue("spec.autoscaling", "is ignored for metal models (the host agent runs them)", "warning")
         )
     return found
+
+
+def _non_positive_sizes(spec: InferenceServiceSpec, runtime: str) -> list[Issue]:
+    """Sizes a runtime passes on only when positive (the schema cannot say so): zero or less is
+    dropped from the command line, and the user is told."""
+    sizes: list[tuple[str, int | None]] = []
+    if runtime == "vllm" and spec.vllm_config is not None:
+        config = spec.vllm_config
+        sizes += [
+            ("spec.vllmConfig.tensorParallelSize", config.tensor_parallel_size),
+            ("spec.vllmConfig.maxModelLen", config.max_model_len),
+        ]
+    if runtime == "tgi" and spec.tgi_config is not None:
+        sizes += [
+            ("spec.tgiConfig.maxInputLength", spec.tgi_config.max_input_length),
+            ("spec.tgiConfig.maxTotalTokens", spec.tgi_config.max_total_tokens),
+        ]
+    return [
+        Issue(path, f"{value} is ignored: it must be at least 1", "warning")
+        for path, value in sizes
+        if value is not None and value <= 0
+    ]
