@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries tools test test-unit lint crds run clean
+.PHONY: all venv k8s-binaries tools test test-unit fuzz-long lint crds run clean
 
 all: lint test
 
@@ -29,6 +29,10 @@ tools:
 ## The whole test suite: unit, integration (real kube-apiserver) and e2e (full local control plane).
 test: venv k8s-binaries tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## The schema-driven fuzz, long: 300 specs and 300 transitions dry-run on the API server; prints figures.
+fuzz-long: venv k8s-binaries
+	LLMKUBE_FUZZ_EXAMPLES=300 $(BIN)/python -m pytest tests/integration/test_spec_fuzz_on_server.py $(PYTEST_ARGS)
 
 ## Only the fast, pure tests (no control plane).
 test-unit: venv
