@@ -205,7 +205,9 @@ class InferenceServiceController:
                 return None
             # Report it (decision #19: and retry with backoff by re-raising).
             message = error.message if isinstance(error, NotOurs) else _describe(error)
-            failed = failed_status(plan.status, message, generation=isvc.metadata.generation, now=now)
+            failed = failed_status(
+                plan.status, message, previous=isvc.status, generation=isvc.metadata.generation, now=now
+            )
             await self._write_status(isvc, raw, failed)
             raise
         for event in plan.events:

@@ -24,6 +24,8 @@ from llmkube.plan.scheduling import INSUFFICIENT_GPU, SchedulingInfo
 
 AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE = "Available", "Progressing", "Degraded", "GPUAvailable"
 VLLM_SPEC_VALID, SPEC_VALID = "VLLMSpecValid", "SpecValid"
+#: the conditions `phase_conditions` decides from the phase
+PHASE_CONDITIONS = frozenset({AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE})
 
 READY_MESSAGE = "Inference service is ready and serving requests"
 MODEL_NOT_FOUND = "Model not found"
@@ -238,10 +240,28 @@ def status_changed(old: InferenceServiceStatus | None, new: InferenceServiceStat
 
 
 def failed_status(
-    planned: InferenceServiceStatus, message: str, *, generation: int | None, now: datetime
+    planned: InferenceServiceStatus,
+    message: str,
+    *,
+    previous: InferenceServiceStatus | None,
+    generation: int | None,
+    now: datetime,
+    reason: str = FAILED_REASON,
 ) -> InferenceServiceStatus:
     """The status to write when applying the plan failed (decision #19): Failed with the error, the
-    observed counts kept. The controller retries with backoff; the next success clears it."""
+    observed counts kept. The controller retries with backoff; the next success clears it.
+
+    The conditions the phase decides start from the stored ones (`previous`), not from the plan's:
+    the plan was made for the phase the service would have (Creating, say, which turns Progressing
+    True), and reporting the failure turns them back, so starting from the plan would stamp new
+    transition times on every retry and write the same failure again and again (issue 11, item 2).
+    Conditions the phase does not decide (SpecValid, VLLMSpecValid) are the plan's."""
+    stored = {c.type: c for c in (previous.conditions or ())} if previous is not None else {}
+    base = [
+        stored.get(c.type) if c.type in PHASE_CONDITIONS else c
+        for c in planned.conditions or ()
+        if c.type not in PHASE_CONDITIONS or c.type in stored
+    ]
     facts = StatusFacts(
         phase="Failed",
         ready=planned.ready_replicas or 0,
@@ -250,9 +270,10 @@ def failed_status(
         endpoint="",
         model_ready=bool(planned.model_ready),
         effective_priority=planned.effective_priority,
+        failure_reason=reason,
         failure_message=message,
     )
-    return build_status(planned.conditions, facts, generation=generation, now=now)
+    return build_status([c for c in base if c is not None], facts, generation=generation, now=now)
 
 
 def gpu_queue_wait_seconds(
