@@ -7,7 +7,7 @@ The controller applies every non-None intent with server-side apply, deletes exa
 apply": the object is either not wanted (and listed in `deletes` if we own one) or left untouched.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from llmkube.api.base import KubeObject
@@ -21,6 +21,7 @@ from llmkube.plan.events import (
     IGNORED_SETTING,
     INVALID_SPEC,
     PlannedEvent,
+    announced,
     missing_memory_request,
     missing_skip_model_init,
 )
@@ -44,8 +45,11 @@ from llmkube.plan.runtimes.vllm import speculative_missing_model
 from llmkube.plan.scheduling import diagnose_scheduling, running_pod_count
 from llmkube.plan.service import endpoint_url, service_intent
 from llmkube.plan.status import (
+    DEGRADED,
+    IGNORED_SETTINGS_REASON,
     INVALID_SPEC_REASON,
     MODEL_NOT_FOUND,
+    SPEC_VALID,
     WAITING_FOR_MODEL,
     StatusFacts,
     build_status,
@@ -105,7 +109,9 @@ def plan_inference_service(
         return _model_gate(ctx, "Failed", MODEL_NOT_FOUND)
     if model.status is None or model.status.phase != "Ready":
         return _model_gate(ctx, "Pending", WAITING_FOR_MODEL)
-    return _plan_with_model(ctx, model)
+    plan = _plan_with_model(ctx, model)
+    # Announce what changed, not what the stored status already says (plan/events.py).
+    return replace(plan, events=announced(plan.events, _previous_conditions(ctx), plan.status.conditions))
 
 
 def _model_gate(ctx: _Context, phase: Phase, message: str) -> InferenceServicePlan:
@@ -155,8 +161,8 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     if not metal:
         issues += _ownership_conflicts(ctx)
     errors = [i.text() for i in issues if i.severity == "error"]
-    warnings = [i.text() for i in issues if i.severity == "warning"]
-    events = [
+    ignored = [i.text() for i in issues if i.severity == "warning"]
+    advice = [
         event
         for event in (
             missing_memory_request(spec),
@@ -164,16 +170,22 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         )
         if event is not None
     ]
-    events += [
-        PlannedEvent("Warning", INVALID_SPEC if i.severity == "error" else IGNORED_SETTING, i.text())
-        for i in issues
+    events = [
+        *advice,
+        *(
+            PlannedEvent("Warning", INVALID_SPEC, i.text(), DEGRADED)
+            if i.severity == "error"
+            else PlannedEvent("Warning", IGNORED_SETTING, i.text(), SPEC_VALID)
+            for i in issues
+        ),
     ]
     conditions = spec_conditions(
         _previous_conditions(ctx),
         runtime=runtime.name,
         spec=spec,
         speculative_missing_model=speculative_missing_model(spec),
-        warnings=warnings,
+        warnings=[*ignored, *(event.message for event in advice)],
+        warning_reason=IGNORED_SETTINGS_REASON if ignored or not advice else advice[0].reason,
         generation=ctx.generation,
         now=ctx.observed.now,
     )
@@ -185,7 +197,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     # What the API server would refuse in the objects themselves, named by the service's fields.
     refused = object_issues(ctx.isvc.spec, plan.deployment)
     if refused:
-        events += [PlannedEvent("Warning", INVALID_SPEC, issue.text()) for issue in refused]
+        events += [PlannedEvent("Warning", INVALID_SPEC, issue.text(), DEGRADED) for issue in refused]
         return _invalid(ctx, conditions, [issue.text() for issue in refused], events)
     return plan
 

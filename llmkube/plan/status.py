@@ -31,6 +31,7 @@ READY_MESSAGE = "Inference service is ready and serving requests"
 MODEL_NOT_FOUND = "Model not found"
 WAITING_FOR_MODEL = "Waiting for Model to be Ready"
 FAILED_REASON, INVALID_SPEC_REASON = "Failed", "InvalidSpec"
+IGNORED_SETTINGS_REASON = "IgnoredSettings"
 RECOVERED_REASON, NOT_WAITING_FOR_GPU = "Recovered", "NotWaitingForGPU"
 SPECULATIVE_MISSING_MODEL = (
     "speculative.enabled is true but speculative.model is empty, "
@@ -201,10 +202,13 @@ def spec_conditions(
     spec: InferenceServiceSpec,
     speculative_missing_model: bool,
     warnings: Sequence[str],
+    warning_reason: str = IGNORED_SETTINGS_REASON,
     generation: int | None,
     now: datetime,
 ) -> list[Condition]:
-    """VLLMSpecValid (§4.3) and SpecValid (settings that have no effect)."""
+    """VLLMSpecValid (§4.3) and SpecValid: False with every setting that has no effect
+    (IgnoredSettings) and every piece of advice about the spec (MissingMemoryRequest,
+    MissingSkipModelInit; the reason names the first kind)."""
     conditions = list(previous or ())
     if runtime != "vllm":
         conditions = remove_condition(conditions, VLLM_SPEC_VALID)  # about a runtime it does not use
@@ -224,7 +228,7 @@ def spec_conditions(
         conditions,
         SPEC_VALID,
         warnings,
-        false_reason="IgnoredSettings",
+        false_reason=warning_reason,
         true_reason="Valid",
         true_message="Every setting is applied",
         generation=generation,
