@@ -9,7 +9,8 @@ The pieces, bottom up (each module is named after its concept):
 * ``workqueue`` / ``queue_state`` / ``ratelimit``: client-go's workqueue contract with priorities.
 * ``controller`` / ``handlers`` / ``predicates``: workers calling ``reconcile(key) -> Result``;
   :class:`Watch` says which changes wake which keys.
-* ``apply`` / ``compare`` / ``managed_fields``: server-side apply only when our owned fields differ.
+* ``apply`` / ``compare`` / ``managed_fields``: server-side apply only when our owned fields differ;
+  ``field_policy`` / ``ownership``: what a kind needs beyond it (recreate, take over, hand over).
 * ``leader_election`` / ``leader_state``: a Lease elector; ``events`` / ``event_series``: Events
   with series aggregation.
 """
@@ -29,6 +30,7 @@ from llmkube.kube.errors import (
     TooManyRequests,
 )
 from llmkube.kube.events import NORMAL, WARNING, EventRecorder
+from llmkube.kube.field_policy import NO_POLICY, FieldPath, FieldPolicy
 from llmkube.kube.handlers import Watch, enqueue_by_label, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.informer import Informer
 from llmkube.kube.leader_election import LeaderElector, LeadershipLost
@@ -63,6 +65,7 @@ __all__ = [
     "DEFAULT_FIELD_MANAGER",
     "LOW_PRIORITY",
     "NORMAL",
+    "NO_POLICY",
     "WARNING",
     "AlreadyExists",
     "ApiClient",
@@ -77,6 +80,8 @@ __all__ = [
     "EventRecorder",
     "Expired",
     "FakeClock",
+    "FieldPath",
+    "FieldPolicy",
     "Forbidden",
     "Informer",
     "Invalid",
