@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from llmkube.api.constants import LABEL_SERVICE
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.model import Model
+from llmkube.controllers.apply_policies import POLICIES_BY_KIND
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.metrics import ISVC_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.resources import (
@@ -375,10 +376,16 @@ class InferenceServiceController:
                 continue
             current = observed[field]
             if current is None:
-                await self._refuse_foreign(resource, desired, isvc)
+                current = await self._refuse_foreign(resource, desired, isvc)
             elif resource is SERVICES and stray_service_ports(desired, current):
-                await self._reset_service_ports(desired, current)
-            result = await self.host.applier.apply(resource, desired, current)
+                current = await self._reset_service_ports(desired, current)
+            result = await self.host.applier.apply(
+                resource,
+                desired,
+                current,
+                policy=POLICIES_BY_KIND[resource.kind],
+                initial=plan.deployment_initial if resource is DEPLOYMENTS else None,
+            )
             if result.changed:
                 log.info(
                     f"{resource.kind} {result.outcome.value}",
@@ -394,19 +401,22 @@ class InferenceServiceController:
             except NotFound:
                 pass  # already gone: that is what we wanted
 
-    async def _refuse_foreign(self, resource: Resource, desired: Obj, isvc: InferenceService) -> None:
+    async def _refuse_foreign(self, resource: Resource, desired: Obj, isvc: InferenceService) -> Obj | None:
         """Before an apply that would create the object: the cache only holds objects with our
         managed-by label, so one made by someone else under the same name is invisible to it, and a
-        forced apply would silently take it over (and later delete it). Never take one over."""
+        forced apply would silently take it over (and later delete it). Never take one over.
+        Returns the object when it exists and this service controls it (one the reference operator
+        created, not yet labelled: the applier adopts its fields), None when there is none."""
         meta = desired.get("metadata") or {}
         try:
             existing = await self.host.client.get(resource, meta.get("name", ""), meta.get("namespace"))
         except NotFound:
-            return
+            return None
         if not controlled_by(existing, isvc):
             raise NotOurs(resource.kind, meta.get("namespace", ""), meta.get("name", ""))
+        return existing
 
-    async def _reset_service_ports(self, desired: Obj, observed: Obj) -> None:
+    async def _reset_service_ports(self, desired: Obj, observed: Obj) -> Obj:
         """Someone replaced our port (e.g. `kubectl edit`): their entry is keyed by its own port
         number, so server-side apply would only add ours next to it (and the API rejects two ports
         named `http`). Put back exactly our ports, guarded by the resourceVersion we looked at."""
@@ -415,7 +425,7 @@ class InferenceServiceController:
             {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
             {"op": "replace", "path": "/spec/ports", "value": desired["spec"]["ports"]},
         ]
-        await self.host.client.patch(
+        stored = await self.host.client.patch(
             SERVICES,
             meta["name"],
             patch,
@@ -424,6 +434,7 @@ class InferenceServiceController:
             field_manager=self.host.applier.field_manager,
         )
         log.info("Service ports restored", namespace=meta.get("namespace"), name=meta["name"])
+        return stored
 
     async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
         """Create the shared cache claim when missing; never update or delete it (it is not ours

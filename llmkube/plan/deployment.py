@@ -22,6 +22,15 @@ from llmkube.plan.runtimes import ContainerProcess, RuntimeDefaults
 from llmkube.plan.storage import ModelStorage
 
 PORT_NAME = "http"
+# The strategy is spelled out in full (the server's own RollingUpdate default for CPU services): we
+# own the whole block, so switching to Recreate removes `rollingUpdate`, which the server refuses
+# next to Recreate (see controllers/apply_policies.py).
+ROLLING_UPDATE_STRATEGY: KubeObject = {
+    "type": "RollingUpdate",
+    "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+}
+# The old pod must release its GPU before the new one can be scheduled.
+RECREATE_STRATEGY: KubeObject = {"type": "Recreate"}
 DEFAULT_CONTAINER_SECURITY_CONTEXT: KubeObject = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
@@ -87,8 +96,7 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
             {
                 "replicas": inputs.replicas,
                 "selector": {"matchLabels": selector_labels(name)},
-                # The old pod must release its GPU before the new one can be scheduled.
-                "strategy": {"type": "Recreate"} if inputs.gpu_count > 0 else None,
+                "strategy": RECREATE_STRATEGY if inputs.gpu_count > 0 else ROLLING_UPDATE_STRATEGY,
                 "template": {"metadata": template_metadata, "spec": pod_spec(inputs)},
             }
         ),

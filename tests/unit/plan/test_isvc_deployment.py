@@ -86,8 +86,15 @@ def test_replicas(spec: dict[str, Any], replicas: int | None) -> None:
     assert deployment["spec"].get("replicas") == replicas
 
 
-@pytest.mark.parametrize(("model", "strategy"), [(make_model(), None), (gpu_model(1), {"type": "Recreate"})])
-def test_strategy_recreate_for_gpu_services(model: Any, strategy: dict[str, str] | None) -> None:
+ROLLING_DEFAULT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+
+
+@pytest.mark.parametrize(
+    ("model", "strategy"), [(make_model(), ROLLING_DEFAULT), (gpu_model(1), {"type": "Recreate"})]
+)
+def test_strategy_recreate_for_gpu_services_and_the_server_default_spelled_out_otherwise(
+    model: Any, strategy: dict[str, Any]
+) -> None:
     deployment = plan(model=model).deployment
     assert deployment is not None and deployment["spec"].get("strategy") == strategy
 
