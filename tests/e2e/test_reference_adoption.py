@@ -8,6 +8,7 @@ fields once (its Update entries become part of our Apply entry), after which our
 we do not set. The objects carry the InferenceService as their controller owner, which is what
 lets the controller take them over at all (decision 10)."""
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -24,7 +25,12 @@ from e2e_support import (
     writes_quiesce,
 )
 
+from llmkube.api.inferenceservice import InferenceService
+from llmkube.api.model import Model
 from llmkube.kube.types import ObjectKey
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice import plan_inference_service
+from llmkube.plan.observed import ObservedState
 
 pytestmark = pytest.mark.usefixtures("services_deleted_first")
 
@@ -116,8 +122,46 @@ def spec_managers(obj: dict[str, Any]) -> set[tuple[str, str]]:
     return {(e["manager"], e["operation"]) for e in entries if not e.get("subresource")}
 
 
+def taken_over_without_adoption(admin: Any, created: dict[str, Any]) -> None:
+    """What a controller build without adoption did to the reference's objects: a forced apply of
+    its intent (our label and fields added, the reference's extra fields and entries kept). The
+    objects are then in the controller's label-scoped cache, which keeps other managers' entries
+    only as stubs."""
+    model = Model.model_validate(
+        {
+            "metadata": {"name": "m", "namespace": created["metadata"]["namespace"]},
+            "spec": {"source": "e2e-org/m"},
+            "status": {"phase": "Ready"},
+        }
+    )
+    plan = plan_inference_service(
+        InferenceService.model_validate(created),
+        model,
+        ObservedState(now=datetime.now(UTC)),
+        OperatorConfig(),
+    )
+    for intent in (plan.deployment, plan.service):
+        assert intent is not None
+        meta = intent["metadata"]
+        path = admin.path_for(intent["apiVersion"], intent["kind"], meta["namespace"], meta["name"])
+        admin.request(
+            "PATCH",
+            path,
+            intent,
+            content_type="application/apply-patch+yaml",
+            query={"fieldManager": "llmkube-controller", "force": "true"},
+        )
+
+
+@pytest.mark.parametrize(
+    "earlier_takeover",
+    [
+        pytest.param(False, id="first-contact"),
+        pytest.param(True, id="after-a-takeover-without-adoption"),
+    ],
+)
 async def test_objects_of_the_reference_operator_are_adopted_and_their_stray_fields_removed(
-    operator: RunningController, full_namespace: str
+    operator: RunningController, full_namespace: str, earlier_takeover: bool
 ) -> None:
     admin = operator.cluster.admin()
     ns = full_namespace
@@ -129,6 +173,11 @@ async def test_objects_of_the_reference_operator_are_adopted_and_their_stray_fie
     service = create_as_reference(admin, reference_service(created), ns)
     assert managers(deployment) == {(REFERENCE_MANAGER, "Update")}
     assert managers(service) == {(REFERENCE_MANAGER, "Update")}
+    if earlier_takeover:
+        taken_over_without_adoption(admin, created)
+        kept = admin.get("apps/v1", "Deployment", "svc", ns)
+        assert (REFERENCE_MANAGER, "Update") in managers(kept)
+        assert STRAY_ANNOTATION in kept["spec"]["template"]["metadata"]["annotations"]
 
     admin.create(hf_model("m"), namespace=ns)
     await eventually(phase_is(admin, "InferenceService", "svc", ns, "Ready"), what="svc Ready")
