@@ -82,7 +82,9 @@ specs = st.fixed_dictionaries(
         "nodeSelector": st.just({"kubernetes.io/arch": "amd64"}),
         "podLabels": st.sampled_from([{"team": "a"}, {"team": "b", "tier": "gold"}]),
         "podAnnotations": st.just({"example.com/note": "x"}),
-        "endpoint": st.sampled_from([{"port": 9000}, {"port": 9000, "type": "NodePort"}]),
+        "endpoint": st.sampled_from(
+            [{"port": 9000}, {"port": 9000, "type": "NodePort"}, {"port": 9000, "type": "LoadBalancer"}]
+        ),
         "containerPort": st.just(9001),
         "skipModelInit": st.booleans(),
         "priority": st.sampled_from(["high", "batch"]),
