@@ -31,9 +31,9 @@ def strip_for_cache(field_manager: str = "llmkube-controller") -> Transform:
         entries = meta.get("managedFields")
         if entries:
             kept = [
-                entry if entry.get("manager") == field_manager else _stub(entry)
+                entry if _ours(entry, field_manager) else _stub(entry)
                 for entry in entries
-                if (entry.get("manager") == field_manager and entry.get("operation") == "Apply")
+                if _ours(entry, field_manager)
                 or (entry.get("operation") == "Update" and not entry.get("subresource"))
             ]
             if kept:
@@ -46,6 +46,10 @@ def strip_for_cache(field_manager: str = "llmkube-controller") -> Transform:
         return obj
 
     return transform
+
+
+def _ours(entry: Obj, field_manager: str) -> bool:
+    return entry.get("manager") == field_manager and entry.get("operation") == "Apply"
 
 
 def _stub(entry: Obj) -> Obj:
