@@ -150,7 +150,7 @@ class Applier:
             {"op": "replace", "path": "/metadata/resourceVersion", "value": version},
             {"op": "replace", "path": "/metadata/managedFields", "value": entries},
         ]
-        adopted = sorted(
+        merged = sorted(
             {
                 f"{e.get('manager')}/{e.get('operation')}"
                 for e in current["metadata"].get("managedFields") or ()
@@ -165,7 +165,7 @@ class Applier:
             patch_type=JSON_PATCH,
             field_manager=self.field_manager,
         )
-        log.info("took over managed fields", resource=str(resource), key=_key(body), adopted=adopted)
+        log.info("took over managed fields", resource=str(resource), key=_key(body), merged_entries=merged)
         done.append("<took over managed fields>")
         return stored
 
