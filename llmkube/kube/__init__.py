@@ -10,7 +10,7 @@ The pieces, bottom up (each module is named after its concept):
 * ``controller`` / ``handlers`` / ``predicates``: workers calling ``reconcile(key) -> Result``;
   :class:`Watch` says which changes wake which keys.
 * ``apply`` / ``compare`` / ``managed_fields``: server-side apply only when our owned fields differ;
-  ``field_policy`` / ``ownership``: what a kind needs beyond it (recreate, take over, hand over).
+  ``field_policy`` / ``field_transfer``: what a kind needs beyond it (recreate, take over, hand over).
 * ``leader_election`` / ``leader_state``: a Lease elector; ``events`` / ``event_series``: Events
   with series aggregation.
 """

@@ -30,8 +30,8 @@ from llmkube.kube.client import DEFAULT_FIELD_MANAGER, JSON_PATCH, ApiClient
 from llmkube.kube.compare import clean_intent, needs_apply
 from llmkube.kube.errors import Conflict, Invalid, NotFound
 from llmkube.kube.field_policy import NO_POLICY, FieldPath, FieldPolicy
+from llmkube.kube.field_transfer import fields_to_hand_over, takeover_entries, takeover_may_be_needed
 from llmkube.kube.managed_fields import owned_fields
-from llmkube.kube.ownership import fields_to_hand_over, takeover_entries, takeover_may_be_needed
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj
 

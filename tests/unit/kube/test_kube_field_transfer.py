@@ -1,5 +1,5 @@
 """Ownership decisions before an apply, from managedFields alone (table-driven; the same steps run
-against a real API server in tests/integration/kube/test_kube_it_ownership.py)."""
+against a real API server in tests/integration/kube/test_kube_it_field_transfer.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from llmkube.kube.field_policy import FieldPolicy
-from llmkube.kube.ownership import fields_to_hand_over, owns, takeover_entries, takeover_may_be_needed
+from llmkube.kube.field_transfer import fields_to_hand_over, owns, takeover_entries, takeover_may_be_needed
 
 ME = "llmkube-controller"
 NOW = "2026-01-01T00:00:00Z"
