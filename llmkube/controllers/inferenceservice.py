@@ -7,7 +7,6 @@ controls, writes status only when more than `lastUpdated` changed, and emits the
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import structlog
@@ -171,39 +170,20 @@ def is_deletion(change: Change) -> bool:
     return change.type == "DELETED"
 
 
-@dataclass(frozen=True)
-class StatusWrite:
-    """Our last status write to one service: what it sent, the version it produced, and the versions
-    it superseded (the one it was based on and those our earlier writes produced). While the cache
-    shows one of those, it has not caught up with this write, and the server holds `status`."""
-
-    status: InferenceServiceStatus
-    result: str | None
-    superseded: tuple[str | None, ...] = ()
-
-    def followed_by(
-        self, based_on: str | None, result: str | None, status: InferenceServiceStatus
-    ) -> "StatusWrite":
-        older = (*self.superseded, based_on, self.result)
-        return StatusWrite(status, result, tuple(dict.fromkeys(older))[-_SUPERSEDED_KEPT:])
-
-
-_SUPERSEDED_KEPT = 16
-
-
 def status_write_needed(
     cached: InferenceServiceStatus | None,
     cached_version: str | None,
-    last_write: StatusWrite | None,
+    last_write: tuple[str | None, InferenceServiceStatus] | None,
     new: InferenceServiceStatus,
 ) -> bool:
-    """Write when `new` differs (beyond lastUpdated) from the status the server holds: the cached
-    one, unless the cache still shows a version our last write superseded; then the server holds
-    what we wrote (a service that went Ready -> Creating -> Ready faster than the cache followed our
-    writes must still get its Ready written)."""
-    if last_write is not None and cached_version in last_write.superseded:
-        return status_changed(last_write.status, new)
-    return status_changed(cached, new)
+    """Write when `new` differs (beyond lastUpdated) from the cached status, unless the cache still
+    shows the version our last write was based on and `new` is exactly what that write sent: the
+    cache has simply not caught up with our own write yet."""
+    if not status_changed(cached, new):
+        return False
+    if last_write is not None and last_write[0] == cached_version:
+        return status_changed(last_write[1], new)
+    return True
 
 
 def status_body(isvc: InferenceService, status: InferenceServiceStatus) -> Obj:
@@ -221,7 +201,7 @@ class InferenceServiceController:
         self.config = config
         self.metrics = metrics
         # Per service: the resourceVersion a status write was based on, and what it wrote.
-        self._written_status: dict[ObjectKey, StatusWrite] = {}
+        self._written_status: dict[ObjectKey, tuple[str | None, InferenceServiceStatus]] = {}
 
         self.services = host.informer(INFERENCE_SERVICES)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
@@ -474,15 +454,10 @@ class InferenceServiceController:
         namespace, name = isvc.metadata.namespace or "", isvc.metadata.name or ""
         key = ObjectKey(namespace, name)
         seen_version = (raw.get("metadata") or {}).get("resourceVersion")
-        last_write = self._written_status.get(key)
-        if not status_write_needed(old, seen_version, last_write, status):
+        if not status_write_needed(old, seen_version, self._written_status.get(key), status):
             return
-        written = await self.host.applier.apply_status(INFERENCE_SERVICES, status_body(isvc, status), raw)
-        result = (written.object.get("metadata") or {}).get("resourceVersion")
-        first = StatusWrite(status, result, (seen_version,))
-        self._written_status[key] = (
-            last_write.followed_by(seen_version, result, status) if last_write else first
-        )
+        await self.host.applier.apply_status(INFERENCE_SERVICES, status_body(isvc, status), raw)
+        self._written_status[key] = (seen_version, status)
         old_phase = old.phase if old else None
         new_phase = status.phase or ""
         self.metrics.set_isvc_phase(namespace, name, new_phase)
