@@ -18,14 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llmkube import __version__
+from llmkube.bundled import MissingBundledFile, bundled_path, manifest_documents
 
 if TYPE_CHECKING:
     from llmkube.controllers.setup import ControllersConfig
+    from llmkube.manager import ManagerConfig
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILD_SCRIPT = REPO_ROOT / "hack" / "build-k8s.sh"
-SAMPLE = REPO_ROOT / "manifests" / "samples" / "cpu-llamacpp.yaml"
-MANIFESTS = REPO_ROOT / "manifests"
+BUILD_SCRIPT = "hack/build-k8s.sh"
+SAMPLE = "samples/cpu-llamacpp.yaml"
+#: What a local cluster gets before the controller starts. No PriorityClasses: `llmkube run`'s
+#: controller owns them (--manage-priority-classes, the default), so nobody else writes them.
+LOCAL_INSTALL = ("manager/namespace.yaml", "rbac", "rbac/priorityclass-writer")
 
 
 def _print_crds(_: argparse.Namespace) -> int:
@@ -49,28 +52,25 @@ def _ensure_binaries(tier: str) -> Path:
     try:
         check_binaries(bin_dir, checked_tier)
     except MissingBinaryError as missing:
-        if not BUILD_SCRIPT.is_file():
-            raise SystemExit(str(missing)) from None
+        try:
+            script = bundled_path(BUILD_SCRIPT)
+        except MissingBundledFile as no_script:
+            raise SystemExit(f"{missing}\n{no_script}") from None
         print(f"{missing}\nBuilding them now (one-off, several minutes)...", file=sys.stderr)
-        subprocess.run(["bash", str(BUILD_SCRIPT)], check=True)
+        subprocess.run(["bash", str(script)], check=True)
     return bin_dir
 
 
 def _install_basics(cluster_kubeconfig: Path, with_sample: bool) -> None:
     from llmkube.api.crds import all_crds
-    from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_for_crds
+    from llmkube.testing.rest import KubeRest, wait_for_crds
 
     admin = KubeRest.from_kubeconfig(cluster_kubeconfig)
     admin.apply_all(all_crds())
     wait_for_crds(admin, [crd["metadata"]["name"] for crd in all_crds()])
-    for part in ("manager/namespace.yaml", "rbac", "priorityclasses"):
-        path = MANIFESTS / part
-        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-        for file in files:
-            if file.name != "kustomization.yaml":
-                admin.apply_all(load_yaml_documents(file))
+    admin.apply_all(manifest_documents(*LOCAL_INSTALL))
     if with_sample:
-        admin.apply_all(load_yaml_documents(SAMPLE), namespace="default")
+        admin.apply_all(manifest_documents(SAMPLE), namespace="default")
 
 
 def _wait_for_interrupt() -> None:
@@ -152,6 +152,30 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
         ),
         isvc_workers=args.workers,
         model_workers=max(1, args.workers // 2),
+        model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
+        manage_priority_classes=args.manage_priority_classes,
+    )
+
+
+def manager_config(args: argparse.Namespace) -> "ManagerConfig":
+    from llmkube.kube.leader_state import LeaderElectionTiming
+    from llmkube.manager import ManagerConfig
+
+    return ManagerConfig(
+        kubeconfig=args.kubeconfig,
+        namespace=args.namespace or None,
+        workers=args.workers,
+        leader_election=args.leader_elect,
+        lease_namespace=args.leader_election_namespace,
+        leader_timing=LeaderElectionTiming(
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+        ),
+        metrics_bind_address=args.metrics_bind_address,
+        health_bind_address=args.health_probe_bind_address,
+        log_level=args.log_level,
+        log_format=args.log_format,
     )
 
 
@@ -160,26 +184,20 @@ def _controller(args: argparse.Namespace) -> int:
 
     from llmkube.controllers.setup import setup_controllers
     from llmkube.kube.leader_election import LeadershipLost
-    from llmkube.manager import CacheSyncTimeout, Manager, ManagerConfig
+    from llmkube.manager import CacheSyncTimeout, Manager
 
-    manager_config = ManagerConfig(
-        kubeconfig=args.kubeconfig,
-        namespace=args.namespace or None,
-        workers=args.workers,
-        leader_election=args.leader_elect,
-        lease_namespace=args.leader_election_namespace,
-        metrics_bind_address=args.metrics_bind_address,
-        health_bind_address=args.health_probe_bind_address,
-        log_level=args.log_level,
-        log_format=args.log_format,
-    )
+    try:
+        process_config = manager_config(args)
+    except ValueError as invalid:  # e.g. leader election timings that client-go would refuse
+        print(f"llmkube controller: {invalid}", file=sys.stderr)
+        return 2
     config = controllers_config(args)
 
     def setup(manager: Manager) -> None:
         setup_controllers(manager, config)
 
     try:
-        asyncio.run(Manager(manager_config).run(setup))
+        asyncio.run(Manager(process_config).run(setup))
     except (LeadershipLost, CacheSyncTimeout) as stopped:
         # Expected ways to stop: exit non-zero and let the Deployment restart the pod.
         print(f"llmkube controller stopped: {stopped}", file=sys.stderr)
@@ -221,6 +239,10 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "--leader-elect", action=argparse.BooleanOptionalAction, default=env("LLMKUBE_LEADER_ELECT") == "true"
     )
     parser.add_argument("--leader-election-namespace", default=env("POD_NAMESPACE", "llmkube-system"))
+    # kube-controller-manager's names; controller-runtime's defaults.
+    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0, help="seconds")
+    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0, help="seconds")
+    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0, help="seconds")
     parser.add_argument("--metrics-bind-address", default=env("LLMKUBE_METRICS_BIND_ADDRESS", ":8080"))
     parser.add_argument("--health-probe-bind-address", default=env("LLMKUBE_HEALTH_BIND_ADDRESS", ":8081"))
     parser.add_argument("--log-level", default=env("LLMKUBE_LOG_LEVEL", "info"))
@@ -235,6 +257,31 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-container-image", default="docker.io/curlimages/curl:8.18.0")
     parser.add_argument("--default-fsgroup", type=int, default=102)
     parser.add_argument("--model-revalidate-interval", type=float, default=3600.0, help="seconds")
+    parser.add_argument(
+        "--model-copy-bytes-per-second",
+        type=float,
+        default=0.0,
+        help="disk bandwidth cap of one model copy into the cache (0: no cap)",
+    )
+    parser.add_argument(
+        "--manage-priority-classes",
+        type=boolean_flag,
+        nargs="?",
+        const=True,
+        default=boolean_flag(env("LLMKUBE_MANAGE_PRIORITY_CLASSES", "true")),
+        help="create and repair the five llmkube-* PriorityClasses (default true); "
+        "false when the installer (kustomize, Helm, GitOps) owns them: they are then never written",
+    )
+
+
+def boolean_flag(value: str) -> bool:
+    """A Go-style boolean flag value: `--flag`, `--flag=true`, `--flag=false` (also 1/0, yes/no)."""
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,19 +17,30 @@ class ControllersConfig:
     model: ModelPlanConfig = field(default_factory=ModelPlanConfig)
     isvc_workers: int = 4
     model_workers: int = 2
+    #: disk bandwidth cap of one model copy into the cache (None: no cap)
+    model_copy_bytes_per_second: float | None = None
+    #: --manage-priority-classes: False leaves the five classes to the installer (never written)
+    manage_priority_classes: bool = True
 
 
 @dataclass
 class Controllers:
     inference_services: InferenceServiceController
     models: ModelController
-    priority_classes: PriorityClassController
+    #: None when the installer owns the classes (--manage-priority-classes=false)
+    priority_classes: PriorityClassController | None
 
 
 def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Controllers:
     metrics = default_metrics()
     return Controllers(
         inference_services=InferenceServiceController(host, config.operator, metrics, config.isvc_workers),
-        models=ModelController(host, config.model, metrics, config.model_workers),
-        priority_classes=PriorityClassController(host),
+        models=ModelController(
+            host,
+            config.model,
+            metrics,
+            config.model_workers,
+            copy_bytes_per_second=config.model_copy_bytes_per_second,
+        ),
+        priority_classes=PriorityClassController(host) if config.manage_priority_classes else None,
     )

@@ -11,8 +11,10 @@ The pieces, bottom up (each module is named after its concept):
   :class:`Watch` says which changes wake which keys.
 * ``apply`` / ``compare`` / ``managed_fields``: server-side apply only when our owned fields differ;
   ``field_policy`` / ``field_transfer``: what a kind needs beyond it (recreate, take over, hand over).
-* ``leader_election`` / ``leader_state``: a Lease elector; ``events`` / ``event_series``: Events
-  with series aggregation.
+* ``leader_election`` / ``leader_state`` / ``leadership``: a Lease elector, and the write guard the
+  client asks before every mutating request; ``events`` / ``event_series`` / ``event_backlog``:
+  Events with series aggregation and a bounded write backlog.
+* ``blocking``: blocking work in stoppable daemon threads (never holds up a shutdown).
 """
 
 from llmkube.kube.apply import Applier, ApplyOutcome, ApplyResult

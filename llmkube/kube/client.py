@@ -2,16 +2,19 @@
 
 One instance per process (one connection pool).  Every request is counted in
 ``rest_client_requests_total{code,method,host}`` and in :attr:`ApiClient.request_counts`, which
-tests use to prove that a converged controller makes no mutating request.
+tests use to prove that a converged controller makes no mutating request.  With leader election,
+:attr:`ApiClient.write_guard` is asked before every mutating request (leadership.py), so nothing
+is written without the lease.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import urlencode, urlsplit
 
 import orjson
@@ -33,6 +36,7 @@ __all__ = [
     "STRATEGIC_MERGE_PATCH",
     "USER_AGENT",
     "ApiClient",
+    "WriteGuard",
 ]
 
 USER_AGENT: Final = f"llmkube-controller/{llmkube.__version__}"
@@ -48,6 +52,12 @@ MUTATING_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _DEFAULT_TIMEOUT = RequestTimeout()
 
 Params = Mapping[str, str | int | bool | None]
+
+
+class WriteGuard(Protocol):
+    def check_write(self, method: str, path: str) -> None:
+        """Raise to refuse a mutating request before it is sent."""
+        ...
 
 
 def _encode_params(params: Params | None) -> str:
@@ -85,11 +95,20 @@ class ApiClient:
         self._clock = clock or RealClock()
         #: (method, status code or "<error>") -> number of requests made by this client.
         self.request_counts: Counter[tuple[str, str]] = Counter()
+        #: asked before every POST/PUT/PATCH/DELETE (each attempt, retries included)
+        self.write_guard: WriteGuard | None = None
 
     @classmethod
     def from_config(cls, config: ClientConfig, **kwargs: Any) -> ApiClient:
         transport = AiohttpTransport(config.ssl_context, server_hostname=config.tls_server_name)
         return cls(config.host, transport=transport, auth=config.auth, **kwargs)
+
+    def without_write_guard(self) -> ApiClient:
+        """The same client (connection pool, credentials, counters) without the write guard: for
+        the leader elector, whose Lease writes are what the guard is about."""
+        view = copy.copy(self)
+        view.write_guard = None
+        return view
 
     async def close(self) -> None:
         await self._transport.close()
@@ -138,6 +157,8 @@ class ApiClient:
         attempt = 0
         while True:
             attempt += 1
+            if self.write_guard is not None and method in MUTATING_METHODS:
+                self.write_guard.check_write(method, path)  # also before a retry: time has passed
             headers = {"User-Agent": self._user_agent, "Accept": "application/json"}
             headers.update(await self._auth.headers())
             if content_type is not None:

@@ -8,13 +8,17 @@ come from ``monotonic()`` (never the wall clock: NTP steps must not expire a lea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
+from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-__all__ = ["Clock", "FakeClock", "RealClock", "format_micro_time", "parse_time"]
+__all__ = ["Clock", "FakeClock", "RealClock", "format_micro_time", "parse_time", "run_within"]
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -93,6 +97,24 @@ class FakeClock:
             await settle()
         self._now = target
         await settle()
+
+
+async def run_within(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
+    """Await ``work`` for at most ``seconds`` of ``clock``'s time (``asyncio.timeout`` only knows
+    the loop's clock); past that it is cancelled and TimeoutError raised."""
+    task = asyncio.ensure_future(work)
+    timer = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if task.cancelled():
+        raise TimeoutError(f"not done within {seconds:.1f}s")
+    return task.result()
 
 
 async def settle(rounds: int = 20) -> None:

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 import structlog
 
 from llmkube.kube import metrics
+from llmkube.kube.blocking import StopRequested
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.errors import ApiError
 from llmkube.kube.handlers import Mapper
+from llmkube.kube.leadership import NotLeader
 from llmkube.kube.predicates import Predicate
 from llmkube.kube.ratelimit import RateLimiter
 from llmkube.kube.store import Change
@@ -41,8 +43,15 @@ log = structlog.get_logger("llmkube.kube.controller")
 RESULT_LABELS = ("success", "error", "requeue", "requeue_after")
 
 #: Failures that are part of normal operation (the API server said no, the network hiccupped, a
-#: timeout fired); anything else escaping a reconcile is a bug and is also counted as a panic.
-EXPECTED_FAILURES: tuple[type[BaseException], ...] = (ApiError, TransportError, TimeoutError)
+#: timeout fired, the leader lease is gone, blocking work was stopped); anything else escaping a
+#: reconcile is a bug and is also counted as a panic.
+EXPECTED_FAILURES: tuple[type[BaseException], ...] = (
+    ApiError,
+    TransportError,
+    TimeoutError,
+    NotLeader,
+    StopRequested,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +161,14 @@ class Controller:
                     await task
         self._tasks = []
         self._log.info("workers stopped")
+
+    def abort(self) -> None:
+        """Stop taking keys and cancel in-flight reconciles now (e.g. the leader lease is gone:
+        nothing they still do may count).  ``stop()`` then only collects the workers."""
+        self._stopping = True
+        self.queue.shut_down()
+        for task in self._tasks:
+            task.cancel()
 
     async def _worker(self) -> None:
         while True:

@@ -20,8 +20,15 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "error_from_response",
+    "is_resource_version_too_large",
+    "namespace_terminating",
     "parse_retry_after",
 ]
+
+#: ``Status.details.causes[].reason`` of a request for a resourceVersion newer than the server
+#: knows (metav1.CauseTypeResourceVersionTooLarge): after an etcd restore, or from a lagging
+#: API server's watch cache.
+RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,14 @@ class ServerTimeout(ApiError):
     pass
 
 
+def is_resource_version_too_large(error: BaseException) -> bool:
+    """The server refused a resourceVersion it has not reached (504 Timeout carrying the
+    ``ResourceVersionTooLarge`` cause).  Decided from the cause, never from the message."""
+    return isinstance(error, ApiError) and any(
+        cause.reason == RESOURCE_VERSION_TOO_LARGE for cause in error.causes
+    )
+
+
 _BY_REASON: dict[str, type[ApiError]] = {
     "NotFound": NotFound,
     "AlreadyExists": AlreadyExists,
@@ -156,3 +171,13 @@ def error_from_response(status: int, body: bytes, retry_after_header: str | None
     except orjson.JSONDecodeError:
         decoded = body.decode("utf-8", "replace").strip()
     return error_from_status(status, decoded, parse_retry_after(retry_after_header))
+
+
+def namespace_terminating(error: ApiError) -> bool:
+    """The API refuses new objects in a namespace being deleted (403 with cause
+    NamespaceTerminating): not an RBAC problem, and retrying cannot help."""
+    if not isinstance(error, Forbidden):
+        return False
+    return any(cause.reason == "NamespaceTerminating" for cause in error.causes) or (
+        "because it is being terminated" in error.message
+    )

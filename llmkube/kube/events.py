@@ -1,7 +1,10 @@
 """An ``events.k8s.io/v1`` Event recorder with series aggregation (see event_series.py).
 
 ``recorder.event(obj, "Warning", "InsufficientGPU", "0/3 nodes have nvidia.com/gpu")`` never
-blocks and never fails the caller: Events are written by a background task, best effort.
+blocks and never fails the caller: Events are written by a background task, best effort, from a
+bounded backlog (event_backlog.py) that drops its oldest write when full, counted in
+``llmkube_events_dropped_total{reason="queue_full"}``; the spam filter's refusals are counted with
+``reason="rate_limited"``.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ import socket
 
 import structlog
 
+from llmkube.kube import metrics
 from llmkube.kube.client import MERGE_PATCH, ApiClient
 from llmkube.kube.clock import Clock, RealClock, format_micro_time
 from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.event_backlog import DEFAULT_BACKLOG_LIMIT, EventBacklog, PendingWrite
 from llmkube.kube.event_series import EventKey, SeriesCache, SeriesEntry, Verdict
+from llmkube.kube.leadership import NotLeader
 from llmkube.kube.resource import EVENTS
 from llmkube.kube.transport import TransportError
 from llmkube.kube.types import Obj
@@ -50,10 +56,11 @@ class EventRecorder:
         self,
         client: ApiClient,
         *,
-        reporting_controller: str = "llmkube-controller",
+        reporting_controller: str,
         reporting_instance: str | None = None,
         clock: Clock | None = None,
         series: SeriesCache | None = None,
+        backlog_limit: int = DEFAULT_BACKLOG_LIMIT,
     ) -> None:
         self.client = client
         self.reporting_controller = reporting_controller[:_FIELD_LIMIT]
@@ -62,10 +69,16 @@ class EventRecorder:
         ]
         self._clock = clock or RealClock()
         self.series = series or SeriesCache()
-        self._pending: asyncio.Queue[tuple[Verdict, SeriesEntry, Obj | None]] = asyncio.Queue()
+        self._backlog = EventBacklog(backlog_limit)
+        self._queued = asyncio.Event()  # set while the backlog may hold something
         self._sequence = itertools.count()
         self._task: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
+
+    @property
+    def pending(self) -> int:
+        """How many writes wait for the API server."""
+        return len(self._backlog)
 
     # -- recording ------------------------------------------------------------------------------
 
@@ -96,14 +109,24 @@ class EventRecorder:
         namespace = reference.get("namespace") or "default"
         decision = self.series.record(key, name, namespace, now)
         if decision.verdict is Verdict.DROPPED:
+            metrics.EVENTS_DROPPED.labels("rate_limited").inc()
             log.debug("event rate-limited", reason=reason, regarding=reference.get("name"))
             return
         assert decision.entry is not None
         if decision.verdict is Verdict.CREATE:
             body = self._event_object(decision.entry, reference, related)
-            self._pending.put_nowait((Verdict.CREATE, decision.entry, body))
+            self._enqueue(PendingWrite(Verdict.CREATE, decision.entry, body))
         elif decision.verdict is Verdict.PATCH:
-            self._pending.put_nowait((Verdict.PATCH, decision.entry, None))
+            self._enqueue(PendingWrite(Verdict.PATCH, decision.entry))
+
+    def _enqueue(self, write: PendingWrite) -> None:
+        for dropped in self._backlog.push(write):
+            metrics.EVENTS_DROPPED.labels("queue_full").inc()
+            if dropped.verdict is Verdict.CREATE:
+                # Never created: the next occurrence must create it, not patch a missing Event.
+                self._forget(dropped.entry)
+            log.debug("event backlog full, dropped the oldest write", reason=dropped.entry.key.reason)
+        self._queued.set()
 
     def _unique_suffix(self) -> str:
         nanos = int(self._clock.now().timestamp() * 1e9)
@@ -149,34 +172,47 @@ class EventRecorder:
 
     async def drain(self) -> None:
         """Write everything queued so far (used by tests and at shutdown)."""
-        while not self._pending.empty():
-            await self._write(*self._pending.get_nowait())
+        while (write := self._backlog.pop()) is not None:
+            await self._write(write)
 
     async def _writer(self) -> None:
         while True:
-            item = await self._pending.get()
-            await self._write(*item)
+            write = self._backlog.pop()
+            if write is None:
+                self._queued.clear()
+                await self._queued.wait()
+                continue
+            await self._write(write)
 
     async def _heartbeat(self) -> None:
         while True:
             await self._clock.sleep(self.series.refresh)
             now = self._clock.monotonic()
             for entry in [*self.series.due(now), *self.series.expire(now)]:
-                self._pending.put_nowait((Verdict.PATCH, entry, None))
+                self._enqueue(PendingWrite(Verdict.PATCH, entry))
 
-    async def _write(self, verdict: Verdict, entry: SeriesEntry, body: Obj | None) -> None:
+    async def _write(self, write: PendingWrite) -> None:
+        verdict, entry = write.verdict, write.entry
         try:
             if verdict is Verdict.CREATE:
-                assert body is not None
-                await self.client.create(EVENTS, body)
+                assert write.body is not None
+                await self.client.create(EVENTS, write.body)
                 return
             count = entry.count
             patch = {"series": {"count": count, "lastObservedTime": format_micro_time(self._clock.now())}}
             await self.client.patch(EVENTS, entry.name, patch, entry.namespace, patch_type=MERGE_PATCH)
             self.series.written(entry, count, self._clock.monotonic())
+        except NotLeader:
+            self._forget(entry)  # not ours to write any more (the next leader reports what it sees)
         except NotFound:
-            self.series.forget(entry)  # the Event expired on the server: the next occurrence starts anew
+            self._forget(entry)  # the Event expired on the server: the next occurrence starts anew
         except (ApiError, TransportError) as error:
             log.warning("could not write event", reason=entry.key.reason, error=repr(error))
             if verdict is Verdict.CREATE:
-                self.series.forget(entry)
+                self._forget(entry)
+
+    def _forget(self, entry: SeriesEntry) -> None:
+        """A series whose Event does not exist: later occurrences start a new one, and refreshes
+        still queued for it would only fail."""
+        self.series.forget(entry)
+        self._backlog.discard(entry)

@@ -4,10 +4,21 @@
 Use::
 
     elector = LeaderElector(client, namespace="llmkube-system", name="882d6afe.llmkube.dev")
+    client.write_guard = elector.leadership   # nothing is written without the lease
     await elector.acquire()        # returns once we are the leader
-    lost = asyncio.create_task(elector.hold())   # returns if we fail to renew within the deadline
+    lost = asyncio.create_task(elector.hold())   # raises LeadershipLost when the lease is lost
     ...
     await elector.release()        # on shutdown: write a released record so others take over now
+
+Leadership ends (and :attr:`LeaderElector.leadership` stops granting writes) at the first of:
+
+* ``renew_deadline`` after the start of the last successful renewal.  The whole renewal round is
+  bounded, every attempt and every request in it, not only checked between attempts: one attempt
+  can be three requests, and with 5 s each it used to carry a leader that could not reach the
+  API server 12 s past its last renewal (client-go bounds its round the same way, counting from
+  one retry period later);
+* a renewal that finds another holder in the Lease: someone else holds it, we stop at once
+  (client-go would keep retrying, and acting, until its deadline).
 """
 
 from __future__ import annotations
@@ -21,9 +32,10 @@ import structlog
 
 from llmkube.kube import metrics
 from llmkube.kube.client import ApiClient
-from llmkube.kube.clock import Clock, RealClock
-from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.clock import Clock, RealClock, run_within
+from llmkube.kube.errors import ApiError, Conflict, NotFound
 from llmkube.kube.leader_state import JITTER_FACTOR, Action, ElectionState, LeaderElectionTiming, LeaseRecord
+from llmkube.kube.leadership import Leadership
 from llmkube.kube.resource import LEASES
 from llmkube.kube.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj
@@ -34,7 +46,7 @@ log = structlog.get_logger("llmkube.kube.leader_election")
 
 
 class LeadershipLost(Exception):
-    """The leader could not renew its lease within the renew deadline."""
+    """The leader could not renew its lease within the renew deadline, or someone else holds it."""
 
 
 def default_identity() -> str:
@@ -55,15 +67,18 @@ class LeaderElector:
         clock: Clock | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.client = client
+        # The Lease requests are what the write guard is about: never guarded themselves.
+        self.client = client.without_write_guard()
         self.namespace = namespace
         self.name = name
         self.timing = timing or LeaderElectionTiming()
         self.state = ElectionState(identity or default_identity(), self.timing)
         self._clock = clock or RealClock()
         self._rng = rng or random.Random()
+        self.leadership = Leadership(self._clock)
         self._lease: Obj | None = None  # the Lease as last read or written (carries its resourceVersion)
-        # Each request must end well within the renew deadline, or a hung PATCH overruns it.
+        self._renewed_at: float | None = None  # monotonic start of the last successful acquire/renew
+        # A hung request gives up in time for the next attempt (the round itself is bounded too).
         self._request_timeout = RequestTimeout(total=max(1.0, self.timing.renew_deadline / 2), connect=2.0)
         self._gauge = metrics.LEADER_ELECTION_MASTER_STATUS.labels(name)
         self._gauge.set(0)
@@ -75,7 +90,7 @@ class LeaderElector:
 
     @property
     def is_leader(self) -> bool:
-        return self.state.is_leader() and self.state.lease_valid(self._clock.monotonic())
+        return self.leadership.held and self.state.is_leader()
 
     # -- the loops ------------------------------------------------------------------------------
 
@@ -89,26 +104,55 @@ class LeaderElector:
         self._log.info("acquired leader lease")
 
     async def hold(self) -> None:
-        """Renew every retry period; return (raise :class:`LeadershipLost`) when a renewal round has
-        not succeeded within the renew deadline."""
+        """Renew every retry period until the lease is lost, then raise :class:`LeadershipLost`
+        (the right to write was revoked at that same moment)."""
         while True:
             await self._clock.sleep(self.timing.retry_period)
-            round_started = self._clock.monotonic()
-            while not await self.try_acquire_or_renew():
-                if self._clock.monotonic() - round_started >= self.timing.renew_deadline:
-                    self._gauge.set(0)
-                    self._log.error("failed to renew the leader lease within the renew deadline")
-                    raise LeadershipLost(f"lost lease {self.namespace}/{self.name}")
-                await self._clock.sleep(self.timing.retry_period)
+            assert self._renewed_at is not None, "acquire() before hold()"
+            deadline = self._renewed_at + self.timing.renew_deadline
+            try:
+                await run_within(self._clock, deadline - self._clock.monotonic(), self._renew(deadline))
+            except TimeoutError:
+                self._lose("failed to renew the leader lease within the renew deadline")
+
+    async def _renew(self, deadline: float) -> None:
+        """Attempt every retry period until one succeeds (the caller bounds the whole round)."""
+        while not await self.try_acquire_or_renew():
+            if not self.state.is_leader():
+                holder = self.state.observed.holder if self.state.observed else ""
+                self._lose("another candidate holds the leader lease", holder=holder)
+            await self._clock.sleep(
+                min(self.timing.retry_period, max(0.0, deadline - self._clock.monotonic()))
+            )
+
+    def _lose(self, why: str, **details: str) -> None:
+        self.leadership.revoke(lost=True)
+        self._gauge.set(0)
+        self._log.error(why, **details)
+        raise LeadershipLost(f"lost lease {self.namespace}/{self.name}: {why}")
 
     async def release(self) -> bool:
         """Hand the lease back (only if we hold it); True when the released record was written."""
+        self.leadership.revoke(lost=False)  # no more writes of ours from here on
         record = self.state.release(self._clock.now())
         self._gauge.set(0)
         if record is None or self._lease is None:
             return False
         try:
-            await self._write(record)
+            try:
+                await self._write(record)
+            except Conflict:
+                # A renewal we stopped waiting for (cancelled at shutdown) may have landed since:
+                # release what is there, if it is still ours.
+                current = await self.client.get(
+                    LEASES, self.name, self.namespace, request_timeout=self._request_timeout
+                )
+                self._lease = current
+                self.state.observe(LeaseRecord.from_lease(current), self._clock.monotonic())
+                record = self.state.release(self._clock.now())
+                if record is None:
+                    return False
+                await self._write(record)
         except (ApiError, TransportError) as error:
             self._log.warning("could not release the leader lease", error=repr(error))
             return False
@@ -118,7 +162,18 @@ class LeaderElector:
     # -- one attempt ----------------------------------------------------------------------------
 
     async def try_acquire_or_renew(self) -> bool:
-        now, wall = self._clock.monotonic(), self._clock.now()
+        """One attempt; on success the right to write runs until ``renew_deadline`` after its start
+        (the server stored our record after we sent it: nobody can take over before that plus
+        ``lease_duration``)."""
+        started = self._clock.monotonic()
+        if await self._attempt(started):
+            self._renewed_at = started
+            self.leadership.grant(started + self.timing.renew_deadline)
+            return True
+        return False
+
+    async def _attempt(self, now: float) -> bool:
+        wall = self._clock.now()
         fast = self.state.fast_path(now, wall)
         if fast is not None and self._lease is not None:
             try:

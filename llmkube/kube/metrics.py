@@ -8,6 +8,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
     "ACTIVE_WORKERS",
+    "EVENTS_DROPPED",
     "LEADER_ELECTION_MASTER_STATUS",
     "LEADER_ELECTION_SLOWPATH",
     "MAX_CONCURRENT_RECONCILES",
@@ -139,4 +140,13 @@ LEADER_ELECTION_SLOWPATH = Counter(
     "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify "
     "the lease. Please make sure to group by name.",
     ["name"],
+)
+
+# Not a client-go metric (its event broadcaster only logs what it drops): named in the project's
+# namespace, like a controller-runtime counter.
+EVENTS_DROPPED = Counter(
+    "llmkube_events_dropped_total",
+    "Events not written to the API server: the write backlog was full and its oldest write was "
+    "dropped (queue_full), or the per-object spam filter refused a new Event (rate_limited).",
+    ["reason"],
 )

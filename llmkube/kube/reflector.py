@@ -2,10 +2,12 @@
 ``tools/cache/reflector.go``, controller-semantics.md §1.1 and §2.6).
 
 * LIST pages of 500 from RV "0" at first; later relists ask for the last RV we synced to (served
-  from the watch cache, unpaged) and fall back to a quorum read (RV "") when that is Expired.
+  from the watch cache, unpaged) and fall back to a quorum read (RV "") when that is Expired or
+  "too large" (the server has not reached it: etcd restored from a backup, a lagging cache).
 * WATCH with ``allowWatchBookmarks``, a random 300-600 s ``timeoutSeconds``, a socket read
   timeout and an inactivity watchdog; a normal close re-watches from the last RV at once.
-* 410 Expired (HTTP or ERROR event) goes back to LIST; 429 backs off and re-watches; a watch that
+* 410 Expired (HTTP or ERROR event) goes back to LIST; a too-large RV goes back to a quorum LIST at
+  once (retrying it would wait for an RV that may never come); 429 backs off and re-watches; a watch that
   ends in under a second without events is a failure.  Failures back off 0.8 s .. 30 s with
   jitter; the backoff resets after two healthy minutes.
 """
@@ -24,14 +26,28 @@ import structlog
 from llmkube.kube.backoff import Backoff
 from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import Clock, RealClock
-from llmkube.kube.errors import ApiError, Expired, TooManyRequests, error_from_status
+from llmkube.kube.errors import (
+    ApiError,
+    Expired,
+    TooManyRequests,
+    error_from_status,
+    is_resource_version_too_large,
+)
 from llmkube.kube.lines import LineSplitter, LineTooLong
 from llmkube.kube.resource import Resource
 from llmkube.kube.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj
 from llmkube.kube.watchdog import Watchdog, WatchInactive
 
-__all__ = ["Reflector", "ReflectorSink", "ReflectorStats", "VeryShortWatch", "advance_rv", "relist_rv"]
+__all__ = [
+    "Reflector",
+    "ReflectorSink",
+    "ReflectorStats",
+    "VeryShortWatch",
+    "advance_rv",
+    "relist_rv",
+    "resource_version_unavailable",
+]
 
 log = structlog.get_logger("llmkube.kube.reflector")
 
@@ -57,6 +73,12 @@ def relist_rv(last_synced: str | None, unavailable: bool) -> str:
     if last_synced is None:
         return "0"  # first list: any freshness, served from the watch cache
     return last_synced  # "at least as fresh as what we had": never goes back in time
+
+
+def resource_version_unavailable(error: BaseException) -> bool:
+    """The RV we asked for cannot be served: compacted away (410 Expired) or not reached yet
+    (``ResourceVersionTooLarge``).  Either way only a quorum read moves us forward."""
+    return isinstance(error, Expired) or is_resource_version_too_large(error)
 
 
 def list_page_size(resource_version: str, paginated_before: bool, page_size: int) -> int:
@@ -169,15 +191,31 @@ class Reflector:
             except TransportError as exc:  # could not connect: back off, then re-watch
                 self._failed(exc)
                 await self._clock.sleep(self._backoff.next_delay(self._clock.monotonic()))
+            except ApiError as exc:
+                if not is_resource_version_too_large(exc):
+                    raise
+                # The server has not reached our RV (and may never: etcd restored from a backup).
+                # Asking again for the same RV would wait for ever; relist from etcd instead.
+                self._log.info("watch resourceVersion too large, relisting from etcd", error=exc.message)
+                self._rv_unavailable = True
+                return
 
     # -- LIST -----------------------------------------------------------------------------------
 
     async def relist(self) -> None:
         rv = relist_rv(self.last_sync_rv, self._rv_unavailable)
+        if self._rv_unavailable:
+            self.stats.quorum_relists += 1
         try:
             items, list_rv = await self._list_pages(rv)
-        except Expired:
-            self._log.info("list resourceVersion expired, relisting from etcd", resource_version=rv)
+        except ApiError as exc:
+            if rv == "" or not resource_version_unavailable(exc):
+                raise
+            self._log.info(
+                "list resourceVersion unavailable, relisting from etcd",
+                resource_version=rv,
+                reason=exc.reason,
+            )
             self._rv_unavailable = True
             self.stats.quorum_relists += 1
             items, list_rv = await self._list_pages("")

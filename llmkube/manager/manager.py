@@ -22,8 +22,10 @@ A program registers its controllers in a ``setup`` function and hands it to :met
 (they warm up while waiting for leadership), acquires the lease, waits for every cache to sync,
 starts the workers, and runs until SIGTERM/SIGINT or :meth:`request_shutdown`; it then stops taking
 work, lets in-flight reconciles finish, releases the lease and closes everything within
-``graceful_shutdown_timeout``.  Losing the lease stops the workers and raises
-:class:`~llmkube.kube.leader_election.LeadershipLost` (exit and let Kubernetes restart the pod).
+``graceful_shutdown_timeout``.  Losing the lease (before the workers start, while they run, or
+while they drain) stops them at once, in-flight reconciles included, and raises
+:class:`~llmkube.kube.leader_election.LeadershipLost` (exit and let Kubernetes restart the pod);
+from the moment of the loss the client refuses every write (``ApiClient.write_guard``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import prometheus_client
 import structlog
 
 from llmkube.kube.apply import Applier
+from llmkube.kube.blocking import DaemonThreadExecutor
 from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.config import load_client_config
@@ -49,9 +52,10 @@ from llmkube.kube.controller import Controller, Reconciler
 from llmkube.kube.events import EventRecorder
 from llmkube.kube.handlers import Watch
 from llmkube.kube.informer import Informer
-from llmkube.kube.leader_election import LeaderElector
+from llmkube.kube.leader_election import LeaderElector, LeadershipLost
 from llmkube.kube.ratelimit import RateLimiter
 from llmkube.kube.resource import Resource
+from llmkube.kube.transform import Transform
 from llmkube.manager.config import ManagerConfig, parse_bind_address
 from llmkube.manager.logs import configure_logging
 from llmkube.manager.probes import HttpEndpoints
@@ -122,7 +126,7 @@ class Manager:
     def recorder(self) -> EventRecorder:
         if self._recorder is None:
             self._recorder = EventRecorder(
-                self.client, reporting_controller=self.config.field_manager, clock=self._clock
+                self.client, reporting_controller=self.config.event_reporter, clock=self._clock
             )
         return self._recorder
 
@@ -140,10 +144,13 @@ class Manager:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        transform: Transform | None = None,
     ) -> Informer:
         """The shared informer for this resource, scope and selectors (created on first use).
 
-        ``namespace=None`` means the manager's namespace scope; cluster-scoped kinds have none."""
+        ``namespace=None`` means the manager's namespace scope; cluster-scoped kinds have none.
+        ``transform`` trims objects before they are cached (only on creation: ask for it before any
+        watch of the same informer; a second, different transform is a programming error)."""
         scope = (namespace or self.config.watch_namespace) if resource.namespaced else None
         key = _InformerKey(resource, scope, label_selector or None, field_selector or None)
         informer = self._informers.get(key)
@@ -155,10 +162,13 @@ class Manager:
                 namespace=scope,
                 label_selector=key.label_selector,
                 field_selector=key.field_selector,
+                transform=transform,
                 field_manager=self.config.field_manager,
                 clock=self._clock,
             )
             self._informers[key] = informer
+        elif transform is not None and informer.transform is not transform:
+            raise ValueError(f"the informer for {resource} already caches with another transform")
         return informer
 
     def add_controller(
@@ -259,6 +269,9 @@ class Manager:
     async def run(self, setup: Setup | None = None) -> None:
         if self.config.configure_logging:
             configure_logging(self.config.log_level, self.config.log_format)
+        # asyncio.run joins the default executor at exit without a timeout: calls made there by
+        # code we do not control (aiohttp's DNS lookups) must not be able to hold up a shutdown.
+        asyncio.get_running_loop().set_default_executor(DaemonThreadExecutor())
         await self.connect()
         try:
             if setup is not None:
@@ -288,11 +301,17 @@ class Manager:
                     timing=self.config.leader_timing,
                     clock=self._clock,
                 )
-                if not await self._until_shutdown(self.elector.acquire()):
+                # From here on nothing is written without the lease (the elector's own Lease
+                # requests excepted): not before we win it, not after we lose it.
+                self.client.write_guard = self.elector.leadership
+                if not await self._until_stopped(self.elector.acquire()):
                     return
                 holding = asyncio.get_running_loop().create_task(self.elector.hold(), name="leader:hold")
-            if not await self._until_shutdown(self._wait_for_caches()):
+            # A lease lost while the caches sync ends the run before any worker starts.
+            if not await self._until_stopped(self._wait_for_caches(), holding):
                 return
+            if not self.is_leader:  # the lease ran out between two checks of the renew loop
+                raise LeadershipLost("the leader lease ran out before the controllers started")
             # The caches are now the bulk of the heap and live long: move them out of the cyclic
             # GC's reach, or every full collection traverses them again (see
             # bench/bench_kube_informer.py: ~88 us/event during the initial burst, ~20 after).
@@ -306,37 +325,39 @@ class Manager:
                 )
             self.controllers_started.set()
             log.info("controllers started", controllers=sorted(self._controllers), leader=self.is_leader)
-            shutdown = asyncio.get_running_loop().create_task(self._wait_for_shutdown())
-            waiting: set[asyncio.Task[None]] = {shutdown}
-            if holding is not None:
-                waiting.add(holding)
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            shutdown.cancel()
-            if holding is not None and holding in done:
-                holding.result()  # raises LeadershipLost
+            await self._until_stopped(self._wait_forever(), holding)
         finally:
-            if holding is not None and not holding.done():
-                holding.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await holding
-            await self._graceful_stop()
+            await self._graceful_stop(holding)
 
-    async def _until_shutdown(self, work: Coroutine[Any, Any, None]) -> bool:
-        """Run ``work`` unless a shutdown comes first (then cancel it and return False)."""
-        task = asyncio.get_running_loop().create_task(work)
-        shutdown = asyncio.get_running_loop().create_task(self._wait_for_shutdown())
-        done, _ = await asyncio.wait({task, shutdown}, return_when=asyncio.FIRST_COMPLETED)
-        shutdown.cancel()
-        if task in done:
-            task.result()
-            return True
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        return False
+    async def _until_stopped(
+        self, work: Coroutine[Any, Any, None], holding: asyncio.Task[None] | None = None
+    ) -> bool:
+        """Run ``work`` unless a shutdown comes first (then cancel it and return False) or the
+        lease is lost first (then cancel it and raise :class:`LeadershipLost`)."""
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(work)
+        shutdown = loop.create_task(self._wait_for_shutdown())
+        waiting = {task, shutdown} | ({holding} if holding is not None else set())
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            shutdown.cancel()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if holding is not None and holding.done():
+            holding.result()  # raises LeadershipLost
+        if task.cancelled():
+            return False
+        task.result()
+        return True
 
     async def _wait_for_shutdown(self) -> None:
         await self._shutdown.wait()
+
+    async def _wait_forever(self) -> None:
+        await asyncio.Event().wait()
 
     async def _wait_for_caches(self) -> None:
         try:
@@ -351,33 +372,60 @@ class Manager:
             ) from None
         log.info("caches synced", informers=len(self._informers))
 
-    async def _graceful_stop(self) -> None:
-        """Stop taking work, let reconciles finish, release the lease, close: all within the timeout."""
+    def _lease_lost(self) -> bool:
+        return self.elector is not None and self.elector.leadership.lost
+
+    async def _graceful_stop(self, holding: asyncio.Task[None] | None) -> None:
+        """Stop taking work, let reconciles finish, release the lease, close: all within the timeout.
+
+        The lease is renewed while reconciles drain (a drain can outlast the renew deadline).  Once
+        the lease is lost, before or during the drain, nothing waits any more: in-flight reconciles
+        are cancelled (their writes are refused anyway) and queued Events dropped."""
         self._stopping = True
         deadline = self._clock.monotonic() + self.config.graceful_shutdown_timeout
 
         def remaining() -> float:
             return max(0.0, deadline - self._clock.monotonic())
 
-        log.info("shutting down", grace=self.config.graceful_shutdown_timeout)
+        log.info("shutting down", grace=self.config.graceful_shutdown_timeout, lease_lost=self._lease_lost())
         for task in self._running_tasks.values():
             task.cancel()
         for task in self._running_tasks.values():
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         # Leave a little time for the lease release and for closing.
-        grace = max(0.0, remaining() - 2.0)
-        await asyncio.gather(*(controller.stop(grace=grace) for controller in self._controllers.values()))
+        await self._stop_controllers(0.0 if self._lease_lost() else max(0.0, remaining() - 2.0), holding)
         if self._recorder is not None:
-            await self._recorder.stop(grace=min(1.0, remaining()))
+            await self._recorder.stop(grace=0.0 if self._lease_lost() else min(1.0, remaining()))
+        if holding is not None and not holding.done():
+            holding.cancel()
+        if holding is not None:
+            with contextlib.suppress(asyncio.CancelledError, LeadershipLost):
+                await holding
         if self.elector is not None:
+            # After a loss this only succeeds if nobody wrote the Lease since our last renewal (the
+            # write carries its resourceVersion); then it hands over sooner.  Never wait long.
+            bound = min(1.0, remaining()) if self._lease_lost() else max(0.5, remaining())
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(max(0.5, remaining())):
+                async with asyncio.timeout(bound):
                     await self.elector.release()
         await asyncio.gather(*(informer.stop() for informer in self._informers.values()))
         await self.http.close()
         gc.unfreeze()  # whatever the caches held is ordinary garbage from now on
         log.info("stopped")
+
+    async def _stop_controllers(self, grace: float, holding: asyncio.Task[None] | None) -> None:
+        async def stop_all() -> None:
+            await asyncio.gather(*(controller.stop(grace=grace) for controller in self._controllers.values()))
+
+        stopping = asyncio.get_running_loop().create_task(stop_all())
+        if holding is not None and not holding.done():
+            await asyncio.wait({stopping, holding}, return_when=asyncio.FIRST_COMPLETED)
+            if not stopping.done():  # the lease was lost while reconciles drained
+                log.warning("leader lease lost during shutdown: cancelling in-flight reconciles")
+                for controller in self._controllers.values():
+                    controller.abort()
+        await stopping
 
     # -- process plumbing -----------------------------------------------------------------------
 

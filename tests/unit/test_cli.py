@@ -7,7 +7,7 @@ import yaml
 
 from llmkube import __version__
 from llmkube.api.crds import all_crds
-from llmkube.cli import build_parser, controllers_config, main
+from llmkube.cli import build_parser, controllers_config, main, manager_config
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,3 +52,30 @@ def test_controller_defaults_match_the_reference_flags() -> None:
     assert config.operator.init_container_image == "docker.io/curlimages/curl:8.18.0"
     assert config.operator.default_fsgroup == 102
     assert config.model.revalidate_interval == timedelta(hours=1)
+
+
+def test_leader_election_and_copy_flags() -> None:
+    args = build_parser().parse_args(
+        [
+            "controller",
+            "--leader-elect",
+            "--leader-elect-lease-duration=30",
+            "--leader-elect-renew-deadline=20",
+            "--leader-elect-retry-period=4",
+            "--model-copy-bytes-per-second=1048576",
+        ]
+    )
+    timing = manager_config(args).leader_timing
+    assert (timing.lease_duration, timing.renew_deadline, timing.retry_period) == (30, 20, 4)
+    assert controllers_config(args).model_copy_bytes_per_second == 1048576
+    defaults = build_parser().parse_args(["controller"])
+    timing = manager_config(defaults).leader_timing
+    assert (timing.lease_duration, timing.renew_deadline, timing.retry_period) == (15, 10, 2)
+    assert controllers_config(defaults).model_copy_bytes_per_second is None
+
+
+def test_leader_election_timings_client_go_would_refuse_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["controller", "--leader-elect-lease-duration=10", "--leader-elect-renew-deadline=10"]) == 2
+    assert "greater than the renew deadline" in capsys.readouterr().err

@@ -1,11 +1,19 @@
 """The files of one Model in the controller cache `<cache>/<cacheKey>/` (reference §7.4, §3.3 b)."""
 
+import contextlib
 import errno
 import os
+import time
 
 from llmkube.plan.model import LEGACY_BASENAME, CachedFile
 
 MODEL_SUFFIX = ".gguf"
+# A copy in flight: `<model_dir>/.model-XXXXXXXX.tmp`, renamed to its `*.gguf` name when complete.
+TEMP_PREFIX = ".model-"
+TEMP_SUFFIX = ".tmp"
+# A copy in flight writes its temp file every chunk (8 MiB); one untouched this long belongs to a
+# process that died mid-copy (SIGKILL, OOM, node failure) and would hold its gigabytes for ever.
+STALE_TEMP_SECONDS = 600.0
 
 # Filesystems without hard links answer link() with one of these; fall back to check-then-rename.
 _NO_HARD_LINKS = frozenset(
@@ -95,3 +103,27 @@ def place_canonically(path: str, canonical_basename: str) -> str:
         return path
     target = os.path.join(directory, canonical_basename)
     return target if rename_no_replace(path, target) else path
+
+
+def remove_stale_temp_files(model_dir: str, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
+    """Delete temp copies nobody has written to for `older_than` seconds; returns what was removed.
+    A fresh one may be another worker's copy in flight (two Models sharing a cache key): kept."""
+    removed = []
+    cutoff = time.time() - older_than
+    try:
+        with os.scandir(model_dir) as entries:
+            stale = [
+                entry.path
+                for entry in entries
+                if entry.name.startswith(TEMP_PREFIX)
+                and entry.name.endswith(TEMP_SUFFIX)
+                and entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_mtime < cutoff
+            ]
+    except OSError:
+        return []
+    for path in stale:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+            removed.append(path)
+    return removed

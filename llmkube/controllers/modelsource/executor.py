@@ -23,6 +23,7 @@ from llmkube.controllers.modelsource.fingerprint import (
 from llmkube.controllers.modelsource.localcopy import copy_local_model, verify_cached_file
 from llmkube.controllers.modelsource.oserrors import describe, fetch_failure_for
 from llmkube.controllers.modelsource.remoteheader import HeaderReadOptions, read_remote_gguf_metadata
+from llmkube.kube.blocking import StopFlag, run_in_daemon_thread
 from llmkube.plan.model import (
     ActionKind,
     CachedFile,
@@ -56,18 +57,23 @@ class PlanLoopError(RuntimeError):
 
 @dataclass(frozen=True)
 class ModelSourceIO:
-    """The I/O side of the Model controller. `session` is the controller's one aiohttp session."""
+    """The I/O side of the Model controller. `session` is the controller's one aiohttp session;
+    `stop` stops every copy and hash in flight (set when the controller shuts down: a copy is not
+    worth holding up a shutdown or a hand-over for, the next leader starts it afresh);
+    `copy_bytes_per_second` caps the disk bandwidth of each copy (None: no cap)."""
 
     session: aiohttp.ClientSession
     probe_timeout: aiohttp.ClientTimeout = DEFAULT_PROBE_TIMEOUT
     header_options: HeaderReadOptions = field(default_factory=HeaderReadOptions)
+    stop: StopFlag | None = None
+    copy_bytes_per_second: float | None = None
 
     async def observe_cached_file(self, model: Model, config: ModelPlanConfig) -> CachedFile | None:
         """What `<cache>/<cacheKey>/` holds for a controller-cached (local, non-metal) Model."""
         if not is_controller_cached(model):
             return None
         layout = cache_layout(model, config)
-        return await asyncio.to_thread(find_cached_file, layout.model_dir, layout.preferred_basename)
+        return await run_in_daemon_thread(find_cached_file, layout.model_dir, layout.preferred_basename)
 
     async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
         """Do `action`; return the facts with its result added (what plan_model reads next)."""
@@ -75,12 +81,16 @@ class ModelSourceIO:
             return await self._probe(action, facts)
         if action.kind is ActionKind.VERIFY:
             verified = await verify_cached_file(
-                action.cached_path, action.model_name, action.expected_sha256, hash_contents=action.hash_file
+                action.cached_path,
+                action.model_name,
+                action.expected_sha256,
+                hash_contents=action.hash_file,
+                stop=self.stop,
             )
             return replace(facts, verify=verified)
         if action.kind is ActionKind.REFETCH:
             try:
-                await asyncio.to_thread(remove_cached_files, action.model_dir)
+                await run_in_daemon_thread(remove_cached_files, action.model_dir)
             except OSError as error:
                 message = f"failed to remove stale cached files in {action.model_dir}: {describe(error)}"
                 return replace(facts, copy=FetchError(fetch_failure_for(error), message), cached_file=None)
@@ -91,7 +101,12 @@ class ModelSourceIO:
 
     async def _copy(self, action: ModelAction) -> CopyResult:
         return await copy_local_model(
-            action.source, action.model_dir, action.model_name, action.expected_sha256
+            action.source,
+            action.model_dir,
+            action.model_name,
+            action.expected_sha256,
+            bytes_per_second=self.copy_bytes_per_second,
+            stop=self.stop,
         )
 
     async def _probe(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:

@@ -3,13 +3,13 @@
 Every failure comes back as a typed, indeterminate ProbeOutcome; nothing raises.
 """
 
-import asyncio
 import os
 import stat
 
 import aiohttp
 
 from llmkube.controllers.modelsource.oserrors import describe
+from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.model import Fingerprint, ProbeFailure, ProbeOutcome
 
 # A HEAD is tiny: a server that cannot answer within seconds is treated as unreachable, and the
@@ -84,5 +84,5 @@ def probe_local_fingerprint_sync(path: str) -> ProbeOutcome:
 
 
 async def probe_local_fingerprint(path: str) -> ProbeOutcome:
-    # stat can block for seconds on a hung network filesystem.
-    return await asyncio.to_thread(probe_local_fingerprint_sync, path)
+    # stat can block for seconds (or for ever) on a hung network filesystem: never wait for it.
+    return await run_in_daemon_thread(probe_local_fingerprint_sync, path)

@@ -74,7 +74,7 @@ def _scalar_fields(reader: gguf.GGUFReader) -> dict[str, object]:
 
 
 def read_gguf_metadata(path: str, *, valid_bytes: int | None = None) -> GGUFMetadata:
-    """Parse the header of the GGUF file at `path` (blocking: call through asyncio.to_thread).
+    """Parse the header of the GGUF file at `path` (blocking: call it through llmkube.kube.blocking).
 
     `valid_bytes`: only this many leading bytes are real (the rest is a zero-filled hole). A short
     prefix can still *parse* (as garbage read from the zeros), so the result is trusted only when the

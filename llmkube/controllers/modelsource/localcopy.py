@@ -1,26 +1,34 @@
 """Copy a local model file into the controller cache, and verify a file already there (reference §7.4).
 
-Blocking file work: the async wrappers run it through `asyncio.to_thread`. Nothing here raises;
-every failure comes back as a FetchError whose kind drives the retry policy in the planner.
+Blocking file work: the async wrappers run it in a stoppable thread (`llmkube.kube.blocking`): a
+copy or a hash checks its StopFlag between chunks, so cancelling the reconcile (a lost lease, a
+shutdown) stops it within a chunk and removes the partial file. Apart from that StopRequested,
+nothing here raises; every failure comes back as a FetchError whose kind drives the retry policy in
+the planner.
 """
 
-import asyncio
 import contextlib
 import hashlib
 import os
 import stat
 import tempfile
+import time
 from typing import BinaryIO
 
-from llmkube.controllers.modelsource.cachefiles import place_canonically, rename_no_replace
+from llmkube.controllers.modelsource.cachefiles import (
+    TEMP_PREFIX,
+    TEMP_SUFFIX,
+    place_canonically,
+    remove_stale_temp_files,
+    rename_no_replace,
+)
 from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata_or_none
 from llmkube.controllers.modelsource.oserrors import describe, fetch_failure_for
+from llmkube.kube.blocking import StopFlag, run_blocking
 from llmkube.plan.model import LEGACY_BASENAME, FetchError, FetchFailure, StoredFile
 from llmkube.plan.source import canonical_basename
 
 CHUNK_SIZE = 8 * 1024 * 1024
-TEMP_PREFIX = ".model-"
-TEMP_SUFFIX = ".tmp"
 
 
 def _failure(error: OSError, doing: str) -> FetchError:
@@ -37,15 +45,39 @@ def _sha_matches(expected: str | None, actual: str) -> bool:
     return not expected or expected.lower() == actual
 
 
-def _stream_copy(source: BinaryIO, target_descriptor: int, chunk_size: int) -> tuple[int, str]:
-    """Copy to the end of `source`, hashing on the way; returns (bytes copied, hex SHA-256)."""
+class Pace:
+    """Keeps a copy at or under `bytes_per_second` (None: as fast as the disks go), so that copying a
+    70 GB model does not starve everything else on the node of disk bandwidth."""
+
+    def __init__(self, bytes_per_second: float | None) -> None:
+        self.bytes_per_second = bytes_per_second
+        self._started = time.monotonic()
+
+    def delay_after(self, total_bytes: int) -> float:
+        """How long to wait once `total_bytes` are done to stay within the rate."""
+        if not self.bytes_per_second:
+            return 0.0
+        return max(0.0, self._started + total_bytes / self.bytes_per_second - time.monotonic())
+
+
+def _stream_copy(
+    source: BinaryIO, target_descriptor: int, chunk_size: int, pace: Pace, stop: StopFlag
+) -> tuple[int, str]:
+    """Copy to the end of `source`, hashing on the way; returns (bytes copied, hex SHA-256).
+    Raises StopRequested between two chunks once `stop` is set."""
     digest = hashlib.sha256()
     copied = 0
     with os.fdopen(target_descriptor, "wb") as target:
-        while chunk := source.read(chunk_size):
+        while True:
+            stop.check()
+            chunk = source.read(chunk_size)
+            if not chunk:
+                break
             target.write(chunk)
             digest.update(chunk)
             copied += len(chunk)
+            if delay := pace.delay_after(copied):
+                stop.sleep(delay)
         target.flush()
         # Durable before it gets its final name: a crash must not leave a truncated model file.
         os.fsync(target.fileno())
@@ -73,14 +105,18 @@ def copy_local_model_sync(
     expected_sha256: str | None = None,
     *,
     chunk_size: int = CHUNK_SIZE,
+    bytes_per_second: float | None = None,
+    stop: StopFlag | None = None,
 ) -> StoredFile | FetchError:
     """Copy `source_path` into `model_dir` under its canonical name.
 
     The bytes go to a temp file in the same directory (same filesystem, so the final rename is
     atomic), hashed while copied, size-checked against the source, checked against `spec.sha256`,
-    then renamed to the canonical name without ever overwriting an existing file. On any failure
-    the temp file is removed: no partial file is ever visible under a `*.gguf` name.
+    then renamed to the canonical name without ever overwriting an existing file. On any failure,
+    and when stopped (StopRequested), the temp file is removed: no partial file is ever visible
+    under a `*.gguf` name. Temp files that a killed process left behind are swept first.
     """
+    stop = stop or StopFlag()
     try:
         source = open(source_path, "rb")  # noqa: SIM115 - the with below closes it
     except OSError as error:
@@ -97,12 +133,13 @@ def copy_local_model_sync(
             )
         try:
             os.makedirs(model_dir, exist_ok=True)
+            remove_stale_temp_files(model_dir)
             descriptor, temp_path = tempfile.mkstemp(dir=model_dir, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
         except OSError as error:
             return _failure(error, f"failed to create a file in the model cache {model_dir}")
         try:
             try:
-                copied, sha256 = _stream_copy(source, descriptor, chunk_size)
+                copied, sha256 = _stream_copy(source, descriptor, chunk_size, Pace(bytes_per_second), stop)
             except OSError as error:
                 return _failure(error, f"failed to copy model file {source_path}")
             if copied != source_size:
@@ -129,12 +166,17 @@ def copy_local_model_sync(
             _remove_quietly(temp_path)
 
 
-def hash_file(path: str, *, chunk_size: int = CHUNK_SIZE) -> str:
+def hash_file(path: str, *, chunk_size: int = CHUNK_SIZE, stop: StopFlag | None = None) -> str:
+    """SHA-256 of a file; raises StopRequested between two chunks once `stop` is set."""
+    stop = stop or StopFlag()
     digest = hashlib.sha256()
     with open(path, "rb") as file:
-        while chunk := file.read(chunk_size):
+        while True:
+            stop.check()
+            chunk = file.read(chunk_size)
+            if not chunk:
+                return digest.hexdigest()
             digest.update(chunk)
-    return digest.hexdigest()
 
 
 def verify_cached_file_sync(
@@ -144,6 +186,7 @@ def verify_cached_file_sync(
     *,
     hash_contents: bool = True,
     chunk_size: int = CHUNK_SIZE,
+    stop: StopFlag | None = None,
 ) -> StoredFile | FetchError:
     """Describe a file already in the cache: size, SHA-256 (unless `hash_contents` is False), GGUF
     metadata, and move it to its canonical name when that name is free. A file whose hash differs
@@ -151,7 +194,7 @@ def verify_cached_file_sync(
     """
     try:
         size = os.stat(path).st_size
-        sha256 = hash_file(path, chunk_size=chunk_size) if hash_contents else None
+        sha256 = hash_file(path, chunk_size=chunk_size, stop=stop) if hash_contents else None
     except OSError as error:
         return _failure(error, f"failed to read cached model file {path}")
     if sha256 is not None and not _sha_matches(expected_sha256, sha256):
@@ -170,14 +213,37 @@ def verify_cached_file_sync(
 
 
 async def copy_local_model(
-    source_path: str, model_dir: str, model_name: str, expected_sha256: str | None = None
+    source_path: str,
+    model_dir: str,
+    model_name: str,
+    expected_sha256: str | None = None,
+    *,
+    bytes_per_second: float | None = None,
+    stop: StopFlag | None = None,
 ) -> StoredFile | FetchError:
-    return await asyncio.to_thread(copy_local_model_sync, source_path, model_dir, model_name, expected_sha256)
+    """The copy in a stoppable thread: cancelling the caller stops it and removes the partial
+    file; `stop` (e.g. the controller's shutdown flag) stops it as well."""
+    return await run_blocking(
+        lambda flag: copy_local_model_sync(
+            source_path, model_dir, model_name, expected_sha256, bytes_per_second=bytes_per_second, stop=flag
+        ),
+        parent=stop,
+        name="model-copy",
+    )
 
 
 async def verify_cached_file(
-    path: str, model_name: str, expected_sha256: str | None = None, *, hash_contents: bool = True
+    path: str,
+    model_name: str,
+    expected_sha256: str | None = None,
+    *,
+    hash_contents: bool = True,
+    stop: StopFlag | None = None,
 ) -> StoredFile | FetchError:
-    return await asyncio.to_thread(
-        verify_cached_file_sync, path, model_name, expected_sha256, hash_contents=hash_contents
+    return await run_blocking(
+        lambda flag: verify_cached_file_sync(
+            path, model_name, expected_sha256, hash_contents=hash_contents, stop=flag
+        ),
+        parent=stop,
+        name="model-verify",
     )

@@ -18,6 +18,7 @@ import aiohttp
 
 from llmkube.controllers.modelsource.fingerprint import IDENTITY_ENCODING
 from llmkube.controllers.modelsource.ggufheader import IncompleteHeaderError, NotGGUFError, read_gguf_metadata
+from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.model import HeaderFailure, RemoteHeader
 
 INITIAL_PREFIX_BYTES = 256 * 1024
@@ -117,11 +118,11 @@ async def _read_prefix_until_parsed(
     want = options.initial_bytes
     while True:
         span, body = await _fetch_range(session, url, fetched, want - 1, options.request_timeout)
-        await asyncio.to_thread(_write_at, path, span.start, body, span.total)
+        await run_in_daemon_thread(_write_at, path, span.start, body, span.total)
         fetched = span.end + 1
         progress[0] = fetched
         try:
-            metadata = await asyncio.to_thread(read_gguf_metadata, path, valid_bytes=fetched)
+            metadata = await run_in_daemon_thread(read_gguf_metadata, path, valid_bytes=fetched)
         except IncompleteHeaderError as error:
             if fetched >= options.max_bytes:
                 raise _Unavailable(

@@ -1,5 +1,6 @@
-"""Informers against a real kube-apiserver: list+watch, bookmarks, deletes while disconnected, and
-a real 410 after etcd compaction (Events have no watch cache, so their watches read etcd)."""
+"""Informers against a real kube-apiserver: list+watch, bookmarks, deletes while disconnected, a
+real 410 after etcd compaction (Events have no watch cache, so their watches read etcd), and a real
+"too large resource version"."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from kube_it_helpers import eventually
 
 from llmkube.kube.client import ApiClient
 from llmkube.kube.config import load_client_config
+from llmkube.kube.errors import ServerTimeout, is_resource_version_too_large
 from llmkube.kube.informer import Informer
+from llmkube.kube.reflector import Reflector
 from llmkube.kube.resource import CONFIG_MAPS, EVENTS
 from llmkube.kube.store import Change, Tombstone
 from llmkube.kube.transport import AiohttpTransport
@@ -177,3 +180,46 @@ async def test_expired_watch_relists_and_synthesises_deletes(
         await eventually(lambda: f"{namespace}/e-after" in informer.store)
     finally:
         await informer.stop()
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def replace(self, objects: list[dict[str, Any]], resource_version: str) -> None:
+        self.names = sorted(obj["metadata"]["name"] for obj in objects)
+
+    def watch_event(self, event_type: str, obj: dict[str, Any]) -> None:
+        return None
+
+
+async def test_a_resource_version_the_server_has_not_reached_is_relisted_from_etcd(
+    api_cluster: Any, namespace: str
+) -> None:
+    """After an etcd restore (or from a lagging API server) our last RV is newer than anything the
+    server has: it answers 504 Timeout with the ResourceVersionTooLarge cause, after waiting 3 s
+    for its cache to catch up. Asking again for that RV would wait for ever; a quorum read works."""
+    config = await load_client_config(api_cluster.kubeconfig)
+    # max_retries=0: the server says Retry-After: 1, and ten polite retries take 40 s.
+    async with ApiClient.from_config(config, max_retries=0) as client:
+        await client.create(CONFIG_MAPS, config_map(namespace, "a"))
+        sink = ListSink()
+        reflector = Reflector(client, CONFIG_MAPS, sink, namespace=namespace)
+        await reflector.relist()
+        synced = reflector.last_sync_rv
+        assert synced is not None
+        future = str(int(synced) + 1_000_000)
+
+        # The shape we decide on: the cause, not the message.
+        with pytest.raises(ServerTimeout) as refused:
+            await client.list_page(CONFIG_MAPS, namespace, resource_version=future)
+        assert (refused.value.status, refused.value.reason) == (504, "Timeout")
+        assert [cause.reason for cause in refused.value.causes] == ["ResourceVersionTooLarge"]
+        assert is_resource_version_too_large(refused.value)
+
+        await client.create(CONFIG_MAPS, config_map(namespace, "b"))
+        reflector.last_sync_rv = future  # as if etcd had been restored from an older backup
+        await reflector.relist()
+        assert sink.names == ["a", "b"]
+        assert reflector.last_sync_rv is not None and int(reflector.last_sync_rv) < int(future)
+        assert reflector.stats.quorum_relists == 1

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -18,12 +19,16 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.kube.client import ApiClient
+from llmkube.kube.clock import format_micro_time
 from llmkube.kube.config import load_client_config
-from llmkube.kube.errors import NotFound
+from llmkube.kube.errors import Conflict, NotFound
+from llmkube.kube.handlers import Watch
 from llmkube.kube.leader_election import LeadershipLost
 from llmkube.kube.leader_state import LeaderElectionTiming
+from llmkube.kube.leadership import NotLeader
 from llmkube.kube.resource import CONFIG_MAPS, EVENTS, LEASES
 from llmkube.kube.transport import AiohttpTransport, TransportError
+from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig
 
 pytestmark = pytest.mark.integration
@@ -281,3 +286,115 @@ def test_desired_mirror_shape() -> None:
     assert mirror["metadata"]["name"] == "x-mirror"
     assert mirror["metadata"]["labels"] == {MIRROR_OF: "x"}
     assert mirror["metadata"]["ownerReferences"][0]["uid"] == "u"
+
+
+class HoldLists(WatchGate):
+    """Holds every LIST until :meth:`release_lists` (caches that take their time to sync)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.lists_open = asyncio.Event()
+        self.lists_held = 0
+
+    def release_lists(self) -> None:
+        self.lists_open.set()
+
+    @asynccontextmanager
+    async def _send(self, method: str, url: str, headers: Any, body: Any, request_timeout: Any) -> Any:
+        if method == "GET" and "watch=true" not in url and "/leases" not in url:
+            self.lists_held += 1
+            await self.lists_open.wait()
+        async with super()._send(method, url, headers, body, request_timeout) as response:
+            yield response
+
+
+async def steal_lease(client: ApiClient, namespace: str, name: str, thief: str = "thief") -> None:
+    """Another holder written into the Lease (an operator's edit, a candidate with a skewed view);
+    retried, as the leader renews it every second."""
+    while True:
+        lease = await client.get(LEASES, name, namespace)
+        lease["spec"].update(
+            holderIdentity=thief,
+            renewTime=format_micro_time(datetime.now(UTC)),
+            leaseDurationSeconds=60,
+        )
+        with contextlib.suppress(Conflict):
+            await client.replace(LEASES, lease)
+            return
+
+
+async def lease_holder(client: ApiClient, namespace: str, name: str) -> str | None:
+    try:
+        return str((await client.get(LEASES, name, namespace))["spec"].get("holderIdentity") or "")
+    except NotFound:
+        return None
+
+
+async def test_a_lease_lost_while_the_caches_sync_never_starts_the_workers(
+    client: ApiClient, api_cluster: Any, namespace: str
+) -> None:
+    await client.create(CONFIG_MAPS, source(namespace, "s", {"k": "v"}))
+    settings = await load_client_config(api_cluster.kubeconfig)
+    gate = HoldLists(AiohttpTransport(settings.ssl_context))
+    manager_client = ApiClient(settings.host, transport=gate, auth=settings.auth)
+    manager = Manager(config(api_cluster, namespace, leader_election=True), client=manager_client)
+    started_reconciles = reconciles() + reconciles("error")
+    task = asyncio.create_task(manager.run(setup_mirror))
+    try:
+        await eventually(lambda: manager.elector is not None and manager.elector.is_leader)
+        assert gate.lists_held >= 1  # leader, caches still syncing
+        await steal_lease(client, namespace, manager.config.lease_name)
+        await eventually(lambda: not manager.is_leader, within=2 * FAST_LEASE.retry_period + 1)
+        gate.release_lists()  # now the caches sync
+        with pytest.raises(LeadershipLost):
+            await asyncio.wait_for(task, 15)
+        assert not manager.controllers_started.is_set()
+        assert reconciles() + reconciles("error") == started_reconciles  # not one reconcile ran
+        assert await mirror_data(client, namespace, "s") is None  # and nothing was written
+        assert await lease_holder(client, namespace, manager.config.lease_name) == "thief"
+    finally:
+        if not task.done():
+            task.cancel()
+        await manager_client.close()
+
+
+async def test_a_lost_lease_stops_in_flight_reconciles_at_once_and_refuses_their_writes(
+    client: ApiClient, api_cluster: Any, namespace: str
+) -> None:
+    entered, proceed = asyncio.Event(), asyncio.Event()
+
+    def setup(manager: Manager) -> None:
+        sources = manager.informer(CONFIG_MAPS, label_selector="mirror=yes")
+
+        async def slow_reconcile(key: ObjectKey) -> None:
+            entered.set()
+            await proceed.wait()  # a long reconcile: a copy, a slow API server
+            source_object = sources.store.get_object(key.namespace, key.name)
+            assert source_object is not None
+            await manager.applier.apply(CONFIG_MAPS, desired_mirror(source_object), None)
+
+        manager.add_controller(
+            "slow-mirror", slow_reconcile, watches=[Watch(CONFIG_MAPS, label_selector="mirror=yes")]
+        )
+
+    await client.create(CONFIG_MAPS, source(namespace, "s", {"k": "v"}))
+    manager = Manager(config(api_cluster, namespace, leader_election=True, graceful_shutdown_timeout=30))
+    task = asyncio.create_task(manager.run(setup))
+    try:
+        await asyncio.wait_for(entered.wait(), 20)
+        stolen_at = asyncio.get_running_loop().time()
+        await steal_lease(client, namespace, manager.config.lease_name)
+        await eventually(lambda: not manager.is_leader, within=2 * FAST_LEASE.retry_period + 1)
+        proceed.set()  # a reconcile still running now would write
+        with pytest.raises(LeadershipLost):
+            await asyncio.wait_for(task, 40)
+        stopped_after = asyncio.get_running_loop().time() - stolen_at
+        assert stopped_after < 5  # not the 30 s grace period: the reconcile was cancelled
+        assert await mirror_data(client, namespace, "s") is None
+        with pytest.raises(NotLeader):  # and whatever else still holds the client cannot write
+            await manager.client.create(CONFIG_MAPS, source(namespace, "late", {}))
+        assert await lease_holder(client, namespace, manager.config.lease_name) == "thief"
+    finally:
+        proceed.set()
+        if not task.done():
+            task.cancel()

@@ -350,20 +350,28 @@ class FakeLeaseServer:
 
 
 class LeaseView:
-    """One client's connection to a FakeLeaseServer; ``partitioned`` makes every request fail."""
+    """One client's connection to a FakeLeaseServer; ``partitioned`` makes every request fail at
+    once (connection refused); ``stalled_on`` makes every request hang for its whole client
+    timeout on that clock and then fail, as through a black-holed network path."""
 
     def __init__(self, server: FakeLeaseServer) -> None:
         self.server = server
         self.partitioned = False
+        self.stalled_on: Clock | None = None
 
     def send(self, method: str, url: str, *, headers: Any, body: bytes | None, request_timeout: Any) -> Any:
         parts = urlsplit(url)
-        return self._respond(method, parts.path, orjson.loads(body) if body else None)
+        return self._respond(method, parts.path, orjson.loads(body) if body else None, request_timeout)
 
     @asynccontextmanager
-    async def _respond(self, method: str, path: str, body: Any) -> AsyncIterator[FakeResponse]:
+    async def _respond(
+        self, method: str, path: str, body: Any, request_timeout: RequestTimeout
+    ) -> AsyncIterator[FakeResponse]:
         if self.partitioned:
             raise TransportError("network partition")
+        if self.stalled_on is not None:
+            await self.stalled_on.sleep(request_timeout.total or 3600.0)
+            raise TransportError(f"{method} {path}: no answer within {request_timeout.total}s")
         yield FakeResponse(self.server.handle(method, path, body))
 
     async def close(self) -> None:

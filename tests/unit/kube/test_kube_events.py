@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-from kube_fakes import RecordingTransport, Reply, status_body
+import pytest
+from kube_fakes import FakeResponse, RecordingTransport, Reply, status_body
+from prometheus_client import REGISTRY
 
 from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import FakeClock, settle
-from llmkube.kube.event_series import EventKey, SeriesCache, Verdict
+from llmkube.kube.event_backlog import EventBacklog, PendingWrite
+from llmkube.kube.event_series import EventKey, SeriesCache, SeriesEntry, Verdict
 from llmkube.kube.events import WARNING, EventRecorder
+from llmkube.kube.transport import TransportError
 
 KEY = EventKey("uid-1", "Warning", "InsufficientGPU", "Schedule", "0/3 nodes have a GPU")
 
@@ -80,7 +86,10 @@ async def test_recorder_creates_then_patches_a_series() -> None:
         [Reply(201, {"metadata": {"namespace": "team"}}), Reply(200, {}), Reply(200, {})]
     )
     recorder = EventRecorder(
-        ApiClient("https://h:1", transport=transport, clock=clock), reporting_instance="pod-0", clock=clock
+        ApiClient("https://h:1", transport=transport, clock=clock),
+        reporting_controller="thing-controller",
+        reporting_instance="pod-0",
+        clock=clock,
     )
     recorder.start()
     for _ in range(2):
@@ -97,7 +106,7 @@ async def test_recorder_creates_then_patches_a_series() -> None:
         "apiVersion": "inference.llmkube.dev/v1alpha1", "kind": "InferenceService", "namespace": "team",
         "name": "svc", "uid": "uid-svc", "resourceVersion": "9",
     }  # fmt: skip
-    assert (created["reportingController"], created["reportingInstance"]) == ("llmkube-controller", "pod-0")
+    assert (created["reportingController"], created["reportingInstance"]) == ("thing-controller", "pod-0")
     assert (created["type"], created["reason"], created["action"], created["note"]) == (
         "Warning", "InsufficientGPU", "Schedule", "0/3 nodes",
     )  # fmt: skip
@@ -121,7 +130,9 @@ async def test_recorder_creates_then_patches_a_series() -> None:
 async def test_cluster_scoped_objects_get_events_in_default_and_failures_are_swallowed() -> None:
     clock = FakeClock()
     transport = RecordingTransport([Reply(403, status_body(403, "Forbidden"))])
-    recorder = EventRecorder(ApiClient("https://h:1", transport=transport, clock=clock), clock=clock)
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock), reporting_controller="thing", clock=clock
+    )
     priority_class = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
@@ -136,8 +147,129 @@ async def test_cluster_scoped_objects_get_events_in_default_and_failures_are_swa
 async def test_stop_writes_what_is_queued() -> None:
     clock = FakeClock()
     transport = RecordingTransport([Reply(201, {}), Reply(201, {})])
-    recorder = EventRecorder(ApiClient("https://h:1", transport=transport, clock=clock), clock=clock)
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock), reporting_controller="thing", clock=clock
+    )
     recorder.event(REGARDING, "Normal", "Created", "deployment created")
     recorder.event(REGARDING, "Normal", "Scaled", "replicas 2")
     await asyncio.wait_for(recorder.stop(), 1)
     assert [seen[0] for seen in transport.seen] == ["POST", "POST"]
+
+
+def dropped_events(reason: str = "queue_full") -> float:
+    return REGISTRY.get_sample_value("llmkube_events_dropped_total", {"reason": reason}) or 0.0
+
+
+class BlackHole:
+    """A transport to an API server that never answers: every request takes its whole timeout
+    (on the fake clock) and then fails, as through a dead network path.  ``heal()`` lets the
+    following requests through to ``replies``."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.healed = False
+        self.attempts = 0
+        self.written: list[tuple[str, dict[str, Any]]] = []
+
+    def heal(self) -> None:
+        self.healed = True
+
+    def send(self, method: str, url: str, *, headers: Any, body: bytes | None, request_timeout: Any) -> Any:
+        return self._send(method, body, request_timeout)
+
+    @contextlib.asynccontextmanager
+    async def _send(self, method: str, body: bytes | None, request_timeout: Any) -> AsyncIterator[Any]:
+        self.attempts += 1
+        if not self.healed:
+            await self.clock.sleep(request_timeout.total)
+            raise TransportError("timed out")
+        self.written.append((method, orjson.loads(body or b"{}")))
+        yield FakeResponse(Reply(201 if method == "POST" else 200, {}))
+
+    async def close(self) -> None:
+        return None
+
+
+def regarding(index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"cm-{index}", "namespace": "ns", "uid": f"uid-{index}"},
+    }
+
+
+async def test_the_backlog_stays_bounded_while_the_api_is_unreachable() -> None:
+    """Repeating Warnings during a ten-minute outage: every heartbeat used to queue another refresh
+    of every series, so the backlog grew with the outage; now a series has one queued refresh."""
+    clock = FakeClock()
+    transport = BlackHole(clock)
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock),
+        reporting_controller="thing-controller",
+        clock=clock,
+    )
+    recorder.start()
+    series = 40
+    largest = 0
+    for _ in range(60):  # every 10 s for 10 minutes, each object warns again
+        for index in range(series):
+            recorder.event(regarding(index), WARNING, "BackOff", "still failing")
+        await clock.advance(10)
+        largest = max(largest, recorder.pending)
+    # At most one create and one refresh per series can be waiting, however long the outage.
+    assert largest <= 2 * series
+    transport.heal()
+    await clock.advance(120)
+    await recorder.stop()
+    assert recorder.pending == 0
+
+
+async def test_a_full_backlog_drops_the_oldest_write_and_counts_it() -> None:
+    clock = FakeClock()
+    transport = BlackHole(clock)
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock),
+        reporting_controller="thing-controller",
+        clock=clock,
+        backlog_limit=10,
+    )
+    before = dropped_events()
+    for index in range(25):  # 25 different objects: 25 new Events, none rate-limited
+        recorder.event(regarding(index), "Normal", "Created", f"object {index}")
+    assert recorder.pending == 10
+    assert dropped_events() == before + 15
+    transport.heal()
+    await recorder.drain()
+    names = [body["regarding"]["name"] for method, body in transport.written if method == "POST"]
+    assert names == [f"cm-{index}" for index in range(15, 25)]  # the newest, in order
+    # A dropped create leaves no series behind: its next occurrence is a new Event, not a PATCH.
+    recorder.event(regarding(0), "Normal", "Created", "object 0")
+    await recorder.drain()
+    assert transport.written[-1][0] == "POST"
+
+
+def test_backlog_fifo_dedup_and_limit() -> None:
+    first = SeriesEntry(KEY, "a", "ns", 0.0, 0.0)
+    second = SeriesEntry(KEY, "b", "ns", 0.0, 0.0)
+    backlog = EventBacklog(limit=3)
+    assert backlog.push(PendingWrite(Verdict.CREATE, first, {"n": 1})) == []
+    assert backlog.push(PendingWrite(Verdict.PATCH, first)) == []
+    assert backlog.push(PendingWrite(Verdict.PATCH, first)) == []  # already queued: once is enough
+    assert len(backlog) == 2
+    assert backlog.push(PendingWrite(Verdict.CREATE, second, {"n": 2})) == []
+    dropped = backlog.push(PendingWrite(Verdict.PATCH, second))
+    assert [(write.verdict, write.entry.name) for write in dropped] == [(Verdict.CREATE, "a")]
+    popped = [backlog.pop() for _ in range(4)]
+    assert [(w.verdict, w.entry.name) for w in popped if w] == [
+        (Verdict.PATCH, "a"),
+        (Verdict.CREATE, "b"),
+        (Verdict.PATCH, "b"),
+    ]
+    assert popped[-1] is None
+    assert backlog.push(PendingWrite(Verdict.PATCH, first)) == []  # not queued any more: queued again
+    backlog.push(PendingWrite(Verdict.CREATE, second, {"n": 2}))
+    backlog.discard(first)  # a forgotten series: nothing of it stays queued
+    assert [(w.verdict, w.entry.name) for w in [backlog.pop()] if w] == [(Verdict.CREATE, "b")]
+    assert len(backlog) == 0
+    with pytest.raises(ValueError, match="at least one"):
+        EventBacklog(limit=0)

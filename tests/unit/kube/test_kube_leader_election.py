@@ -7,13 +7,15 @@ import random
 from datetime import UTC, datetime
 
 import pytest
-from kube_fakes import FakeLeaseServer, LeaseView
+from kube_fakes import FakeLeaseServer, LeaseView, RecordingTransport, Reply
 from prometheus_client import REGISTRY
 
 from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.leader_election import LeaderElector, LeadershipLost
 from llmkube.kube.leader_state import Action, ElectionState, LeaderElectionTiming, LeaseRecord
+from llmkube.kube.leadership import NotLeader
+from llmkube.kube.resource import CONFIG_MAPS
 
 WALL = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -175,3 +177,100 @@ async def test_a_leader_that_sees_someone_else_in_the_lease_steps_down() -> None
     lease["metadata"]["resourceVersion"] = "999"
     await clock.advance(13)
     assert holding.done() and isinstance(holding.exception(), LeadershipLost)
+
+
+async def steady_leader(server: FakeLeaseServer, clock: FakeClock) -> tuple[LeaderElector, LeaseView]:
+    view = server.view()
+    leader = elector(view, clock, "a")
+    await leader.acquire()
+    return leader, view
+
+
+async def test_a_leader_whose_requests_hang_stops_within_the_renew_deadline() -> None:
+    """Each renewal round is bounded as a whole, not only checked between attempts: one attempt
+    of three hanging 5 s requests used to carry the leader 12 s past its last renewal."""
+    server = FakeLeaseServer()
+    clock = FakeClock()
+    a, view_a = await steady_leader(server, clock)
+    b = elector(server.view(), clock, "b")
+    b_acquired = asyncio.create_task(b.acquire())
+    a_holding = asyncio.create_task(a.hold())
+    for _ in range(10):
+        await clock.advance(2)
+    last_renewal = clock.monotonic()  # a renews every 2 s on the fake clock: it just did
+    assert server.writes[-1][0] == "a"
+    view_a.stalled_on = clock  # every request of a now hangs for its whole timeout
+    writes_before = len(server.writes)
+    lost_at = acquired_at = None
+    for _ in range(300):
+        await clock.advance(0.1)
+        if lost_at is None and a_holding.done():
+            lost_at = clock.monotonic() - last_renewal
+            assert not a.is_leader and not a.leadership.held
+        if acquired_at is None and b_acquired.done():
+            acquired_at = clock.monotonic() - last_renewal
+    assert isinstance(a_holding.exception(), LeadershipLost)
+    assert lost_at is not None and acquired_at is not None
+    assert lost_at <= a.timing.renew_deadline + 0.1
+    assert acquired_at >= a.timing.lease_duration  # b waits out the whole lease ...
+    assert lost_at < acquired_at  # ... so the old leader had stopped before the new one began
+    assert server.writes[writes_before][0] == "b"
+
+
+async def test_a_leader_that_sees_another_holder_steps_down_at_once() -> None:
+    server = FakeLeaseServer()
+    clock = FakeClock()
+    a, _ = await steady_leader(server, clock)
+    holding = asyncio.create_task(a.hold())
+    await clock.advance(4)
+    lease = server.leases[("sys", a.name)]
+    lease["spec"]["holderIdentity"] = "thief"  # someone else wrote the lease
+    lease["metadata"]["resourceVersion"] = "999"
+    await clock.advance(a.timing.retry_period + 0.1)  # the next renewal sees it
+    assert holding.done() and isinstance(holding.exception(), LeadershipLost)
+    assert not a.leadership.held
+    assert server.leases[("sys", a.name)]["spec"]["holderIdentity"] == "thief"  # not fought over
+
+
+async def test_the_write_guard_refuses_writes_once_the_lease_is_lost() -> None:
+    server = FakeLeaseServer()
+    clock = FakeClock()
+    a, view = await steady_leader(server, clock)
+    workload = RecordingTransport([Reply(201, {}), Reply(201, {})])
+    client = ApiClient("https://fake:6443", transport=workload, clock=clock)
+    client.write_guard = a.leadership
+    body = {"metadata": {"name": "x", "namespace": "ns"}}
+    await client.create(CONFIG_MAPS, body)  # leader: allowed
+    holding = asyncio.create_task(a.hold())
+    view.stalled_on = clock
+    # A stalled event loop must not be able to write past the deadline either: the guard carries
+    # its own deadline, whether or not the renew loop has run yet.
+    clock._now += a.timing.renew_deadline + 1  # time passes without the loop running
+    with pytest.raises(NotLeader):
+        await client.create(CONFIG_MAPS, body)
+    await clock.advance(20)
+    assert holding.done()
+    with pytest.raises(NotLeader):
+        await client.delete(CONFIG_MAPS, "x", "ns")
+    assert [seen[0] for seen in workload.seen] == ["POST"]  # nothing else reached the server
+
+
+async def test_release_after_a_renewal_that_landed_unseen() -> None:
+    """Shutdown cancels the renew loop; a renewal in flight may still be stored by the server, so
+    the release (guarded by the resourceVersion) conflicts: it re-reads and releases anyway."""
+    server = FakeLeaseServer()
+    clock = FakeClock()
+    a, _ = await steady_leader(server, clock)
+    lease = server.leases[("sys", a.name)]
+    lease["metadata"]["resourceVersion"] = "777"  # our renewal, stored after we stopped waiting
+    assert await a.release()
+    assert server.writes[-1][0] == ""
+
+    thief_server = FakeLeaseServer()
+    b, _ = await steady_leader(thief_server, clock)
+    stolen = thief_server.leases[("sys", b.name)]
+    stolen["spec"]["holderIdentity"] = "thief"
+    stolen["metadata"]["resourceVersion"] = "778"
+    writes = len(thief_server.writes)
+    assert not await b.release()  # not ours any more: left alone
+    assert len(thief_server.writes) == writes

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import subprocess
+import sys
+import time
 from typing import Any
 
 import aiohttp
@@ -17,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from llmkube.kube.clock import FakeClock, RealClock
 from llmkube.kube.handlers import Watch
 from llmkube.kube.resource import CONFIG_MAPS, PRIORITY_CLASSES
+from llmkube.kube.transform import keep_only
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import DEFAULT_LEASE_NAME, Manager, ManagerConfig, configure_logging
 from llmkube.manager.config import parse_bind_address
@@ -129,6 +133,19 @@ async def test_informers_are_shared_per_resource_scope_and_selector() -> None:
         manager.add_controller("empty", noop, watches=[])
 
 
+async def test_a_shared_informer_keeps_the_transform_it_was_created_with() -> None:
+    manager = Manager(quiet_config(), client=make_client(FakeApiServer(), FakeClock()))
+    trimmed = keep_only(("data",))
+    informer = manager.informer(CONFIG_MAPS, transform=trimmed)
+    assert informer.transform is trimmed
+    # A watch of the same informer (no transform of its own) shares it, trimmed.
+    manager.add_controller("trimmed", noop, watches=[Watch(CONFIG_MAPS)])
+    assert manager.informer(CONFIG_MAPS) is informer and len(manager.informers) == 1
+    assert manager.informer(CONFIG_MAPS, transform=trimmed) is informer
+    with pytest.raises(ValueError, match="another transform"):
+        manager.informer(CONFIG_MAPS, transform=keep_only(("metadata", "labels")))
+
+
 async def test_full_run_against_the_fake_server() -> None:
     server = FakeApiServer()
     server.put("team", "a", {"k": "v"})
@@ -190,3 +207,35 @@ async def test_readyz_reports_unsynced_caches_and_long_failing_watches() -> None
     assert "Forbidden" in problems[0]
     assert manager.healthz() == []  # failing watches are a readiness problem, not a liveness one
     await informer.stop()
+
+
+HUNG_CALL_SCRIPT = """
+import asyncio, sys, threading, time
+from llmkube.kube.client import ApiClient
+from llmkube.kube.transport import AiohttpTransport
+from llmkube.manager import Manager, ManagerConfig
+
+def setup(manager):
+    # A library call in the loop's default executor that never returns, like aiohttp's DNS lookup
+    # (getaddrinfo) against a resolver that does not answer.
+    asyncio.get_running_loop().run_in_executor(None, threading.Event().wait)
+    asyncio.get_running_loop().call_later(0.2, manager.request_shutdown)
+
+config = ManagerConfig(
+    metrics_bind_address="0", health_bind_address="0", configure_logging=False, handle_signals=False
+)
+client = ApiClient("https://127.0.0.1:9", transport=AiohttpTransport())
+asyncio.run(Manager(config, client=client).run(setup))
+print("exited", flush=True)
+"""
+
+
+def test_a_hung_call_in_the_default_executor_does_not_hold_up_the_exit() -> None:
+    """asyncio.run joins the default executor without a timeout (Python 3.11), and the interpreter
+    joins its threads again at exit: the manager's loop runs such calls in daemon threads."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", HUNG_CALL_SCRIPT], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.strip().endswith("exited"), done.stderr[-2000:]
+    assert time.monotonic() - started < 30

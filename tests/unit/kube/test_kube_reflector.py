@@ -23,8 +23,9 @@ from kube_fakes import (
 
 from llmkube.kube.backoff import Backoff
 from llmkube.kube.clock import FakeClock, settle
+from llmkube.kube.errors import error_from_status
 from llmkube.kube.informer import Informer
-from llmkube.kube.reflector import advance_rv, list_page_size, relist_rv
+from llmkube.kube.reflector import advance_rv, list_page_size, relist_rv, resource_version_unavailable
 from llmkube.kube.resource import CONFIG_MAPS
 from llmkube.kube.store import Change, Tombstone
 
@@ -162,6 +163,77 @@ async def test_an_expired_relist_falls_back_to_a_quorum_read(harness: Harness) -
     assert harness.lists()[:3] == ["0", "102", ""]  # then a continue page (no RV)
     assert harness.names() == ["a", "b", "c"]
     assert harness.informer.reflector.stats.quorum_relists == 1
+
+
+def too_large(rv: str = "999999") -> dict[str, object]:
+    """The API server's answer to a resourceVersion newer than it knows (storage
+    NewTooLargeResourceVersionError): 504, reason Timeout, and a ResourceVersionTooLarge cause."""
+    body = status_body(504, "Timeout", f"Too large resource version: {rv}, current: 150")
+    body["details"] = {
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }
+    return body
+
+
+async def test_a_too_large_rv_on_relist_falls_back_to_a_quorum_read(harness: Harness) -> None:
+    harness.server.put("ns", "a")
+    harness.informer.start()
+    await settle()
+    harness.server.put("ns", "b")
+    await harness.clock.advance(5)
+    harness.server.faults.append(fail_once(exception=CONNECTION_REFUSED, when=is_watch))
+
+    def too_large_at_the_last_rv(request: Request) -> Reply | None:
+        if is_list(request) and request.params.get("resourceVersion") not in (None, "", "0"):
+            return Reply(504, too_large(request.params["resourceVersion"]))
+        return None
+
+    harness.server.faults.append(too_large_at_the_last_rv)
+    harness.server.end_watches()
+    harness.server.put("ns", "c")
+    harness.server.compact()
+    await harness.clock.advance(60)
+    # The LIST at the last RV was refused as too large: at once a quorum read, not a retry of it.
+    assert harness.lists()[:3] == ["0", "102", ""]
+    assert harness.names() == ["a", "b", "c"]
+    assert harness.informer.reflector.stats.quorum_relists == 1
+
+
+async def test_a_too_large_rv_on_watch_relists_from_a_quorum_read(harness: Harness) -> None:
+    harness.server.put("ns", "a")
+    harness.informer.start()
+    await settle()
+    assert harness.lists() == ["0"]
+    harness.server.send_raw(orjson.dumps({"type": "ERROR", "object": too_large()}) + b"\n")
+    harness.server.put("ns", "b")
+    await harness.clock.advance(60)
+    # Not "101" again (the RV the server just called too large) but a consistent read.
+    assert harness.lists()[:2] == ["0", ""]
+    assert harness.names() == ["a", "b"]
+    assert harness.informer.reflector.stats.quorum_relists == 1
+
+
+async def test_a_too_large_rv_when_opening_the_watch_relists_from_a_quorum_read(harness: Harness) -> None:
+    harness.server.put("ns", "a")
+    harness.server.faults.append(lambda request: Reply(504, too_large()) if is_watch(request) else None)
+    harness.informer.start()
+    await harness.clock.advance(60)
+    assert harness.lists()[:2] == ["0", ""]
+    assert harness.server.open_watches == 1
+    assert harness.informer.reflector.stats.quorum_relists == 1
+
+
+async def test_a_timeout_without_the_too_large_cause_keeps_the_last_rv(harness: Harness) -> None:
+    """Decided from the cause, not from the reason or the message: a plain 504 is an ordinary failure."""
+    harness.server.put("ns", "a")
+    harness.informer.start()
+    await settle()
+    plain = status_body(504, "Timeout", "Too large resource version: 999999, current: 150")
+    harness.server.send_raw(orjson.dumps({"type": "ERROR", "object": plain}) + b"\n")
+    await harness.clock.advance(60)
+    assert harness.lists()[:2] == ["0", "101"]
+    assert harness.informer.reflector.stats.quorum_relists == 0
 
 
 async def test_429_on_watch_waits_and_rewatches_without_relisting(harness: Harness) -> None:
@@ -345,6 +417,24 @@ async def test_late_handlers_get_the_cache_replayed_as_initial(harness: Harness)
     assert [(change.type, change.initial, change.obj["metadata"]["name"]) for change in late] == [
         ("ADDED", True, "a")
     ]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "unavailable"),
+    [
+        (504, too_large(), True),
+        (410, status_body(410, "Expired", "too old resource version: 1 (5)"), True),
+        (410, status_body(410, "Gone"), True),  # old servers
+        (200, too_large() | {"code": 504}, True),  # an ERROR watch event: the code is in the body
+        (504, status_body(504, "Timeout", "Too large resource version: 9, current: 5"), False),  # no cause
+        (500, status_body(500, "InternalError", "etcd down"), False),
+        (429, status_body(429, "TooManyRequests"), False),
+    ],
+)
+def test_resource_version_unavailable_is_decided_from_reason_and_causes(
+    status: int, body: dict[str, object], unavailable: bool
+) -> None:
+    assert resource_version_unavailable(error_from_status(status, body)) is unavailable
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 import errno
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from llmkube.controllers.modelsource import (
     remove_cached_files,
     rename_no_replace,
 )
+from llmkube.controllers.modelsource.cachefiles import remove_stale_temp_files
 from llmkube.plan.model import CachedFile
 
 
@@ -95,3 +97,17 @@ def test_rename_no_replace_across_filesystems(tmp_path: Path) -> None:
         with pytest.raises(OSError) as raised:  # and a rename cannot cross filesystems either
             rename_no_replace(other_fs.name, str(tmp_path / "free"))
         assert raised.value.errno == errno.EXDEV
+
+
+def test_stale_temp_copies_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
+    stale = tmp_path / ".model-abandoned.tmp"
+    fresh = tmp_path / ".model-inflight.tmp"
+    model = tmp_path / "model.gguf"
+    for path in (stale, fresh, model):
+        path.write_bytes(b"x")
+    hour_ago = time.time() - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    os.utime(model, (hour_ago, hour_ago))
+    assert remove_stale_temp_files(str(tmp_path)) == [str(stale)]
+    assert sorted(os.listdir(tmp_path)) == [".model-inflight.tmp", "model.gguf"]
+    assert remove_stale_temp_files(str(tmp_path / "missing")) == []

@@ -1,15 +1,18 @@
 """Local copies into the controller cache, against the real filesystem."""
 
+import asyncio
 import hashlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from modelsource_support import GGUFFactory
 
 from llmkube.controllers.modelsource import copy_local_model, copy_local_model_sync, verify_cached_file_sync
+from llmkube.kube.blocking import StopFlag, StopRequested
 from llmkube.plan.model import FetchError, FetchFailure, StoredFile
 
 
@@ -213,3 +216,88 @@ def test_verify_a_vanished_file(tmp_path: Path) -> None:
         result.message
         == f"failed to read cached model file {tmp_path / 'gone.gguf'}: No such file or directory"
     )
+
+
+# -- stopping a copy -----------------------------------------------------------------------------
+
+SPARSE_SIZE = 512 * 1024 * 1024
+SLOW = 64 * 1024 * 1024  # bytes per second: the sparse file takes 8 s to copy
+
+
+def sparse_source(directory: Path) -> Path:
+    source = directory / "big.gguf"
+    with open(source, "wb") as file:
+        file.truncate(SPARSE_SIZE)  # no disk blocks: the copy writes them
+    return source
+
+
+def temp_files(cache: Path) -> list[str]:
+    return [name for name in listing(cache) if name.endswith(".tmp")]
+
+
+async def wait_for_temp_file(cache: Path) -> None:
+    async with asyncio.timeout(10):
+        while not temp_files(cache):  # noqa: ASYNC110 - the copy thread has no event to wait for
+            await asyncio.sleep(0.02)
+
+
+async def test_a_cancelled_copy_stops_and_removes_its_partial_file(tmp_path: Path) -> None:
+    cache = tmp_path / "cache" / "key"
+    copy = asyncio.create_task(
+        copy_local_model(str(sparse_source(tmp_path)), str(cache), "m", bytes_per_second=SLOW)
+    )
+    await wait_for_temp_file(cache)
+    copy.cancel()  # a lost lease or a shutdown cancels the reconcile doing the copy
+    with pytest.raises(asyncio.CancelledError):
+        await copy
+    # The copy itself stopped (not only the task awaiting it): nothing left, nothing growing.
+    assert listing(cache) == []
+    await asyncio.sleep(0.5)
+    assert listing(cache) == []
+
+
+def test_a_stopped_copy_raises_and_leaves_no_partial_file(tmp_path: Path) -> None:
+    stop = StopFlag()
+    stop.set()
+    cache = tmp_path / "cache"
+    with pytest.raises(StopRequested):
+        copy_local_model_sync(str(sparse_source(tmp_path)), str(cache), "m", stop=stop)
+    assert listing(cache) == []
+    with pytest.raises(StopRequested):
+        verify_cached_file_sync(str(sparse_source(tmp_path)), "m", stop=stop)
+
+
+SHUTDOWN_SCRIPT = """
+import asyncio, os, sys, time
+from llmkube.controllers.modelsource import copy_local_model
+
+source, cache, rate = sys.argv[1], sys.argv[2], float(sys.argv[3])
+
+async def main():
+    copy = asyncio.create_task(copy_local_model(source, cache, "m", bytes_per_second=rate))
+    while not (os.path.isdir(cache) and any(name.endswith(".tmp") for name in os.listdir(cache))):
+        await asyncio.sleep(0.02)
+    copy.cancel()  # what the manager's shutdown does to an in-flight reconcile
+    try:
+        await copy
+    except asyncio.CancelledError:
+        pass
+    print(time.monotonic(), flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_the_process_exits_without_waiting_for_a_copy(tmp_path: Path) -> None:
+    """asyncio.run used to join the copy thread at exit: a shutdown waited for the whole copy."""
+    cache = tmp_path / "cache"
+    process = subprocess.run(
+        [sys.executable, "-c", SHUTDOWN_SCRIPT, str(sparse_source(tmp_path)), str(cache), str(SLOW)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    exit_delay = time.monotonic() - float(process.stdout.strip())
+    assert exit_delay < 3.0, f"the process exited {exit_delay:.1f}s after its copy was cancelled"
+    assert listing(cache) == []
