@@ -25,7 +25,7 @@ from llmkube.plan.events import (
     missing_skip_model_init,
 )
 from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, is_metal
-from llmkube.plan.hpa import hpa_intent
+from llmkube.plan.hpa import hpa_intent, initial_replicas
 from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
 from llmkube.plan.names import selector_labels, service_name
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
@@ -63,6 +63,8 @@ SELECTOR_MIGRATION_REQUEUE_SECONDS = 2.0
 class InferenceServicePlan:
     status: InferenceServiceStatus
     deployment: KubeObject | None = None
+    # Fields the Deployment gets only when it is created (its first replica count under an HPA).
+    deployment_initial: KubeObject | None = None
     service: KubeObject | None = None
     hpa: KubeObject | None = None
     cache_pvc: KubeObject | None = None  # not owned: shared by the namespace, never deleted
@@ -283,9 +285,12 @@ def _workload_plan(
         deletes.append(object_ref(observed.hpa))
     current = None if migrate else live
     ready = _int_at(current, "status", "readyReplicas")
+    initial: KubeObject | None = None
     if hpa_owns_replicas and autoscaling is not None:
+        first = initial_replicas(replicas, autoscaling)
+        initial = {"spec": {"replicas": first}}
         # Decision #9: the HPA's choice, as carried by the Deployment, is what "all ready" means.
-        desired = _int_at(current, "spec", "replicas", default=autoscaling.min_replicas or 1)
+        desired = _int_at(current, "spec", "replicas", default=first)
     else:
         desired = replicas
     scheduling = None
@@ -308,6 +313,7 @@ def _workload_plan(
     return InferenceServicePlan(
         status=_status(ctx, conditions, facts),
         deployment=deployment,
+        deployment_initial=initial,
         service=service_intent(isvc),
         hpa=hpa_intent(isvc, autoscaling, runtime.hpa_metric) if autoscaling is not None else None,
         cache_pvc=cache_pvc_intent(ctx.namespace, ctx.config) if storage.uses_cache_pvc else None,
