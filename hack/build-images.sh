@@ -93,9 +93,15 @@ ensure_in_store() {  # ensure_in_store NAME REF
 build_file() {  # build_file REF CONTAINERFILE CONTEXT [buildah build args...]
   local ref=$1 file=$2 context=$3
   shift 3
-  bah build --quiet --isolation chroot --network host --layers=false --format oci \
-    -v "$HOST_CA:/etc/ssl/certs/ca-certificates.crt:ro" \
-    -f "$file" -t "$ref" "$@" "$context" >/dev/null
+  local build_log="$WORK/build-${ref//[\/:]/_}.log"
+  # The whole output goes to a log; its steps and compile progress ("[ 42%] Building ...") to stderr.
+  if ! bah build --isolation chroot --network host --layers=false --format oci \
+      -v "$HOST_CA:/etc/ssl/certs/ca-certificates.crt:ro" \
+      -f "$file" -t "$ref" "$@" "$context" 2>&1 \
+      | tee "$build_log" | { grep --line-buffered -E '^(\[[0-9]+/[0-9]+\] )?STEP [0-9]+/[0-9]+:|^\[ *[0-9]+%\] (Built|Linking)' || true; } \
+      | sed -u "s|^|[build-images] $ref: |" >&2; then
+    log "$ref: build failed; the end of $build_log:"; tail -30 "$build_log" >&2; exit 1
+  fi
 }
 
 build_pause() {
@@ -210,17 +216,23 @@ build_llama_server() {
   log "$LLAMA_REF: built in $((SECONDS - t0)) s"
 }
 
-t_start=$SECONDS
-case "${1:-all}" in
-  all) build_pause; build_curl; build_controller; build_llama_server ;;
-  pause) build_pause ;;
-  base) build_base ;;
-  python) build_python ;;
-  controller) build_controller ;;
-  curl) build_curl ;;
-  llama-server) build_llama_server ;;
-  *) echo "usage: $0 [all|pause|base|python|controller|curl|llama-server]" >&2; exit 2 ;;
-esac
-# Build stages and replaced images are garbage once archived.
-bah rmi --prune >/dev/null 2>&1 || true
-log "done in $((SECONDS - t_start)) s; archives in $IMAGES ($(du -sh "$IMAGES" | cut -f1))"
+# Called from the last line, which also exits: bash reads a script as it runs it, and this way a
+# build that is running has read all of it, so editing the file cannot change what it does.
+main() {
+  local t_start=$SECONDS
+  case "${1:-all}" in
+    all) build_pause; build_curl; build_controller; build_llama_server ;;
+    pause) build_pause ;;
+    base) build_base ;;
+    python) build_python ;;
+    controller) build_controller ;;
+    curl) build_curl ;;
+    llama-server) build_llama_server ;;
+    *) echo "usage: $0 [all|pause|base|python|controller|curl|llama-server]" >&2; exit 2 ;;
+  esac
+  # Build stages and replaced images are garbage once archived.
+  bah rmi --prune >/dev/null 2>&1 || true
+  log "done in $((SECONDS - t_start)) s; archives in $IMAGES ($(du -sh "$IMAGES" | cut -f1))"
+}
+
+main "$@"; exit

@@ -318,8 +318,13 @@ def watch(registry_file: Path) -> int:
     if message.strip() == b"done" or not registry_file.exists():
         return 0
     footprint = Footprint.load(registry_file)
+    t0 = time.monotonic()
     report = clean_up(footprint)
-    print(f"llmkube node tier {footprint.run_id}: its owner died; cleaned up {report}", file=sys.stderr)
+    print(
+        f"llmkube node tier {footprint.run_id}: its owner died; cleaned up {report} "
+        f"in {time.monotonic() - t0:.1f} s",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -83,8 +83,11 @@ def metric_samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
 
 
 def controller_pods(admin: KubeRest) -> list[dict[str, Any]]:
+    """The controller's pods that run (have an address) and are not being deleted."""
     pods = admin.list("v1", "Pod", CONTROLLER_NAMESPACE, label_selector=CONTROLLER_SELECTOR)
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return [
+        p for p in pods if not p["metadata"].get("deletionTimestamp") and (p.get("status") or {}).get("podIP")
+    ]
 
 
 def controller_metrics(node: NodeCluster, pod: dict[str, Any]) -> str:
