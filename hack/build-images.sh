@@ -213,6 +213,7 @@ build_llama_server() {
   build_file "$LLAMA_REF" "$HERE/llama-server.Containerfile" "$src" \
     --build-arg "BASE_IMAGE=$BASE_REF" --build-arg "JOBS=$JOBS"
   save llama-server "$LLAMA_REF" "$hash"
+  rm -rf "$src"  # 200 MB of sources, unpacked again from the cached sdist if ever needed
   log "$LLAMA_REF: built in $((SECONDS - t0)) s"
 }
 

@@ -75,6 +75,7 @@ def test_each_failure_names_its_real_cause_without_a_hot_loop(
 
         state = wait_for(failed, within=180, what=f"{name}: Failed with {reasons}")
         _, reason, message = condition(state, "Degraded") or ("", "", "")
+        print(f"{name}: phase {state['phase']}, Degraded {reason}: {message}")
         assert reason in reasons, state
         for word in words:
             assert word in message, (name, message)
