@@ -9,7 +9,8 @@ once and precisely instead of as an endless `Creating`:
   config    CreateContainerConfigError, CreateContainerError (a missing Secret key, a bad mount, ...)
   crash     CrashLoopBackOff, with the last exit code and, thanks to the containers'
             `terminationMessagePolicy: FallbackToLogsOnError`, the last line the process wrote
-  download  the same states of the `model-downloader` init container (a 404 is curl's exit 22)
+  download  the `model-downloader` init container exited non-zero (a 404 is curl's exit 22);
+            any other init container likewise
 
 The message names the container and the cause, and leaves out what changes on every retry
 (restart counts, timestamps), so an unchanged failure produces an unchanged status.
@@ -52,27 +53,58 @@ def diagnose_pod_failure(pods: Sequence[Mapping[str, Any]]) -> PodFailure | None
 
 def _container_failure(container: Mapping[str, Any], *, init: bool) -> PodFailure | None:
     name = str(container.get("name", ""))
-    waiting = (container.get("state") or {}).get("waiting") or {}
+    state = container.get("state") or {}
+    waiting = state.get("waiting") or {}
     reason = str(waiting.get("reason") or "")
     what = f"init container {name}" if init else f"container {name}"
     if reason in IMAGE_REASONS or reason in CONFIG_REASONS:
         detail = str(waiting.get("message") or "").strip()
         return PodFailure(reason, f"{what}: {reason}" + (f": {detail}" if detail else ""))
-    if reason != CRASH_LOOP:
-        return None
+    if init:
+        return _init_failure(container, name, what)
     last = (container.get("lastState") or {}).get("terminated") or {}
-    message = f"{what} keeps failing ({CRASH_LOOP})"
-    if "exitCode" in last:
-        message += f": exit code {last['exitCode']}"
-    if last.get("reason") and last.get("reason") not in ("Error", "Completed"):
-        message += f" ({last['reason']})"  # OOMKilled, ContainerCannotRun, ...
-    if line := last_line(str(last.get("message") or "")):
-        message += f": {line}"
-    if not init:
-        return PodFailure(CRASH_LOOP, message)
-    return PodFailure(
-        MODEL_DOWNLOAD_FAILED if name == INIT_CONTAINER_NAME else INIT_CONTAINER_FAILED, message
+    # A loop, not one crash: the kubelet says so while it backs off; between two attempts (running,
+    # not ready) the restart count and the last exit tell the same, so the status does not flap.
+    looping = reason == CRASH_LOOP or (
+        "running" in state
+        and not container.get("ready")
+        and int(container.get("restartCount") or 0) >= 2
+        and _failed(last)
     )
+    if not looping:
+        return None
+    return PodFailure(CRASH_LOOP, f"{what} keeps failing ({CRASH_LOOP})" + _termination(last))
+
+
+def _init_failure(container: Mapping[str, Any], name: str, what: str) -> PodFailure | None:
+    """An init container that exited non-zero holds the pod back until a retry succeeds. The kubelet
+    shows the failure as the current state, then (backing off, retrying) as the last one: report
+    the same failure in all three, so the status stays put while nothing changes."""
+    state = container.get("state") or {}
+    current = state.get("terminated") or {}
+    last = (container.get("lastState") or {}).get("terminated") or {}
+    # A current termination decides (exit 0: done, whatever failed before); else the last one.
+    failure = current or last
+    if not _failed(failure):
+        return None
+    reason = MODEL_DOWNLOAD_FAILED if name == INIT_CONTAINER_NAME else INIT_CONTAINER_FAILED
+    return PodFailure(reason, f"{what} failed" + _termination(failure))
+
+
+def _failed(terminated: Mapping[str, Any]) -> bool:
+    return bool(terminated) and int(terminated.get("exitCode") or 0) != 0
+
+
+def _termination(terminated: Mapping[str, Any]) -> str:
+    """`: exit code N (OOMKilled): <last log line>`, from what is known."""
+    text = ""
+    if "exitCode" in terminated:
+        text += f": exit code {terminated['exitCode']}"
+    if terminated.get("reason") and terminated.get("reason") not in ("Error", "Completed"):
+        text += f" ({terminated['reason']})"  # OOMKilled, ContainerCannotRun, ...
+    if line := last_line(str(terminated.get("message") or "")):
+        text += f": {line}"
+    return text
 
 
 def last_line(text: str) -> str:

@@ -23,6 +23,10 @@ def exited(code: int, reason: str = "Error", log: str = "") -> dict[str, Any]:
     return {"exitCode": code, "reason": reason, **({"message": log} if log else {})}
 
 
+def terminated(name: str, how: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "state": {"terminated": how}, "restartCount": 0}
+
+
 def running(name: str) -> dict[str, Any]:
     return {"name": name, "state": {"running": {"startedAt": "2026-03-01T11:00:00Z"}}, "ready": False}
 
@@ -45,6 +49,9 @@ NEVER_PULL = 'Container image "localhost/nope:1" is not present with pull policy
 CURL_404 = "Downloading http://10.0.0.7/m.gguf\ncurl: (22) The requested URL returned error: 404\n"
 LLAMA_CRASH = "build: 0 (unknown)\nerror: invalid argument: --no-such-flag\n\n"
 CRASHING = "keeps failing (CrashLoopBackOff)"
+DOWNLOAD_404 = (
+    "init container model-downloader failed: exit code 22: curl: (22) The requested URL returned error: 404"
+)
 BACKOFF = "CrashLoopBackOff"
 
 CASES = {
@@ -73,13 +80,27 @@ CASES = {
         failing_pod(main=[waiting("vllm", BACKOFF, last=exited(137, "OOMKilled"))]),
         PodFailure(BACKOFF, f"container vllm {CRASHING}: exit code 137 (OOMKilled)"),
     ),
+    # The kubelet shows a failed init container as terminated, then backing off, then retrying:
+    # one failure, one message (seen on the node tier: tests/node/test_node_failures.py).
     "download-404": (
+        failing_pod(init=[terminated("model-downloader", exited(22, log=CURL_404))]),
+        PodFailure("ModelDownloadFailed", DOWNLOAD_404),
+    ),
+    "download-404-backing-off": (
         failing_pod(init=[waiting("model-downloader", BACKOFF, last=exited(22, log=CURL_404))]),
-        PodFailure(
-            "ModelDownloadFailed",
-            f"init container model-downloader {CRASHING}: exit code 22: "
-            "curl: (22) The requested URL returned error: 404",
+        PodFailure("ModelDownloadFailed", DOWNLOAD_404),
+    ),
+    "download-404-retrying": (
+        failing_pod(
+            init=[{**running("model-downloader"), "lastState": {"terminated": exited(22, log=CURL_404)}}]
         ),
+        PodFailure("ModelDownloadFailed", DOWNLOAD_404),
+    ),
+    "crash-between-attempts": (
+        failing_pod(
+            main=[{**running("llama-server"), "restartCount": 3, "lastState": {"terminated": exited(1)}}]
+        ),
+        PodFailure(BACKOFF, f"container llama-server {CRASHING}: exit code 1"),
     ),
     "init-image": (
         failing_pod(init=[waiting("model-downloader", "ErrImageNeverPull", NEVER_PULL)]),
@@ -87,7 +108,7 @@ CASES = {
     ),
     "other-init": (
         failing_pod(init=[waiting("prep", BACKOFF, last=exited(2))]),
-        PodFailure("InitContainerFailed", f"init container prep {CRASHING}: exit code 2"),
+        PodFailure("InitContainerFailed", "init container prep failed: exit code 2"),
     ),
 }
 
@@ -109,7 +130,31 @@ NOT_STUCK = {
         failing_pod(init=[running("model-downloader")], main=[waiting("llama-server", "PodInitializing")])
     ],
     # One crash is not a loop: the kubelet restarts at once and the container runs again.
-    "one-crash": [failing_pod(main=[{**running("llama-server"), "lastState": {"terminated": exited(1)}}])],
+    "one-crash": [
+        failing_pod(
+            main=[{**running("llama-server"), "restartCount": 1, "lastState": {"terminated": exited(1)}}]
+        )
+    ],
+    # Crashed before, serving now.
+    "recovered": [
+        failing_pod(
+            main=[
+                {
+                    **running("llama-server"),
+                    "ready": True,
+                    "restartCount": 5,
+                    "lastState": {"terminated": exited(1)},
+                }
+            ]
+        )
+    ],
+    # The download failed once and then worked: the pod goes on.
+    "download-retried-ok": [
+        failing_pod(
+            init=[{**terminated("model-downloader", exited(0)), "lastState": {"terminated": exited(22)}}],
+            main=[running("llama-server")],
+        )
+    ],
     "terminating": [TERMINATING],
 }
 
