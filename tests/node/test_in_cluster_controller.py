@@ -77,15 +77,21 @@ def test_the_namespace_enforces_restricted_pod_security(node_cluster: NodeCluste
     assert all(p["status"]["phase"] == "Running" for p in controller_pods(admin))
 
 
-def leader_of(node: NodeCluster) -> tuple[str, dict[str, float]]:
-    """The Lease's holder (a pod name) and each pod's leader_election_master_status."""
+def lease_holder(node: NodeCluster) -> str:
+    """The pod named by the Lease (identities are `<pod name>_<uuid>`)."""
     lease = node.admin().get("coordination.k8s.io/v1", "Lease", DEFAULT_LEASE_NAME, CONTROLLER_NAMESPACE)
-    holder = str(lease["spec"].get("holderIdentity") or "")
-    status = {}
-    for pod in controller_pods(node.admin()):
-        samples = metric_samples(controller_metrics(node, pod), "leader_election_master_status")
-        status[pod["metadata"]["name"]] = sum(value for _, value in samples)
-    return holder.split("_", 1)[0], status
+    return str(lease["spec"].get("holderIdentity") or "").split("_", 1)[0]
+
+
+def leads(node: NodeCluster, pod: dict[str, Any]) -> float:
+    """That pod's own leader_election_master_status (1 leader, 0 standby)."""
+    samples = metric_samples(controller_metrics(node, pod), "leader_election_master_status")
+    return sum(value for _, value in samples)
+
+
+def leader_of(node: NodeCluster) -> tuple[str, dict[str, float]]:
+    """The Lease's holder and each running pod's leader_election_master_status."""
+    return lease_holder(node), {p["metadata"]["name"]: leads(node, p) for p in controller_pods(node.admin())}
 
 
 def test_one_leader_and_a_fast_hand_over(node_cluster: NodeCluster, controller: str) -> None:
@@ -99,12 +105,12 @@ def test_one_leader_and_a_fast_hand_over(node_cluster: NodeCluster, controller: 
     assert status[holder] == 1, (holder, status)
     (standby,) = [name for name, value in status.items() if value == 0]
 
+    standby_pod = next(p for p in controller_pods(admin) if p["metadata"]["name"] == standby)
     watch = Stopwatch()
     admin.delete("v1", "Pod", holder, CONTROLLER_NAMESPACE)  # graceful: the leader releases its lease
 
     def standby_leads() -> bool:
-        new_holder, new_status = leader_of(node_cluster)
-        return new_holder == standby and new_status.get(standby) == 1
+        return lease_holder(node_cluster) == standby and leads(node_cluster, standby_pod) == 1
 
     wait_for(standby_leads, within=60, what=f"{standby} to take over the lease", interval=0.2)
     TIMINGS["leader pod deleted -> standby holds the lease (s)"] = watch.seconds()
