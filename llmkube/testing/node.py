@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from llmkube.testing import images, node_cleanup
+from llmkube.testing import images, node_cleanup, node_config
 from llmkube.testing.cluster import (
     ClusterError,
     LocalCluster,
@@ -100,8 +100,9 @@ class NodeCluster(LocalCluster):
         self.runtime_tmpfs = os.environ.get("LLMKUBE_NODE_TMPFS_SIZE", "6g")
         self.run_id = uuid.uuid4().hex[:8]
         self.node_dir = self.workdir / "node"
+        self.paths = node_config.NodePaths(self.node_dir)
         self.cgroup = f"llmkube-node-{self.run_id}"
-        self.containerd_socket = self.node_dir / "containerd" / "containerd.sock"
+        self.containerd_socket = self.paths.containerd_socket
         self._api_forward: PortForward | None = None
         self._janitor: subprocess.Popen[bytes] | None = None
         self._footprint: node_cleanup.Footprint | None = None
@@ -142,7 +143,7 @@ class NodeCluster(LocalCluster):
         t0 = time.monotonic()
         super().stop()  # every component, last started first: kube-proxy, kubelet, containerd, ...
         if self._footprint is not None:
-            report = node_cleanup.clean_up(self._footprint, keep=("pod-logs",))
+            report = node_cleanup.clean_up(self._footprint, keep=(self.paths.pod_logs.name,))
             self.startup_seconds["teardown"] = time.monotonic() - t0
             if os.environ.get("LLMKUBE_NODE_VERBOSE"):
                 print(f"node tier {self.run_id}: cleaned up {report}", file=sys.stderr)
@@ -157,14 +158,13 @@ class NodeCluster(LocalCluster):
                 self._janitor.wait(timeout=5)
 
     def _record_footprint(self) -> None:
-        containerd = self.node_dir / "containerd"
         self._footprint = node_cleanup.Footprint(
             run_id=self.run_id,
             owner_pid=os.getpid(),
             owner_start=node_cleanup.process_start_time(os.getpid()),
             node_dir=str(self.node_dir),
-            containerd_root=str(containerd / "root"),
-            containerd_state=str(containerd / "state"),
+            containerd_root=str(self.paths.containerd_root),
+            containerd_state=str(self.paths.containerd_state),
             containerd_address=str(self.containerd_socket),
             cgroup=self.cgroup,
             cni_network=f"llmkube-{self.run_id}",
@@ -246,8 +246,9 @@ class NodeCluster(LocalCluster):
     # -- the node ----------------------------------------------------------------------------------
     def _start_node(self) -> None:
         t0 = time.monotonic()
-        for directory in ("containerd", "cni", "kubelet", "pod-logs", "volumes"):
-            (self.node_dir / directory).mkdir(parents=True, exist_ok=True)
+        paths = self.paths
+        for directory in (paths.containerd, paths.cni, paths.kubelet, paths.pod_logs, paths.volumes):
+            directory.mkdir(parents=True, exist_ok=True)
         self._issue_node_certificates()
         self._mount_runtime_tmpfs()
         self._start_containerd()
@@ -271,7 +272,7 @@ class NodeCluster(LocalCluster):
         """containerd's root and state in memory: unpacking the imported images is faster, and
         removing them (tens of thousands of small files) is one unmount instead of a minute of
         disk work. Memory is only used for what is written; without tmpfs, the disk is used."""
-        directory = self.node_dir / "containerd"
+        directory = self.paths.containerd
         result = subprocess.run(
             [
                 "mount",
@@ -308,104 +309,23 @@ class NodeCluster(LocalCluster):
         )
         issue_certificate(pki, "kube-proxy", common_name="system:kube-proxy")
 
-    def _certificate_kubeconfig(self, name: str) -> Path:
+    def _certificate_kubeconfig(self, user: str) -> Path:
         assert self._pki is not None
-        directory = self._pki.ca_cert.parent
-        path = self.node_dir / f"{name}.kubeconfig"
+        path = self.paths.config(f"{user}.kubeconfig")
         path.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [
-                        {
-                            "name": "local",
-                            "cluster": {
-                                "server": self.server,
-                                "certificate-authority": str(self._pki.ca_cert),
-                            },
-                        }
-                    ],
-                    "users": [
-                        {
-                            "name": name,
-                            "user": {
-                                "client-certificate": str(directory / f"{name}.crt"),
-                                "client-key": str(directory / f"{name}.key"),
-                            },
-                        }
-                    ],
-                    "contexts": [{"name": "local", "context": {"cluster": "local", "user": name}}],
-                    "current-context": "local",
-                }
-            )
+            yaml.safe_dump(node_config.certificate_kubeconfig(self.server, self._pki.ca_cert.parent, user))
         )
         return path
 
     def _start_containerd(self) -> None:
         footprint = self._footprint
         assert footprint is not None
-        directory = self.node_dir / "containerd"
-        cri = 'plugins."io.containerd.grpc.v1.cri"'
-        (directory / "config.toml").write_text(
-            f"""version = 2
-root = "{footprint.containerd_root}"
-state = "{footprint.containerd_state}"
-[grpc]
-  address = "{self.containerd_socket}"
-[ttrpc]
-  address = "{self.containerd_socket}.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "{directory / "opt"}"
-[{cri}]
-  sandbox_image = "{images.PAUSE.ref}"
-  # This VM grants no CAP_SYS_RESOURCE: runc cannot lower oom_score_adj below ours (sandboxes ask -998).
-  restrict_oom_score_adj = true
-  # Pod network namespaces under our state directory, not /run/netns: cleaned with our mounts.
-  netns_mounts_under_state_dir = true
-  enable_cdi = false
-  [{cri}.containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [{cri}.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [{cri}.containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "{directory / "runc"}"
-  [{cri}.cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "{self.node_dir / "cni"}"
-"""
-        )
-        lay = self.layout
-        (self.node_dir / "cni" / "10-llmkube.conflist").write_text(
-            json.dumps(
-                {
-                    "cniVersion": "1.0.0",
-                    "name": footprint.cni_network,
-                    "plugins": [
-                        {
-                            "type": "bridge",
-                            "bridge": lay.bridge,
-                            "isGateway": True,
-                            "ipMasq": False,
-                            "hairpinMode": True,
-                            "ipam": {
-                                "type": "host-local",
-                                "dataDir": str(self.node_dir / "cni" / "ipam"),
-                                "ranges": [[{"subnet": lay.pod_cidr, "gateway": lay.node_ip}]],
-                                "routes": [{"dst": "0.0.0.0/0"}],
-                            },
-                        }
-                    ],
-                },
-                indent=1,
-            )
-        )
+        config = self.paths.containerd / "config.toml"
+        config.write_text(node_config.containerd_config(self.paths, sandbox_image=images.PAUSE.ref))
+        network = node_config.cni_network(self.paths, self.layout, footprint.cni_network)
+        (self.paths.cni / "10-llmkube.conflist").write_text(json.dumps(network, indent=1))  # JSON: libcni
         self._spawn(
-            "containerd",
-            ["containerd", f"--config={directory / 'config.toml'}"],
-            executable=Path("/usr/bin/containerd"),
+            "containerd", ["containerd", f"--config={config}"], executable=Path("/usr/bin/containerd")
         )
         self._wait(lambda: self._ctr("version").returncode == 0, "containerd")
 
@@ -438,53 +358,19 @@ state = "{footprint.containerd_state}"
             self._ctr("images", "tag", "--force", image.ref, alias, check=True)
 
     def _start_kubelet(self) -> None:
-        pki = self._pki
-        assert pki is not None
-        directory = pki.ca_cert.parent
-        (self.node_dir / "resolv.conf").write_text("# the node tier has no DNS server\n")
-        config = {
-            "apiVersion": "kubelet.config.k8s.io/v1beta1",
-            "kind": "KubeletConfiguration",
-            # These VMs run cgroup v1; kubelet >= 1.35 refuses it unless told otherwise.
-            "failCgroupV1": False,
-            "cgroupDriver": "cgroupfs",
-            "cgroupRoot": f"/{self.cgroup}/pods",  # our own tree: two tiers never share pod cgroups
-            "containerRuntimeEndpoint": f"unix://{self.containerd_socket}",
-            "address": self.layout.node_ip,
-            "readOnlyPort": 0,
-            "healthzBindAddress": "127.0.0.1",
-            "authentication": {
-                "anonymous": {"enabled": False},
-                "webhook": {"enabled": True},
-                "x509": {"clientCAFile": str(pki.ca_cert)},
-            },
-            "authorization": {"mode": "Webhook"},
-            "tlsCertFile": str(directory / "kubelet-serving.crt"),
-            "tlsPrivateKeyFile": str(directory / "kubelet-serving.key"),
-            "clusterDomain": "cluster.local",
-            "resolvConf": str(self.node_dir / "resolv.conf"),
-            "podLogsDir": str(self.node_dir / "pod-logs"),
-            "failSwapOn": False,
-            # A shared developer disk must not make the node evict pods, nor delete images that
-            # cannot be pulled again.
-            "evictionHard": {
-                "memory.available": "100Mi",
-                "nodefs.available": "1%",
-                "imagefs.available": "1%",
-                "nodefs.inodesFree": "1%",
-            },
-            "imageGCHighThresholdPercent": 100,
-            "imageGCLowThresholdPercent": 99,
-            "serializeImagePulls": False,
-        }
-        (self.node_dir / "kubelet.yaml").write_text(yaml.safe_dump(config))
+        assert self._pki is not None
+        self.paths.config("resolv.conf").write_text("# the node tier has no DNS server\n")
+        config = node_config.kubelet_config(
+            self.paths, self.layout, pki_dir=self._pki.ca_cert.parent, cgroup_root=f"/{self.cgroup}/pods"
+        )
+        self.paths.config("kubelet.yaml").write_text(yaml.safe_dump(config))
         self._spawn(
             "kubelet",
             [
                 "kubelet",
-                f"--config={self.node_dir / 'kubelet.yaml'}",
+                f"--config={self.paths.config('kubelet.yaml')}",
                 f"--kubeconfig={self._certificate_kubeconfig('kubelet-client')}",
-                f"--root-dir={self.node_dir / 'kubelet'}",
+                f"--root-dir={self.paths.kubelet}",
                 f"--hostname-override={self.node_name}",
                 f"--node-ip={self.layout.node_ip}",
                 "--v=1",
@@ -492,35 +378,17 @@ state = "{footprint.containerd_state}"
         )
 
     def _start_kube_proxy(self) -> None:
-        config = {
-            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
-            "kind": "KubeProxyConfiguration",
-            "clientConnection": {"kubeconfig": str(self._certificate_kubeconfig("kube-proxy"))},
-            "mode": "iptables",
-            "clusterCIDR": self.layout.pod_cidr,
-            "hostnameOverride": self.node_name,
-            # Leave the kernel's conntrack limits and timeouts alone.
-            "conntrack": {
-                "maxPerCore": 0,
-                "min": 0,
-                "tcpEstablishedTimeout": "0s",
-                "tcpCloseWaitTimeout": "0s",
-            },
-            # Source-NAT all Service traffic to the node: replies between two pods on the bridge then
-            # return through the node's conntrack (no br_netfilter module on the host needed).
-            "iptables": {"masqueradeAll": True},
-            "metricsBindAddress": "127.0.0.1:10249",
-            "healthzBindAddress": "127.0.0.1:10256",
-        }
-        (self.node_dir / "kube-proxy.yaml").write_text(yaml.safe_dump(config))
-        self._spawn("kube-proxy", ["kube-proxy", f"--config={self.node_dir / 'kube-proxy.yaml'}", "--v=1"])
+        kubeconfig = self._certificate_kubeconfig("kube-proxy")
+        config = node_config.kube_proxy_config(self.layout, kubeconfig=kubeconfig, node_name=self.node_name)
+        self.paths.config("kube-proxy.yaml").write_text(yaml.safe_dump(config))
+        self._spawn("kube-proxy", ["kube-proxy", f"--config={self.paths.config('kube-proxy.yaml')}", "--v=1"])
 
     def _create_volumes(self) -> None:
         """hostPath volumes for claims without a storage class. Mode 0777 like a local-path
         provisioner's directories: the model downloader runs as an unprivileged user."""
         admin = self.admin()
         for index in range(self.node_volumes):
-            path = self.node_dir / "volumes" / str(index)
+            path = self.paths.volumes / str(index)
             path.mkdir(parents=True, exist_ok=True)
             path.chmod(0o777)
             admin.create(local_volume(f"llmkube-node-pv-{index}", path))
@@ -550,6 +418,6 @@ state = "{footprint.containerd_state}"
 
     def print_logs(self, lines: int = 40) -> None:
         super().print_logs(lines)
-        for log in sorted((self.node_dir / "pod-logs").glob("*/*/*.log")) if self.node_dir.is_dir() else []:
+        for log in sorted(self.paths.pod_logs.glob("*/*/*.log")) if self.node_dir.is_dir() else []:
             print(f"===== pod log {log} =====")
             print("\n".join(log.read_text(errors="replace").splitlines()[-lines:]))

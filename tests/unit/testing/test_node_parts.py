@@ -4,12 +4,14 @@ where containerd keeps a shim's socket, what a footprint records."""
 import hashlib
 import json
 import tarfile
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from llmkube.testing import images, node, node_cleanup, real_run
+from llmkube.testing import images, node, node_cleanup, node_config, real_run
 from llmkube.testing.images import IMAGE_ALIASES, NODE_IMAGES, archive_refs
+from llmkube.testing.netns import NetworkLayout
 
 
 def test_the_tier_needs_root_on_linux(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,3 +85,33 @@ def test_local_images_and_the_init_container_alias(tmp_path: Path) -> None:
     with tarfile.open(tmp_path / "x.tar", "w") as archive:
         archive.add(tmp_path / "index.json", arcname="index.json")
     assert archive_refs(tmp_path / "x.tar") == ["localhost/x:1"]
+
+
+def test_containerd_config_is_private_and_fits_these_machines(tmp_path: Path) -> None:
+    paths = node_config.NodePaths(tmp_path)
+    config = tomllib.loads(node_config.containerd_config(paths, sandbox_image="localhost/pause:x"))
+    assert config["root"].startswith(str(tmp_path)) and config["state"].startswith(str(tmp_path))
+    assert config["grpc"]["address"] == str(paths.containerd_socket)
+    cri = config["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["sandbox_image"] == "localhost/pause:x"
+    assert cri["restrict_oom_score_adj"] is True  # no CAP_SYS_RESOURCE here
+    assert cri["netns_mounts_under_state_dir"] is True  # pod netns cleaned with our mounts
+    assert cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is False
+    assert cri["cni"]["conf_dir"] == str(paths.cni)
+
+
+def test_kubelet_and_kube_proxy_settings(tmp_path: Path) -> None:
+    paths, layout = node_config.NodePaths(tmp_path), NetworkLayout()
+    kubelet = node_config.kubelet_config(
+        paths, layout, pki_dir=tmp_path / "pki", cgroup_root="/llmkube-node-x/pods"
+    )
+    assert kubelet["failCgroupV1"] is False and kubelet["cgroupDriver"] == "cgroupfs"
+    assert kubelet["cgroupRoot"] == "/llmkube-node-x/pods"
+    assert kubelet["podLogsDir"] == str(paths.pod_logs)  # not /var/log/pods
+    assert kubelet["imageGCHighThresholdPercent"] == 100  # local images cannot be pulled again
+    proxy = node_config.kube_proxy_config(layout, kubeconfig=tmp_path / "k", node_name="n")
+    assert proxy["iptables"]["masqueradeAll"] is True
+    assert proxy["conntrack"]["maxPerCore"] == 0
+    network = node_config.cni_network(paths, layout, "llmkube-x")
+    assert network["name"] == "llmkube-x"
+    assert network["plugins"][0]["ipam"]["dataDir"].startswith(str(tmp_path))
