@@ -159,6 +159,9 @@ def main_container(inputs: WorkloadInputs) -> KubeObject:
             "resources": container_resources(spec.resources, inputs.gpu_count, inputs.gpu_resource),
             "volumeMounts": list(inputs.storage.mounts),
             "securityContext": security,
+            # A crashing server's last log lines land in its status (lastState.terminated.message),
+            # where the controller reads why it stopped without any right to read logs.
+            "terminationMessagePolicy": "FallbackToLogsOnError",
             **container_probes(runtime.probe, inputs.port, spec.probe_overrides),
         }
     )

@@ -30,6 +30,7 @@ from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
 from llmkube.plan.names import selector_labels, service_name
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
 from llmkube.plan.observed import ObservedState
+from llmkube.plan.pod_failures import diagnose_pod_failure
 from llmkube.plan.priority import effective_priority, priority_class_name
 from llmkube.plan.queue import QueueEntry, queue_position
 from llmkube.plan.runtimes import (
@@ -43,6 +44,7 @@ from llmkube.plan.runtimes.vllm import speculative_missing_model
 from llmkube.plan.scheduling import diagnose_scheduling, running_pod_count
 from llmkube.plan.service import endpoint_url, service_intent
 from llmkube.plan.status import (
+    FAILED_REASON,
     INVALID_SPEC_REASON,
     MODEL_NOT_FOUND,
     WAITING_FOR_MODEL,
@@ -293,10 +295,12 @@ def _workload_plan(
         desired = _int_at(current, "spec", "replicas", default=first)
     else:
         desired = replicas
-    scheduling = None
+    scheduling = failure = None
     if ready == 0 and desired > 0:
         scheduling = diagnose_scheduling(observed.pods, ctx.config.known_gpu_resources(), gpu_count)
-    phase = determine_phase(ready, desired, scheduling)
+        # Scheduled pods that cannot run (image, crash, download): the kubelet backs off, so do we.
+        failure = diagnose_pod_failure(observed.pods) if scheduling is None else None
+    phase: Phase = "Failed" if failure else determine_phase(ready, desired, scheduling)
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
     waiting = phase == "WaitingForGPU"
     facts = StatusFacts(
@@ -309,6 +313,8 @@ def _workload_plan(
         effective_priority=ctx.priority,
         scheduling=scheduling if phase in ("Creating", "WaitingForGPU") else None,
         queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
+        failure_reason=failure.reason if failure else FAILED_REASON,
+        failure_message=failure.message if failure else "",
     )
     return InferenceServicePlan(
         status=_status(ctx, conditions, facts),
