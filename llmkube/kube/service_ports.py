@@ -30,15 +30,15 @@ def stray_service_ports(desired: Obj, observed: Obj) -> list[Obj]:
     return [port for port in (observed.get("spec") or {}).get("ports") or () if key(port) not in wanted]
 
 
-async def restore_service_ports(client: ApiClient, desired: Obj, observed: Obj, field_manager: str) -> None:
+async def restore_service_ports(client: ApiClient, desired: Obj, observed: Obj, field_manager: str) -> Obj:
     """Replace the observed Service's ports with ours (a JSON patch that fails if the Service
-    changed since we looked at it)."""
+    changed since we looked at it); returns the Service as stored."""
     meta = observed["metadata"]
     patch = [
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
         {"op": "replace", "path": "/spec/ports", "value": desired["spec"]["ports"]},
     ]
-    await client.patch(
+    stored = await client.patch(
         SERVICES,
         meta["name"],
         patch,
@@ -47,3 +47,4 @@ async def restore_service_ports(client: ApiClient, desired: Obj, observed: Obj, 
         field_manager=field_manager,
     )
     log.info("Service ports restored", namespace=meta.get("namespace"), name=meta["name"])
+    return stored

@@ -87,6 +87,13 @@ def metric_name_errors(metric: MetricSpec, path: str) -> list[tuple[str, str]]:
     return []
 
 
+def initial_replicas(replicas: int, autoscaling: AutoscalingSpec) -> int:
+    """The count a Deployment is created with when an HPA will own it: `spec.replicas`, within the
+    HPA's bounds (the HPA would move it there on its first pass anyway). Never the server's default
+    of 1 for a service that asked for more."""
+    return max(autoscaling.min_replicas or 1, min(replicas, autoscaling.max_replicas))
+
+
 def hpa_intent(isvc: InferenceService, autoscaling: AutoscalingSpec, default_metric: str) -> KubeObject:
     """Assumes `hpa_errors(autoscaling)` is empty."""
     name = isvc.metadata.name or ""

@@ -9,7 +9,6 @@ them all and makes no mutating request at all: no status write and no Event.
 import asyncio
 from typing import Any
 
-import pytest
 from e2e_support import (
     RunningController,
     delete_services_and_wait,
