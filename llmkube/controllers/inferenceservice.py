@@ -34,6 +34,7 @@ from llmkube.controllers.isvc_indexes import (
     priority_class_index,
     service_name_index,
 )
+from llmkube.controllers.isvc_write_failures import WriteFailed, describe_write_failure, writing
 from llmkube.controllers.metrics import ISVC_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.resources import (
     DEPLOYMENTS,
@@ -49,10 +50,11 @@ from llmkube.controllers.resources import (
     SERVICE_PODS_SELECTOR,
     SERVICES,
 )
+from llmkube.kube.apply import ApplyResult
 from llmkube.kube.controller import Controller, Result, TerminalError
-from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, namespace_terminating
+from llmkube.kube.errors import AlreadyExists, NotFound, namespace_terminating
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.ownership import NotOurs, refuse_foreign
+from llmkube.kube.ownership import refuse_foreign
 from llmkube.kube.predicates import annotations_changed, any_of, deleted, generation_changed, labels_changed
 from llmkube.kube.resource import Resource
 from llmkube.kube.service_ports import restore_service_ports, stray_service_ports
@@ -197,22 +199,30 @@ class InferenceServiceController:
         observed = self._observe(isvc, now)
         plan = plan_inference_service(isvc, model, observed, self.config)
 
+        # Announced whether or not the objects can be written: the status says the same either way.
+        for event in plan.events:
+            self.host.recorder.event(raw, event.type, event.reason, event.message)
         try:
             await self._converge(isvc, plan, observed)
-        except ApiError as error:
-            if namespace_terminating(error):
+        except WriteFailed as failed_write:
+            if namespace_terminating(failed_write.error):
                 # Its namespace is going away, and the service with it: nothing to create or report.
                 log.info("namespace is terminating; not converging", namespace=key.namespace, name=key.name)
                 return None
-            # Report it (decision #19: and retry with backoff by re-raising).
-            message = error.message if isinstance(error, NotOurs) else _describe(error)
+            # Report it, in the service's terms, once in status and in an Event series (decision #19:
+            # and retry with backoff by re-raising).
+            failure = describe_write_failure(isvc, failed_write)
+            self.host.recorder.event(raw, "Warning", failure.event_reason, failure.message)
             failed = failed_status(
-                plan.status, message, previous=isvc.status, generation=isvc.metadata.generation, now=now
+                plan.status,
+                failure.message,
+                previous=isvc.status,
+                generation=isvc.metadata.generation,
+                now=now,
+                reason=failure.reason,
             )
             await self._write_status(isvc, raw, failed)
-            raise
-        for event in plan.events:
-            self.host.recorder.event(raw, event.type, event.reason, event.message)
+            raise failed_write.error from None
         await self._write_status(isvc, raw, plan.status)
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
 
@@ -249,36 +259,18 @@ class InferenceServiceController:
     async def _converge(
         self, isvc: InferenceService, plan: InferenceServicePlan, facts: ObservedState
     ) -> None:
+        """Write what the plan asks for; a failed write is raised as WriteFailed, naming the object."""
         namespace = isvc.metadata.namespace or ""
         if plan.cache_pvc is not None:
-            await self._ensure_cache_pvc(namespace, plan.cache_pvc)
+            with writing("PersistentVolumeClaim", plan.cache_pvc):
+                await self._ensure_cache_pvc(namespace, plan.cache_pvc)
         observed = {"deployment": facts.deployment, "service": facts.service, "hpa": facts.hpa}
         for field, resource in _APPLY_ORDER:
             desired: Obj | None = getattr(plan, field)
             if desired is None:
                 continue
-            current = observed[field]
-            if current is None:
-                # The cache only holds objects with our managed-by label: one made by someone else
-                # under this name is invisible to it. Never take one over (decision 10).
-                current = await refuse_foreign(
-                    self.host.client,
-                    resource,
-                    desired,
-                    lambda existing: controlled_by(existing, isvc),
-                    owner="InferenceService",
-                )
-            elif resource is SERVICES and stray_service_ports(desired, current):
-                current = await restore_service_ports(
-                    self.host.client, desired, current, self.host.applier.field_manager
-                )
-            result = await self.host.applier.apply(
-                resource,
-                desired,
-                current,
-                policy=POLICIES_BY_KIND[resource.kind],
-                initial=plan.deployment_initial if resource is DEPLOYMENTS else None,
-            )
+            with writing(resource.kind, desired):
+                result = await self._apply(isvc, plan, resource, desired, observed[field])
             if result.changed:
                 log.info(
                     f"{resource.kind} {result.outcome.value}",
@@ -288,11 +280,42 @@ class InferenceServiceController:
                 )
         for ref in plan.deletes:
             resource = _RESOURCES_BY_KIND[ref.kind]
-            try:
-                await self.host.client.delete(resource, ref.name, ref.namespace, uid=ref.uid)
-                log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
-            except NotFound:
-                pass  # already gone: that is what we wanted
+            with writing(ref.kind, None):
+                try:
+                    await self.host.client.delete(resource, ref.name, ref.namespace, uid=ref.uid)
+                    log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
+                except NotFound:
+                    pass  # already gone: that is what we wanted
+
+    async def _apply(
+        self,
+        isvc: InferenceService,
+        plan: InferenceServicePlan,
+        resource: Resource,
+        desired: Obj,
+        current: Obj | None,
+    ) -> ApplyResult:
+        if current is None:
+            # The cache only holds objects with our managed-by label: one made by someone else
+            # under this name is invisible to it. Never take one over (decision 10).
+            current = await refuse_foreign(
+                self.host.client,
+                resource,
+                desired,
+                lambda existing: controlled_by(existing, isvc),
+                owner="InferenceService",
+            )
+        elif resource is SERVICES and stray_service_ports(desired, current):
+            current = await restore_service_ports(
+                self.host.client, desired, current, self.host.applier.field_manager
+            )
+        return await self.host.applier.apply(
+            resource,
+            desired,
+            current,
+            policy=POLICIES_BY_KIND[resource.kind],
+            initial=plan.deployment_initial if resource is DEPLOYMENTS else None,
+        )
 
     async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
         """Create the shared cache claim when missing; never update or delete it (it is not ours
@@ -334,7 +357,3 @@ class InferenceServiceController:
             await asyncio.Event().wait()
         finally:
             withdraw()
-
-
-def _describe(error: ApiError) -> str:
-    return f"API request failed: {error}"

@@ -1,7 +1,11 @@
 """A write the API server keeps refusing, for a reason the planner cannot see (here a cluster
 policy, a ValidatingAdmissionPolicy that denies our Deployments): the service says Failed with the
-server's reason, the controller retries with backoff, and the retries write nothing new (issue 11,
-item 2: the status is written once, its transition times do not move)."""
+server's reason, the controller retries with backoff, the retries write no new status (issue 11,
+item 2: written once, its transition times do not move), and each refusal is one Warning Event,
+the repeats aggregated into its series (item 3).
+
+And the safety net of item 1: a refusal the planner did not foresee names the InferenceService's
+field, not the Deployment's."""
 
 import asyncio
 import uuid
@@ -16,6 +20,7 @@ from e2e_support import (
     eventually,
     hf_model,
     isvc,
+    patch_isvc,
     phase_is,
     poll,
     reconcile_log,
@@ -28,6 +33,7 @@ from llmkube.testing.rest import KubeRest, RestError
 pytestmark = pytest.mark.usefixtures("services_deleted_first")
 
 POLICY_MESSAGE = "inference pods must run in gVisor"
+EVENTS = "events.k8s.io/v1"
 
 
 @pytest.fixture
@@ -149,3 +155,47 @@ async def test_a_write_that_keeps_being_refused_is_reported_once(
     assert len(watch.statuses) - 1 == 0, f"{len(watch.statuses) - 1} status writes in {retries} retries"
     assert now["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
     assert condition_times(now["status"]) == condition_times(stored["status"])
+    assert degraded["reason"] == "Failed"
+    assert degraded["message"].startswith("the API server refused the Deployment: 422 Invalid: ")
+
+    # One Warning Event says why, and the retries count in its series (not one Event each).
+    await operator.manager.recorder.drain()
+    (event,) = await eventually(lambda: events_of(admin, ns, "refused", "WriteFailed"), what="the Event")
+    assert event["type"] == "Warning" and event["note"] == degraded["message"]
+    assert (event.get("series") or {}).get("count", 1) >= 2, event
+
+
+def events_of(admin: KubeRest, namespace: str, name: str, reason: str) -> list[dict[str, Any]]:
+    return [
+        event
+        for event in admin.list(EVENTS, "Event", namespace)
+        if (event.get("regarding") or {}).get("name") == name and event["reason"] == reason
+    ]
+
+
+async def test_a_refusal_the_planner_did_not_foresee_names_the_services_field(
+    operator: RunningController, full_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner's own object checks switched off (as if it missed a rule): the server refuses the
+    Deployment with `spec.template.spec.containers[0].env[N].name`, and the user is told
+    `spec.env[0].name`, as an invalid spec."""
+    monkeypatch.setattr("llmkube.plan.inferenceservice.object_issues", lambda spec, deployment: [])
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    admin.create(hf_model("m"), namespace=ns)
+    spec = {"modelRef": "m", "skipModelInit": True, "runtime": "vllm", "env": [{"name": "A=B", "value": "1"}]}
+    admin.create(isvc("unforeseen", **spec), namespace=ns)
+    status = await eventually(phase_is(admin, "InferenceService", "unforeseen", ns, "Failed"), what="Failed")
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert (degraded["status"], degraded["reason"]) == ("True", "InvalidSpec")
+    assert degraded["message"] == (
+        'the API server refused the Deployment: spec.env[0].name: Invalid value: "A=B": a valid environment '
+        "variable name must consist only of printable ASCII characters other than '='"
+    )
+    await operator.manager.recorder.drain()
+    (event,) = await eventually(lambda: events_of(admin, ns, "unforeseen", "InvalidSpec"), what="the Event")
+    assert event["note"] == degraded["message"]
+    monkeypatch.undo()
+    # Fixed by the user, it converges (and says so).
+    patch_isvc(admin, "unforeseen", ns, {"env": [{"name": "A_B", "value": "1"}]})
+    await eventually(phase_is(admin, "InferenceService", "unforeseen", ns, "Ready"), what="Ready")
