@@ -286,6 +286,7 @@ class InferenceServiceController:
                     log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
                 except NotFound:
                     pass  # already gone: that is what we wanted
+                self.host.applier.forget(resource, ref.name, ref.namespace)
 
     async def _apply(
         self,
