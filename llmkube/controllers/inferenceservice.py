@@ -26,12 +26,14 @@ from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
     BY_MODEL,
     BY_PRIORITY_CLASS,
+    BY_RUNTIME_CLASS,
     BY_SERVICE_LABEL,
     BY_SERVICE_NAME,
     BY_SLICE_SERVICE,
     CACHE_CLAIM_SELECTOR,
     SLICE_SERVICE_LABEL,
     priority_class_index,
+    runtime_class_index,
     service_name_index,
 )
 from llmkube.controllers.isvc_write_failures import WriteFailed, describe_write_failure, writing
@@ -47,6 +49,7 @@ from llmkube.controllers.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
     PRIORITY_CLASSES,
+    RUNTIME_CLASSES,
     SERVICE_PODS_SELECTOR,
     SERVICES,
 )
@@ -60,6 +63,7 @@ from llmkube.kube.resource import Resource
 from llmkube.kube.service_ports import restore_service_ports, stray_service_ports
 from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import BY_NAMESPACE, by_field, by_label
+from llmkube.kube.transform import keep_only
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
@@ -98,6 +102,7 @@ class InferenceServiceController:
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
+        self.services.add_index(BY_RUNTIME_CLASS, runtime_class_index)
         self.models = host.informer(MODELS)
         self.deployments = host.informer(DEPLOYMENTS, label_selector=MANAGED_SELECTOR)
         self.k8s_services = host.informer(SERVICES, label_selector=MANAGED_SELECTOR)
@@ -105,6 +110,8 @@ class InferenceServiceController:
         self.pods = host.informer(PODS, label_selector=SERVICE_PODS_SELECTOR)
         self.pods.add_index(BY_SERVICE_LABEL, by_label(LABEL_SERVICE))
         self.priority_classes = host.informer(PRIORITY_CLASSES)
+        # Only their names: whether a service's runtimeClassName exists.
+        self.runtime_classes = host.informer(RUNTIME_CLASSES, transform=keep_only())
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
@@ -133,6 +140,7 @@ class InferenceServiceController:
                 ),
                 Watch(PODS, enqueue_mapped(self._service_of_pod), label_selector=SERVICE_PODS_SELECTOR),
                 Watch(PRIORITY_CLASSES, enqueue_mapped(self._services_of_priority_class)),
+                Watch(RUNTIME_CLASSES, enqueue_mapped(self._services_of_runtime_class)),
                 # Only deletions matter: a missing cache claim is recreated for the namespace.
                 Watch(
                     PERSISTENT_VOLUME_CLAIMS,
@@ -171,6 +179,10 @@ class InferenceServiceController:
     def _services_of_priority_class(self, priority_class: Obj) -> list[ObjectKey]:
         name = (priority_class.get("metadata") or {}).get("name") or ""
         return self._keys(self.services.store.by_index(BY_PRIORITY_CLASS, name))
+
+    def _services_of_runtime_class(self, runtime_class: Obj) -> list[ObjectKey]:
+        name = (runtime_class.get("metadata") or {}).get("name") or ""
+        return self._keys(self.services.store.by_index(BY_RUNTIME_CLASS, name))
 
     def _services_of_slice(self, endpoint_slice: Obj) -> list[ObjectKey]:
         meta = endpoint_slice.get("metadata") or {}
@@ -253,6 +265,9 @@ class InferenceServiceController:
             # The planner keeps the slices labelled with this service's Service name: hand it just those.
             endpoint_slices=tuple(
                 self.slices.store.by_index(BY_SLICE_SERVICE, f"{namespace}/{service_name(name)}")
+            ),
+            runtime_classes=frozenset(
+                (rc.get("metadata") or {}).get("name") or "" for rc in self.runtime_classes.store.objects()
             ),
         )
 

@@ -9,6 +9,7 @@ from llmkube.kube.resource import (
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
     PRIORITY_CLASSES,
+    RUNTIME_CLASSES,
     SERVICES,
     Resource,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "PRIORITY_CLASSES",
+    "RUNTIME_CLASSES",
     "SERVICES",
     "SERVICE_PODS_SELECTOR",
 ]

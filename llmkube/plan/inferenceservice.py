@@ -158,6 +158,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
             priority_class_exists=ctx.priority is not None,
             uses_cache_pvc=isinstance(storage, ModelStorage) and storage.uses_cache_pvc,
             config=ctx.config,
+            runtime_classes=ctx.observed.runtime_classes,
         )
     )
     if isinstance(storage, StorageProblem):

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.hpa import hpa_errors
+from llmkube.plan.kube_syntax import is_dns1123_subdomain
 from llmkube.plan.names import MAX_LABEL_VALUE_LENGTH
 from llmkube.plan.quantity import QuantityError, parse_quantity
 from llmkube.plan.resources import quantity_errors
@@ -74,6 +75,8 @@ class ValidationInputs:
     priority_class_exists: bool
     uses_cache_pvc: bool
     config: OperatorConfig
+    #: the cluster's RuntimeClasses (None: unknown, not checked)
+    runtime_classes: frozenset[str] | None = None
 
 
 def validate(inputs: ValidationInputs) -> list[Issue]:
@@ -104,6 +107,7 @@ def _errors(inputs: ValidationInputs) -> list[Issue]:
         found.append(Issue(field, f'PriorityClass "{inputs.priority_class_name}" does not exist', "error"))
     if inputs.metal:
         return found  # no workload of ours: image, autoscaling and the cache PVC do not apply
+    found += _runtime_class_errors(spec.runtime_class_name, inputs.runtime_classes)
     if not spec.image and not inputs.runtime.default_image:
         message = f'required for runtime "{inputs.runtime.name}", which has no default image'
         found.append(Issue("spec.image", message, "error"))
@@ -170,3 +174,12 @@ def _non_positive_sizes(spec: InferenceServiceSpec, runtime: str) -> list[Issue]
         for path, value in sizes
         if value is not None and value <= 0
     ]
+
+
+def _runtime_class_errors(name: str | None, known: frozenset[str] | None) -> list[Issue]:
+    """A RuntimeClass that does not exist leaves every pod unadmitted (the ReplicaSet's creates are
+    refused), with nothing said on the service. A name that is not even a valid one is left to the
+    object checks, which say so."""
+    if not name or known is None or name in known or is_dns1123_subdomain(name):
+        return []
+    return [Issue("spec.runtimeClassName", f'RuntimeClass "{name}" does not exist', "error")]
