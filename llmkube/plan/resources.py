@@ -1,8 +1,9 @@
 """Container resources (reference §3.1) and the validation of the service's quantity strings.
 
 GPU services get `limits: {<gpu resource>: <count>}`; `cpu` becomes a CPU request and `hostMemory`
-(else `memory`) the memory request. No CPU or memory limits are ever set, and `gpuMemory` is only
-validated: it describes the GPU, which the extended resource already selects.
+(else `memory`) the memory request, and the memory limit too (plan/hardening.py; the reference set
+no limits). CPU is never limited, and `gpuMemory` is only validated: it describes the GPU, which the
+extended resource already selects.
 """
 
 from llmkube.api.base import KubeObject
@@ -44,4 +45,6 @@ def container_resources(
         memory = resources.host_memory or resources.memory
         if memory:
             requests["memory"] = canonical_quantity(memory)
+            # Hardening (plan/hardening.py): what a server asked for is what it may use.
+            limits["memory"] = requests["memory"]
     return compact({"limits": limits, "requests": requests})
