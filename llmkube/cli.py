@@ -5,6 +5,9 @@ llmkube controller   the controller against $KUBECONFIG / --kubeconfig / in-clus
 llmkube cluster      a local control plane only (for kubectl and tests)
 llmkube crds         print the CustomResourceDefinitions
 llmkube version      print the version
+
+and the commands for users (llmkube/usercli): deploy, list, status, queue, scale, delete, logs,
+chat, curl.
 """
 
 import argparse
@@ -225,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text)
         add_controller_flags(command)
         command.set_defaults(func=func)
+    from llmkube.usercli import add_user_commands
+
+    add_user_commands(sub)
     return parser
 
 
