@@ -138,6 +138,8 @@ async def port_forward(
                 relays.add(task)
             try:
                 await _relay(session, config, forward, reader, writer)
+            except asyncio.CancelledError:
+                pass  # the forward is closing; the connection goes with it
             finally:
                 if task is not None:
                     relays.discard(task)
