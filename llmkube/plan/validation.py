@@ -14,6 +14,7 @@ from typing import Any, Literal
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.hpa import hpa_errors
+from llmkube.plan.labels import label_map_errors
 from llmkube.plan.names import MAX_LABEL_VALUE_LENGTH
 from llmkube.plan.quantity import QuantityError, parse_quantity
 from llmkube.plan.resources import quantity_errors
@@ -88,6 +89,12 @@ def _is_set(value: Any) -> bool:
 def _errors(inputs: ValidationInputs) -> list[Issue]:
     isvc, spec = inputs.isvc, inputs.isvc.spec
     found = [Issue(path, message, "error") for path, message in quantity_errors(spec.resources)]
+    label_errors = [
+        *label_map_errors("spec.podLabels", spec.pod_labels, check_values=True),
+        *label_map_errors("spec.nodeSelector", spec.node_selector, check_values=True),
+        *label_map_errors("spec.podAnnotations", spec.pod_annotations, check_values=False),
+    ]
+    found += [Issue(path, message, "error") for path, message in label_errors]
     name = isvc.metadata.name or ""
     for path, value in (("metadata.name", name), ("spec.modelRef", spec.model_ref)):
         if len(value) > MAX_LABEL_VALUE_LENGTH:
