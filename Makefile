@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries test test-unit lint crds run clean
+.PHONY: all venv k8s-binaries tools test test-unit lint crds run clean
 
 all: lint test
 
@@ -22,8 +22,12 @@ venv: $(STAMP)
 k8s-binaries:
 	bash hack/build-k8s.sh
 
+## Build (or reuse from ~/.cache/llmkube) helm, promtool and kustomize for the install/monitoring tests.
+tools:
+	bash hack/build-tools.sh
+
 ## The whole test suite: unit, integration (real kube-apiserver) and e2e (full local control plane).
-test: venv k8s-binaries
+test: venv k8s-binaries tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## Only the fast, pure tests (no control plane).

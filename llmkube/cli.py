@@ -21,15 +21,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llmkube import __version__
+from llmkube.bundled import MissingBundledFile, bundled_path, manifest_documents
 
 if TYPE_CHECKING:
     from llmkube.controllers.setup import ControllersConfig
     from llmkube.manager import ManagerConfig
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILD_SCRIPT = REPO_ROOT / "hack" / "build-k8s.sh"
-SAMPLE = REPO_ROOT / "manifests" / "samples" / "cpu-llamacpp.yaml"
-MANIFESTS = REPO_ROOT / "manifests"
+BUILD_SCRIPT = "hack/build-k8s.sh"
+SAMPLE = "samples/cpu-llamacpp.yaml"
+#: What a local cluster gets before the controller starts. No PriorityClasses: `llmkube run`'s
+#: controller owns them (--manage-priority-classes, the default), so nobody else writes them.
+LOCAL_INSTALL = ("manager/namespace.yaml", "rbac", "rbac/priorityclass-writer")
 
 
 def _print_crds(_: argparse.Namespace) -> int:
@@ -53,28 +55,25 @@ def _ensure_binaries(tier: str) -> Path:
     try:
         check_binaries(bin_dir, checked_tier)
     except MissingBinaryError as missing:
-        if not BUILD_SCRIPT.is_file():
-            raise SystemExit(str(missing)) from None
+        try:
+            script = bundled_path(BUILD_SCRIPT)
+        except MissingBundledFile as no_script:
+            raise SystemExit(f"{missing}\n{no_script}") from None
         print(f"{missing}\nBuilding them now (one-off, several minutes)...", file=sys.stderr)
-        subprocess.run(["bash", str(BUILD_SCRIPT)], check=True)
+        subprocess.run(["bash", str(script)], check=True)
     return bin_dir
 
 
 def _install_basics(cluster_kubeconfig: Path, with_sample: bool) -> None:
     from llmkube.api.crds import all_crds
-    from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_for_crds
+    from llmkube.testing.rest import KubeRest, wait_for_crds
 
     admin = KubeRest.from_kubeconfig(cluster_kubeconfig)
     admin.apply_all(all_crds())
     wait_for_crds(admin, [crd["metadata"]["name"] for crd in all_crds()])
-    for part in ("manager/namespace.yaml", "rbac", "priorityclasses"):
-        path = MANIFESTS / part
-        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-        for file in files:
-            if file.name != "kustomization.yaml":
-                admin.apply_all(load_yaml_documents(file))
+    admin.apply_all(manifest_documents(*LOCAL_INSTALL))
     if with_sample:
-        admin.apply_all(load_yaml_documents(SAMPLE), namespace="default")
+        admin.apply_all(manifest_documents(SAMPLE), namespace="default")
 
 
 def _wait_for_interrupt() -> None:
@@ -157,6 +156,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
         isvc_workers=args.workers,
         model_workers=max(1, args.workers // 2),
         model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
+        manage_priority_classes=args.manage_priority_classes,
     )
 
 
@@ -269,6 +269,25 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="disk bandwidth cap of one model copy into the cache (0: no cap)",
     )
+    parser.add_argument(
+        "--manage-priority-classes",
+        type=boolean_flag,
+        nargs="?",
+        const=True,
+        default=boolean_flag(env("LLMKUBE_MANAGE_PRIORITY_CLASSES", "true")),
+        help="create and repair the five llmkube-* PriorityClasses (default true); "
+        "false when the installer (kustomize, Helm, GitOps) owns them: they are then never written",
+    )
+
+
+def boolean_flag(value: str) -> bool:
+    """A Go-style boolean flag value: `--flag`, `--flag=true`, `--flag=false` (also 1/0, yes/no)."""
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

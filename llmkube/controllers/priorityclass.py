@@ -4,6 +4,10 @@ They are cluster-scoped and cannot be owned by a namespaced InferenceService, so
 by name: at start, and whenever one of them changes or disappears. `value` and
 `preemptionPolicy` are immutable, so drift is repaired by delete + create (the applier does that
 when the server rejects the change as immutable).
+
+Only registered with `--manage-priority-classes` (the default). A class that already holds the
+documented values is left alone whoever wrote it, so the installer's field ownership is never
+taken over (see `priority_class_drift`).
 """
 
 import structlog
@@ -14,7 +18,7 @@ from llmkube.kube.controller import Controller, Result
 from llmkube.kube.handlers import Watch, enqueue_object
 from llmkube.kube.store import Change
 from llmkube.kube.types import Obj, ObjectKey
-from llmkube.plan.priority import priority_classes
+from llmkube.plan.priority import priority_class_drift, priority_classes
 
 log = structlog.get_logger("llmkube.controllers.priorityclass")
 
@@ -47,6 +51,8 @@ class PriorityClassController:
         if desired is None:
             return None
         observed = self.informer.store.get_object(None, key.name)
+        if observed is not None and not priority_class_drift(desired, observed):
+            return None
         result = await self.host.applier.apply(PRIORITY_CLASSES, desired, observed)
         if result.changed:
             log.info(f"PriorityClass {result.outcome.value}", name=key.name, fields=result.reasons[:5])

@@ -19,13 +19,16 @@ class ControllersConfig:
     model_workers: int = 2
     #: disk bandwidth cap of one model copy into the cache (None: no cap)
     model_copy_bytes_per_second: float | None = None
+    #: --manage-priority-classes: False leaves the five classes to the installer (never written)
+    manage_priority_classes: bool = True
 
 
 @dataclass
 class Controllers:
     inference_services: InferenceServiceController
     models: ModelController
-    priority_classes: PriorityClassController
+    #: None when the installer owns the classes (--manage-priority-classes=false)
+    priority_classes: PriorityClassController | None
 
 
 def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Controllers:
@@ -39,5 +42,5 @@ def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Contro
             config.model_workers,
             copy_bytes_per_second=config.model_copy_bytes_per_second,
         ),
-        priority_classes=PriorityClassController(host),
+        priority_classes=PriorityClassController(host) if config.manage_priority_classes else None,
     )

@@ -2,12 +2,13 @@
 
 Decision #7: the effective priority is the value of the class the pod really uses, read from the
 cluster, so a custom `priorityClassName` is honoured and a missing one is reported.
-Decision #21: the controller itself ensures the five classes exist with the documented values.
+Decision #21: the controller itself ensures the five classes exist with the documented values,
+unless `--manage-priority-classes=false` leaves them to the installer (GitOps, Helm).
 """
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec
@@ -85,3 +86,22 @@ def priority_classes() -> list[KubeObject]:
         }
         for pc in PRIORITY_CLASSES
     ]
+
+
+def priority_class_drift(desired: KubeObject, observed: KubeObject) -> list[str]:
+    """The fields of an existing class that differ from what the controller would apply.
+
+    Judged on values, not on who wrote them: a class the installer applied with the documented
+    values is already right, so a controller start after `kubectl apply -k manifests/` (or a Helm
+    install) makes no write and takes no field ownership away from the installer."""
+    drift = [
+        name
+        for name in ("value", "preemptionPolicy", "description")
+        if observed.get(name) != desired.get(name)
+    ]
+    if bool(observed.get("globalDefault")) != bool(desired.get("globalDefault")):
+        drift.append("globalDefault")
+    want_labels: dict[str, Any] = (desired.get("metadata") or {}).get("labels") or {}
+    have_labels: dict[str, Any] = (observed.get("metadata") or {}).get("labels") or {}
+    drift += [f"metadata.labels.{key}" for key, value in want_labels.items() if have_labels.get(key) != value]
+    return drift

@@ -26,9 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def install_operator(cluster: ClusterHandle) -> None:
     docs: list[dict[str, Any]] = list(all_crds())
     docs += load_yaml_documents(ROOT / "manifests" / "manager" / "namespace.yaml")
-    for path in sorted((ROOT / "manifests" / "rbac").glob("*.yaml")):
-        if path.name != "kustomization.yaml":
-            docs += load_yaml_documents(path)
+    # The session's controller owns the PriorityClasses (--manage-priority-classes, the default).
+    for rbac in (ROOT / "manifests" / "rbac", ROOT / "manifests" / "rbac" / "priorityclass-writer"):
+        for path in sorted(rbac.glob("*.yaml")):
+            if path.name != "kustomization.yaml":
+                docs += load_yaml_documents(path)
     apply_manifests(cluster, docs)
 
 

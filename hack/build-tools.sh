@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Build the release tools our install and monitoring tests drive, from pinned releases, through the
+# Go module proxy (there are no prebuilt downloads on our machines):
+#
+#   helm       <- helm.sh/helm/v3 $HELM_VERSION                       (chart lint, template, install)
+#   promtool   <- github.com/prometheus/prometheus $PROMETHEUS_MODULE  (alert rules: check and unit tests)
+#   kustomize  <- sigs.k8s.io/kustomize/kustomize/v5 $KUSTOMIZE_VERSION (what Argo CD and Flux run)
+#   monitoring-check <- hack/tools/monitoring-check.go against the Prometheus Operator's API types
+#                       github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring $PROMETHEUS_OPERATOR_APIS
+#
+# Output: $LLMKUBE_TOOLS_BIN (default ~/.cache/llmkube/tools/bin). Idempotent: a binary whose stamp
+# file names the pinned version is not rebuilt. Progress on stderr; the bin directory on stdout.
+#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check]
+set -euo pipefail
+
+HELM_VERSION="${HELM_VERSION:-v3.22.0}"
+# github.com/prometheus/prometheus publishes Prometheus 3.x as Go module versions v0.3xx.y.
+PROMETHEUS_MODULE="${PROMETHEUS_MODULE:-v0.316.0}"
+KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.7.1}"
+PROMETHEUS_OPERATOR_APIS="${PROMETHEUS_OPERATOR_APIS:-v0.95.2}"
+CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
+BIN="${LLMKUBE_TOOLS_BIN:-$CACHE_ROOT/tools/bin}"
+
+export GOFLAGS="${GOFLAGS:--buildvcs=false} -trimpath"
+export CGO_ENABLED=0
+export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+export GOCACHE="${GOCACHE:-$CACHE_ROOT/go-build}"
+
+log() { printf '[build-tools %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+command -v go >/dev/null || { echo "build-tools: 'go' is not on PATH; install Go >= 1.26" >&2; exit 1; }
+mkdir -p "$BIN"
+
+fresh() {  # fresh NAME VERSION -> 0 when BIN/NAME exists and was built from VERSION
+  [ -x "$BIN/$1" ] && [ "$(cat "$BIN/.$1.version" 2>/dev/null)" = "$2" ]
+}
+
+install_tool() {  # install_tool NAME VERSION PACKAGE LDFLAGS
+  local name=$1 version=$2 package=$3 ldflags=$4
+  if fresh "$name" "$version"; then
+    log "$name $version: cached"
+    return
+  fi
+  log "$name $version: building $package (a few minutes on 2 cores)"
+  local t0=$SECONDS tmp
+  tmp=$(mktemp -d)
+  GOBIN="$tmp" go install -ldflags "$ldflags" "$package@$version"
+  mv "$tmp/$name" "$BIN/$name"
+  rmdir "$tmp"
+  echo "$version" > "$BIN/.$name.version"
+  log "$name $version: built in $((SECONDS - t0)) s"
+}
+
+build_helm() {
+  install_tool helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+    "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+}
+
+build_promtool() {
+  local minor=${PROMETHEUS_MODULE#v0.}; minor=${minor%%.*}; minor=$((10#$minor % 100))  # v0.316.0 -> 16
+  local patch=${PROMETHEUS_MODULE##*.}
+  install_tool promtool "$PROMETHEUS_MODULE" github.com/prometheus/prometheus/cmd/promtool \
+    "-s -w -X github.com/prometheus/common/version.Version=3.$minor.$patch"
+}
+
+build_kustomize() {
+  install_tool kustomize "$KUSTOMIZE_VERSION" sigs.k8s.io/kustomize/kustomize/v5 \
+    "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=$KUSTOMIZE_VERSION"
+}
+
+build_monitoring_check() {
+  # Our own small program: the version stamp covers the API module and the source file.
+  local here stamp_value mod
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  stamp_value="$PROMETHEUS_OPERATOR_APIS-$(sha256sum "$here/tools/monitoring-check.go" | cut -c1-12)"
+  if fresh monitoring-check "$stamp_value"; then
+    log "monitoring-check $stamp_value: cached"
+    return
+  fi
+  mod="$CACHE_ROOT/build/monitoring-check-$PROMETHEUS_OPERATOR_APIS"
+  mkdir -p "$mod"
+  cp "$here/tools/monitoring-check.go" "$mod/main.go"
+  log "monitoring-check $stamp_value: building against the Prometheus Operator API types"
+  local t0=$SECONDS
+  (
+    cd "$mod"
+    [ -f go.mod ] || printf 'module llmkube.dev/monitoringcheck\n\ngo 1.26\n' > go.mod
+    go get "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@$PROMETHEUS_OPERATOR_APIS" >&2
+    go mod tidy >&2
+    go build -ldflags "-s -w" -o "$BIN/monitoring-check.tmp" .
+  )
+  mv "$BIN/monitoring-check.tmp" "$BIN/monitoring-check"
+  echo "$stamp_value" > "$BIN/.monitoring-check.version"
+  log "monitoring-check $stamp_value: built in $((SECONDS - t0)) s"
+}
+
+t_start=$SECONDS
+case "${1:-all}" in
+  all) build_kustomize; build_promtool; build_helm; build_monitoring_check ;;
+  helm) build_helm ;;
+  promtool) build_promtool ;;
+  kustomize) build_kustomize ;;
+  monitoring-check) build_monitoring_check ;;
+  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check]" >&2; exit 2 ;;
+esac
+log "done in $((SECONDS - t_start)) s; tools in $BIN"
+echo "$BIN"

@@ -1,0 +1,137 @@
+"""Helpers for the install-path tests: a control plane of their own (installs create cluster-wide
+objects: CRDs, ClusterRoles, PriorityClasses, which the shared e2e cluster's operator also uses),
+server-side apply as the installers do it, and the controller started the way a Deployment runs it."""
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from llmkube.cli import build_parser, controllers_config
+from llmkube.controllers.setup import Controllers, setup_controllers
+from llmkube.manager import Manager, ManagerConfig
+from llmkube.testing.cluster import LocalCluster, MissingBinaryError
+from llmkube.testing.rest import KubeRest, RestError, condition_true, wait_until
+
+ROOT = Path(__file__).resolve().parents[3]
+MANIFESTS = ROOT / "manifests"
+CHART = ROOT / "charts" / "llmkube"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+@contextlib.contextmanager
+def dedicated_cluster() -> Iterator[LocalCluster]:
+    if os.environ.get("LLMKUBE_TEST_KUBECONFIG") or os.environ.get("LLMKUBE_TEST_CLUSTER"):
+        pytest.skip(
+            "install tests create cluster-wide objects: they run on a local control plane of their own"
+        )
+    try:
+        cluster = LocalCluster("full").start()
+    except MissingBinaryError as err:
+        pytest.fail(str(err), pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def documents(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def server_side_apply(
+    admin: KubeRest, docs: list[dict[str, Any]], field_manager: str, *, force: bool = False
+) -> None:
+    """What `kubectl apply --server-side` (manager "kubectl", no force), Argo CD (ServerSideApply=true)
+    and Flux's kustomize-controller (both force their changes) do: an apply patch per object."""
+    for doc in docs:
+        meta = doc["metadata"]
+        path = admin.path_for(doc["apiVersion"], doc["kind"], meta.get("namespace"), meta["name"])
+        query = {"fieldManager": field_manager, **({"force": "true"} if force else {})}
+        admin.request("PATCH", path, doc, content_type=APPLY_PATCH, query=query)
+        if doc["kind"] == "CustomResourceDefinition":
+            wait_until(
+                lambda name=meta["name"]: condition_true(
+                    admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name), "Established"
+                ),
+                timeout=30,
+                what=f"CRD {meta['name']} Established",
+            )
+            admin.forget_discovery()
+
+
+def delete_all(admin: KubeRest, docs: list[dict[str, Any]]) -> None:
+    for doc in reversed(docs):
+        with contextlib.suppress(RestError, LookupError):
+            admin.delete(
+                doc["apiVersion"], doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace")
+            )
+
+
+def deployment_available(admin: KubeRest, namespace: str, name: str, replicas: int) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        deployment = admin.get("apps/v1", "Deployment", name, namespace)
+        status = deployment.get("status") or {}
+        fresh = status.get("observedGeneration") == deployment["metadata"]["generation"]
+        ready = status.get("readyReplicas") == replicas and status.get("updatedReplicas") == replicas
+        return deployment if fresh and ready and condition_true(deployment, "Available") else None
+
+    found: dict[str, Any] = wait_until(check, timeout=120, what=f"Deployment {namespace}/{name} Available")
+    return found
+
+
+def the_deployment(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    return deployment
+
+
+@dataclass
+class InProcessController:
+    manager: Manager
+    controllers: Controllers
+    task: "asyncio.Task[None]"
+
+
+@contextlib.asynccontextmanager
+async def controller_as_deployed(
+    deployment: dict[str, Any], kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[InProcessController]:
+    """The controller configured from the Deployment's own args and env (through the real CLI parser),
+    running in-process as the identity named like its ServiceAccount, leader election off."""
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    for env in container.get("env", []):
+        if "value" in env:
+            monkeypatch.setenv(env["name"], env["value"])
+    args = build_parser().parse_args(container["args"])
+    config = controllers_config(args)
+    manager = Manager(
+        ManagerConfig(
+            kubeconfig=kubeconfig,
+            namespace=args.namespace or None,
+            leader_election=False,
+            metrics_bind_address="0",
+            health_bind_address="0",
+            configure_logging=False,
+            handle_signals=False,
+            graceful_shutdown_timeout=10,
+        )
+    )
+    holder: dict[str, Controllers] = {}
+
+    def setup(m: Manager) -> None:
+        holder["controllers"] = setup_controllers(m, config)
+
+    task = asyncio.create_task(manager.run(setup))
+    try:
+        async with asyncio.timeout(60):
+            await manager.controllers_started.wait()
+        yield InProcessController(manager, holder["controllers"], task)
+    finally:
+        manager.request_shutdown()
+        await asyncio.wait_for(task, timeout=30)

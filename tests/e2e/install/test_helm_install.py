@@ -1,0 +1,234 @@
+"""The Helm chart: lint, template (with default values it renders what `kustomize build manifests/`
+renders, labels aside), its values, and `helm install` on a real control plane."""
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import settled
+from install_support import (
+    CHART,
+    MANIFESTS,
+    controller_as_deployed,
+    dedicated_cluster,
+    deployment_available,
+    documents,
+    the_deployment,
+)
+from tools import kustomize_build, kustomize_overlay, run, tool
+
+from llmkube.plan.priority import PRIORITY_CLASSES
+from llmkube.testing.cluster import K8S_VERSION, LocalCluster
+
+Key = tuple[str, str, str | None]
+# Offline, helm assumes the Kubernetes version its client library was stamped with (a plain `go
+# install` stamps none, so v1.20): name the one the tests run against.
+KUBE_VERSION = ("--kube-version", K8S_VERSION)
+
+
+@pytest.fixture
+def helm_env(tmp_path: Path) -> dict[str, str]:
+    """Helm's own cache and configuration in the test's directory, not the user's home."""
+    return {
+        "HELM_CACHE_HOME": str(tmp_path / "helm-cache"),
+        "HELM_CONFIG_HOME": str(tmp_path / "helm-config"),
+        "HELM_DATA_HOME": str(tmp_path / "helm-data"),
+    }
+
+
+def template(
+    helm_env: dict[str, str], *values: str, namespace: str = "llmkube-system"
+) -> list[dict[str, Any]]:
+    argv = ["template", "llmkube", CHART, "--namespace", namespace, "--include-crds", *KUBE_VERSION]
+    for value in values:
+        argv += ["--set", value]
+    return documents(run(tool("helm"), *argv, env=helm_env))
+
+
+def by_key(docs: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    keyed = {(d["kind"], d["metadata"]["name"], d["metadata"].get("namespace")): d for d in docs}
+    assert len(keyed) == len(docs), "two objects with the same kind, name and namespace"
+    return keyed
+
+
+def without_labels(doc: dict[str, Any]) -> dict[str, Any]:
+    """The object with what legitimately differs between Helm and kustomize removed: labels (Helm
+    adds release labels) and the dashboards' text layout (compared as JSON)."""
+    doc = json.loads(json.dumps(doc))
+    doc["metadata"].pop("labels", None)
+    template_meta = (doc.get("spec") or {}).get("template", {}).get("metadata")
+    if isinstance(template_meta, dict):
+        template_meta.pop("labels", None)
+    if doc["kind"] == "ConfigMap":
+        doc["data"] = {name: json.loads(text) for name, text in doc["data"].items()}
+    return doc
+
+
+def test_the_chart_lints_with_every_option(helm_env: dict[str, str]) -> None:
+    helm = tool("helm")
+    run(helm, "lint", "--strict", CHART, *KUBE_VERSION, env=helm_env)
+    run(
+        helm,
+        "lint",
+        "--strict",
+        CHART,
+        *KUBE_VERSION,
+        "--set",
+        "monitoring.enabled=true,networkPolicy.enabled=true,criticalPriority.enabled=true,"
+        "priorityClasses.managedBy=controller,watchNamespace=team-a,modelCache.existingClaim=models",
+        env=helm_env,
+    )
+
+
+def test_default_values_render_the_kustomize_install(helm_env: dict[str, str]) -> None:
+    """One source of truth: the same objects, field for field, but for labels. The Namespace is
+    Helm's to create (--create-namespace)."""
+    from_kustomize = by_key(documents(kustomize_build(MANIFESTS)))
+    from_kustomize.pop(("Namespace", "llmkube-system", None))
+    from_helm = by_key(template(helm_env))
+    assert sorted(from_helm, key=str) == sorted(from_kustomize, key=str)
+    for key, expected in from_kustomize.items():
+        assert without_labels(from_helm[key]) == without_labels(expected), key
+
+
+def test_monitoring_renders_the_monitoring_component(helm_env: dict[str, str], tmp_path: Path) -> None:
+    kinds = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"}
+    component = {
+        key[0]: doc
+        for key, doc in by_key(documents(kustomize_overlay(tmp_path, "monitoring"))).items()
+        if key[0] in kinds
+    }
+    chart = {
+        key[0]: doc
+        for key, doc in by_key(template(helm_env, "monitoring.enabled=true")).items()
+        if key[0] in kinds
+    }
+    assert set(chart) == set(component) == kinds
+    for kind in kinds:
+        expected, found = without_labels(component[kind]), without_labels(chart[kind])
+        expected["metadata"].pop("name"), found["metadata"].pop("name")  # release-prefixed in the chart
+        assert found == expected, kind
+    assert chart["ConfigMap"]["metadata"]["labels"]["grafana_dashboard"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("owner", "classes", "flag", "writer_role"),
+    [("chart", 5, "false", False), ("controller", 0, "true", True), ("none", 0, "false", False)],
+)
+def test_one_owner_for_the_priority_classes(
+    helm_env: dict[str, str], owner: str, classes: int, flag: str, writer_role: bool
+) -> None:
+    docs = template(helm_env, f"priorityClasses.managedBy={owner}")
+    assert len([d for d in docs if d["kind"] == "PriorityClass"]) == classes
+    env = {
+        e["name"]: e.get("value")
+        for e in the_deployment(docs)["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["LLMKUBE_MANAGE_PRIORITY_CLASSES"] == flag
+    names = {d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRole"}
+    assert ("llmkube-priorityclass-writer" in names) is writer_role
+
+
+def test_an_unknown_priority_class_owner_is_refused_with_a_message(
+    helm_env: dict[str, str], tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [
+            str(tool("helm")),
+            "template",
+            "llmkube",
+            str(CHART),
+            *KUBE_VERSION,
+            "--set",
+            "priorityClasses.managedBy=gitops",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **helm_env},
+        check=False,
+    )
+    assert result.returncode != 0
+    assert 'priorityClasses.managedBy must be chart, controller or none, not "gitops"' in result.stderr
+
+
+def test_values_reach_the_deployment(helm_env: dict[str, str]) -> None:
+    docs = template(
+        helm_env,
+        "watchNamespace=team-a",
+        "replicas=3",
+        "image.repository=registry.example.com/llmkube",
+        "image.tag=9.9.9",
+        "resources.limits.memory=1Gi",
+        "modelCache.existingClaim=model-cache",
+        "criticalPriority.enabled=true",
+        namespace="platform",
+    )
+    deployment = the_deployment(docs)
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert deployment["metadata"]["namespace"] == "platform"
+    assert deployment["spec"]["replicas"] == 3
+    assert container["image"] == "registry.example.com/llmkube:9.9.9"
+    assert "--namespace=team-a" in container["args"]
+    assert container["resources"]["limits"]["memory"] == "1Gi"
+    assert {v["name"]: v for v in pod["volumes"]}["model-cache"]["persistentVolumeClaim"] == {
+        "claimName": "model-cache"
+    }
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    quota = [d for d in docs if d["kind"] == "ResourceQuota"]
+    assert quota and quota[0]["metadata"]["namespace"] == "platform"
+    binding = next(
+        d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "llmkube-controller"
+    )
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "llmkube-controller", "namespace": "platform"}
+    ]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    with dedicated_cluster() as local:
+        yield local
+
+
+async def test_helm_install_runs_and_its_controller_writes_nothing_at_start(
+    cluster: LocalCluster, helm_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubeconfig = ["--kubeconfig", str(cluster.kubeconfig)]
+    helm = tool("helm")
+    run(helm, "install", "llmkube", CHART, "--namespace", "llmkube-system", "--create-namespace", *kubeconfig,
+        "--wait", "--timeout", "3m", env=helm_env)  # fmt: skip
+    admin = cluster.admin()
+    deployment_available(admin, "llmkube-system", "llmkube-controller", replicas=2)
+    installed = {
+        pc.name
+        for pc in PRIORITY_CLASSES
+        if admin.get_or_none("scheduling.k8s.io/v1", "PriorityClass", pc.name)
+    }
+    assert installed == {pc.name for pc in PRIORITY_CLASSES}
+    status = run(helm, "status", "llmkube", "--namespace", "llmkube-system", *kubeconfig, env=helm_env)
+    assert "STATUS: deployed" in status
+
+    # The controller as the chart configures it (Helm owns the classes): a start writes nothing.
+    rendered = documents(
+        run(helm, "get", "manifest", "llmkube", "--namespace", "llmkube-system", *kubeconfig, env=helm_env)
+    )
+    assert cluster.controller_kubeconfig is not None
+    async with controller_as_deployed(
+        the_deployment(rendered), cluster.controller_kubeconfig, monkeypatch
+    ) as controller:
+        assert controller.controllers.priority_classes is None
+        for found in (controller.controllers.inference_services, controller.controllers.models):
+            await settled(found.controller)
+        assert controller.manager.client.mutating_requests() == 0
+
+    run(helm, "uninstall", "llmkube", "--namespace", "llmkube-system", "--wait", *kubeconfig, env=helm_env)
+    assert admin.get_or_none("apps/v1", "Deployment", "llmkube-controller", "llmkube-system") is None
+    # Helm never deletes what crds/ installed: the users' Models and InferenceServices survive.
+    assert admin.get_or_none(
+        "apiextensions.k8s.io/v1", "CustomResourceDefinition", "models.inference.llmkube.dev"
+    )

@@ -1,0 +1,80 @@
+"""What the shipped manifests promise, read as data (the install tests apply them for real)."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
+
+
+def documents(relative: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all((MANIFESTS / relative).read_text()) if doc]
+
+
+def deployment() -> dict[str, Any]:
+    (found,) = [d for d in documents("manager/deployment.yaml") if d["kind"] == "Deployment"]
+    return found
+
+
+def controller_container() -> dict[str, Any]:
+    (container,) = deployment()["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_the_controller_needs_no_critical_priority_class() -> None:
+    assert "priorityClassName" not in deployment()["spec"]["template"]["spec"]
+    quota = documents("components/critical-priority/resource_quota.yaml")[0]
+    assert quota["spec"]["scopeSelector"]["matchExpressions"] == [
+        {"scopeName": "PriorityClass", "operator": "In", "values": ["system-cluster-critical"]}
+    ]
+    # room for both replicas and the one surge pod of a rolling update
+    assert int(quota["spec"]["hard"]["pods"]) >= deployment()["spec"]["replicas"] + 1
+
+
+def test_the_model_cache_path_is_a_size_limited_writable_volume() -> None:
+    container = controller_container()
+    assert "--model-cache-path=/models" in container["args"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in deployment()["spec"]["template"]["spec"]["volumes"]}
+    assert volumes[mounts["/models"]]["emptyDir"]["sizeLimit"] == "20Gi"
+    assert all("sizeLimit" in v["emptyDir"] for v in volumes.values())
+
+
+def test_installs_from_manifests_leave_the_priority_classes_to_the_installer() -> None:
+    env = {e["name"]: e.get("value") for e in controller_container()["env"]}
+    assert env["LLMKUBE_MANAGE_PRIORITY_CLASSES"] == "false"
+    assert "priorityclasses" in (MANIFESTS / "kustomization.yaml").read_text()
+    (role,) = documents("rbac/cluster_role.yaml")
+    verbs = {v for rule in role["rules"] if "priorityclasses" in rule["resources"] for v in rule["verbs"]}
+    assert verbs == {"get", "list", "watch"}, "without the writer role the controller cannot write a class"
+
+
+def test_pdb_and_anti_affinity_select_the_controller_pods() -> None:
+    spec = deployment()["spec"]
+    labels = spec["template"]["metadata"]["labels"]
+    (pdb,) = documents("manager/pod_disruption_budget.yaml")
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb["spec"]["maxUnavailable"] < spec["replicas"]
+    affinity = spec["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in affinity, (
+        "one-node clusters must still run"
+    )
+    (term,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels.items()
+
+
+@pytest.mark.parametrize(
+    ("role", "aggregates_to"),
+    [("llmkube-viewer", {"view"}), ("llmkube-editor", {"edit", "admin"})],
+)
+def test_user_roles_aggregate_into_the_built_in_roles(role: str, aggregates_to: set[str]) -> None:
+    (found,) = [d for d in documents("rbac/user_roles.yaml") if d["metadata"]["name"] == role]
+    labels = found["metadata"]["labels"]
+    prefix = "rbac.authorization.k8s.io/aggregate-to-"
+    assert {
+        key.removeprefix(prefix) for key, value in labels.items() if key.startswith(prefix)
+    } == aggregates_to
+    assert all(value == "true" for key, value in labels.items() if key.startswith(prefix))
