@@ -21,6 +21,7 @@ __all__ = [
     "Unauthorized",
     "error_from_response",
     "is_resource_version_too_large",
+    "namespace_terminating",
     "parse_retry_after",
 ]
 
@@ -174,3 +175,13 @@ def error_from_response(status: int, body: bytes, retry_after_header: str | None
     except orjson.JSONDecodeError:
         decoded = body.decode("utf-8", "replace").strip()
     return error_from_status(status, decoded, parse_retry_after(retry_after_header))
+
+
+def namespace_terminating(error: ApiError) -> bool:
+    """The API refuses new objects in a namespace being deleted (403 with cause
+    NamespaceTerminating): not an RBAC problem, and retrying cannot help."""
+    if not isinstance(error, Forbidden):
+        return False
+    return any(cause.reason == "NamespaceTerminating" for cause in error.causes) or (
+        "because it is being terminated" in error.message
+    )

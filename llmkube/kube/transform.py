@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from llmkube.kube.types import Obj
 
-__all__ = ["LAST_APPLIED_ANNOTATION", "Transform", "strip_for_cache"]
+__all__ = ["IDENTITY_FIELDS", "LAST_APPLIED_ANNOTATION", "Transform", "keep_only", "strip_for_cache"]
 
 Transform = Callable[[Obj], Obj]
 
@@ -41,5 +41,34 @@ def strip_for_cache(field_manager: str = "llmkube-controller") -> Transform:
         if annotations and LAST_APPLIED_ANNOTATION in annotations:
             del annotations[LAST_APPLIED_ANNOTATION]
         return obj
+
+    return transform
+
+
+#: What the cache itself needs of every object: its key, and what tells one version from the next
+#: (a relist compares uid and resourceVersion).
+IDENTITY_FIELDS = ("name", "namespace", "uid", "resourceVersion", "generation", "deletionTimestamp")
+
+
+def keep_only(*paths: tuple[str, ...]) -> Transform:
+    """Cache only the fields a controller reads (e.g. ``("status", "capacity")`` of a Node), plus
+    apiVersion, kind and the identity metadata. A kind read for one small field is otherwise cached
+    whole: a GPU Node is tens of KiB of images, conditions and labels."""
+
+    def transform(obj: Obj) -> Obj:
+        meta = obj.get("metadata") or {}
+        kept: Obj = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+        kept["metadata"] = {key: meta[key] for key in IDENTITY_FIELDS if key in meta}
+        for path in paths:
+            value: object = obj
+            for part in path:
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is None:
+                continue
+            target = kept
+            for part in path[:-1]:
+                target = target.setdefault(part, {})
+            target[path[-1]] = value
+        return kept
 
     return transform

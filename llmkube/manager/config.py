@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmkube.api.constants import EVENT_REPORTER, FIELD_MANAGER
 from llmkube.kube.leader_state import LeaderElectionTiming
 
 __all__ = ["DEFAULT_LEASE_NAME", "ManagerConfig", "parse_bind_address"]
@@ -47,7 +48,9 @@ class ManagerConfig:
     cache_sync_timeout: float = 120.0
     #: /readyz fails once any watch has been failing continuously for this long
     watch_failure_tolerance: float = 120.0
-    field_manager: str = "llmkube-controller"
+    field_manager: str = FIELD_MANAGER
+    #: the `reportingController` of every Event (what `kubectl describe` shows under From)
+    event_reporter: str = EVENT_REPORTER
     #: install SIGTERM/SIGINT handlers (only possible in the main thread)
     handle_signals: bool = True
 

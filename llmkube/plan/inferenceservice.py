@@ -69,8 +69,6 @@ class InferenceServicePlan:
     deletes: tuple[ObjectRef, ...] = ()
     events: tuple[PlannedEvent, ...] = ()
     requeue_after: float | None = None
-    # This service's place in the GPU queue index while it waits (None otherwise).
-    queue_entry: QueueEntry | None = None
 
 
 @dataclass(frozen=True)
@@ -316,7 +314,6 @@ def _workload_plan(
         deletes=tuple(deletes),
         events=tuple(events),
         requeue_after=SELECTOR_MIGRATION_REQUEUE_SECONDS if migrate else None,
-        queue_entry=entry if waiting else None,
     )
 
 

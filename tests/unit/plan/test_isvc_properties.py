@@ -15,10 +15,12 @@ from llmkube.api.constants import LABEL_MANAGED_BY, LABEL_SERVICE, MANAGED_BY_VA
 from llmkube.api.crds import contract_schema
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.api.model import Model
+from llmkube.controllers.isvc_indexes import priority_class_index
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
 from llmkube.plan.observed import ObservedState
-from llmkube.plan.queue import QueueEntry
+from llmkube.plan.priority import priority_class_name
+from llmkube.plan.queue import GpuQueue, QueueEntry
 from llmkube.plan.status import status_changed
 
 SPEC_SCHEMA = contract_schema()["properties"]["spec"]
@@ -200,7 +202,7 @@ def observations(draw: st.DrawFn, name: str) -> ObservedState:
         hpa=hpa,
         pods=tuple(pods),
         priority_classes=draw(st.sampled_from([{}, {"llmkube-normal": 10_000, "custom": 5}])),
-        gpu_queue=tuple(
+        gpu_queue=GpuQueue(
             draw(
                 st.lists(
                     st.builds(QueueEntry, st.just("ai"), names, st.integers(0, 10**6), st.just(NOW)),
@@ -286,6 +288,8 @@ def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
     spec_doc = data.draw(from_schema(SPEC_SCHEMA).flatmap(mostly_valid), label="spec")
     name = data.draw(names, label="name") if data.draw(st.sampled_from([True] * 5 + [False])) else "n" * 64
     spec = InferenceServiceSpec.model_validate(spec_doc)  # the API types accept every contract-valid spec
+    # The cache index reads the class from the raw document: the same answer as the parsed spec.
+    assert tuple(priority_class_index({"spec": spec_doc})) == (priority_class_name(spec),)
     isvc = InferenceService.model_validate(
         {
             "metadata": {
@@ -315,3 +319,15 @@ def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
     )
     assert not status_changed(result.status, replanned.status)
     assert replanned.deployment == result.deployment and replanned.deletes == result.deletes
+
+    # Whatever happens next (other pods, Deployment, Model), no condition once written is removed:
+    # a stale one says so (the rule in plan/conditions.py; the runtime, hence VLLMSpecValid, is fixed).
+    later_model = data.draw(models, label="later model") if data.draw(st.booleans()) else None
+    later = plan_inference_service(
+        isvc.model_copy(update={"status": result.status}),
+        later_model,
+        data.draw(observations(name), label="later observed"),
+        config,
+    )
+    written = {c.type for c in result.status.conditions or ()}
+    assert written <= {c.type for c in later.status.conditions or ()}
