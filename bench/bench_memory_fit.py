@@ -1,6 +1,6 @@
 """How close is llmkube's memory-fit estimate to what llama.cpp really allocates?
 
-Writes synthetic llama GGUFs (bench/synthetic_gguf.py), reads their headers the way the Model
+Writes synthetic llama GGUFs (llmkube.testing.synthetic_gguf), reads their headers the way the Model
 controller does, starts a real `llama-server` with the arguments llmkube's llama.cpp runtime builds
 for each service shape, reads the buffer sizes llama.cpp logs (model, KV cache, compute, output),
 and prints them next to plan.memory_fit's estimate as JSON lines (MiB), with the relative error of
@@ -22,13 +22,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from synthetic_gguf import Shape, write
-
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
 from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
 from llmkube.plan.memory_fit import MIB, PROCESS_MARGIN, estimate_memory
 from llmkube.plan.model.size import format_size
+from llmkube.testing.synthetic_gguf import Shape, write
 
 MODELS = {
     "tiny-f32": Shape(128, 2, 4, 2, 256, 512, type="f32"),

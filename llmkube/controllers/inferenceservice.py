@@ -42,6 +42,8 @@ from llmkube.controllers.resources import (
     MANAGED_SELECTOR,
     METAL_SLICES_SELECTOR,
     MODELS,
+    NODE_CACHE_TRANSFORM,
+    NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
     PRIORITY_CLASSES,
@@ -105,6 +107,8 @@ class InferenceServiceController:
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
+        # For the memory-fit check's GPU memory (no watch: a label change shows at the next reconcile).
+        self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
 
         host.add_task("inferenceservice:state-metrics", self._publish_state_metrics)
         self.controller: Controller = host.add_controller(
@@ -241,6 +245,7 @@ class InferenceServiceController:
             endpoint_slices=tuple(
                 self.slices.store.by_index(BY_SLICE_SERVICE, f"{namespace}/{service_name(name)}")
             ),
+            nodes=tuple(self.nodes.store.objects()),
         )
 
     async def _converge(

@@ -26,6 +26,13 @@ from llmkube.plan.events import (
 )
 from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, is_metal
 from llmkube.plan.hpa import hpa_intent
+from llmkube.plan.memory_fit import (
+    INSUFFICIENT_MEMORY,
+    enforced,
+    judge_memory_fit,
+    memory_fit_conditions,
+    node_gpu_memory,
+)
 from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
 from llmkube.plan.names import selector_labels, service_name
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
@@ -176,15 +183,36 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         generation=ctx.generation,
         now=ctx.observed.now,
     )
+    fit = None
+    if not metal:
+        fit = judge_memory_fit(
+            model,
+            spec,
+            runtime=runtime.name,
+            gpu_count=gpu_count,
+            node_gpu_memory=node_gpu_memory(ctx.observed.nodes, gpu_resource_name(model, ctx.config)),
+        )
+    conditions = memory_fit_conditions(conditions, fit, generation=ctx.generation, now=ctx.observed.now)
+    if fit is not None and fit.blocks:
+        events.append(PlannedEvent("Warning", INSUFFICIENT_MEMORY, fit.message))
     if errors or not isinstance(storage, ModelStorage):
         return _invalid(ctx, conditions, errors, events)
+    if fit is not None and fit.blocks and enforced(ctx.isvc.metadata.annotations):
+        # The user asked not to start what cannot fit: Failed, and nothing applied or deleted.
+        message = f"{fit.message} (not started: the memory-fit annotation says enforce)"
+        return _invalid(ctx, conditions, [message], events, reason=INSUFFICIENT_MEMORY)
     if metal:
         return _metal_plan(ctx, conditions, events)
     return _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
 
 
 def _invalid(
-    ctx: _Context, conditions: list[Condition], errors: list[str], events: list[PlannedEvent]
+    ctx: _Context,
+    conditions: list[Condition],
+    errors: list[str],
+    events: list[PlannedEvent],
+    *,
+    reason: str = INVALID_SPEC_REASON,
 ) -> InferenceServicePlan:
     """Failed, naming every problem; the running workload (if any) is left untouched."""
     deployment = ctx.observed.deployment
@@ -197,7 +225,7 @@ def _invalid(
         endpoint="",
         model_ready=True,
         effective_priority=ctx.priority,
-        failure_reason=INVALID_SPEC_REASON,
+        failure_reason=reason,
         failure_message="; ".join(errors),
     )
     return InferenceServicePlan(status=_status(ctx, conditions, facts), events=tuple(events))

@@ -15,10 +15,13 @@ Pure: no I/O, all sizes in bytes.
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from datetime import datetime
+from typing import Any, Literal
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
+from llmkube.api.meta import Condition
 from llmkube.api.model import GGUFMetadata, GPUSpec, Model
+from llmkube.plan.conditions import remove_condition, set_condition, update_condition_if_present
 from llmkube.plan.quantity import QuantityError, parse_quantity
 from llmkube.plan.runtimes.llamacpp import gpu_layers, split_mode, tensor_split
 
@@ -331,3 +334,55 @@ def judge_memory_fit(
 
 def enforced(annotations: Mapping[str, str] | None) -> bool:
     return (annotations or {}).get(ENFORCE_ANNOTATION, "").strip().lower() == ENFORCE_VALUE
+
+
+#: Node labels that give the memory of one GPU in MiB (NVIDIA GPU feature discovery's).
+GPU_MEMORY_LABELS: dict[str, str] = {"nvidia.com/gpu": "nvidia.com/gpu.memory"}
+
+
+def node_gpu_memory(nodes: Sequence[Mapping[str, Any]], gpu_resource: str) -> tuple[int, ...]:
+    """Bytes of one GPU on each node that offers `gpu_resource` and says how much memory it has."""
+    label = GPU_MEMORY_LABELS.get(gpu_resource)
+    if label is None:
+        return ()
+    found = []
+    for node in nodes:
+        capacity = (node.get("status") or {}).get("capacity") or {}
+        text = ((node.get("metadata") or {}).get("labels") or {}).get(label)
+        if str(capacity.get(gpu_resource, "0")) in ("", "0") or not text:
+            continue
+        try:
+            found.append(int(text) * MIB)
+        except ValueError:
+            continue
+    return tuple(found)
+
+
+def memory_fit_conditions(
+    conditions: Sequence[Condition], verdict: FitVerdict | None, *, generation: int | None, now: datetime
+) -> list[Condition]:
+    """MemoryFit from the verdict; removed when no estimate applies to the service (its runtime
+    sizes memory itself, or a metal host runs it): the condition's subject is gone. Without
+    metadata to estimate from (a HuggingFace repo, a header that could not be read) an existing
+    condition turns Unknown, and none is added: absence already says unknown."""
+    if verdict is None:
+        return remove_condition(conditions, MEMORY_FIT)
+    if verdict.estimate is None:
+        return update_condition_if_present(
+            conditions,
+            type_=MEMORY_FIT,
+            status=verdict.status,
+            reason=verdict.reason,
+            message=verdict.message,
+            now=now,
+            observed_generation=generation,
+        )
+    return set_condition(
+        conditions,
+        type_=MEMORY_FIT,
+        status=verdict.status,
+        reason=verdict.reason,
+        message=verdict.message,
+        now=now,
+        observed_generation=generation,
+    )

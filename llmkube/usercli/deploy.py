@@ -15,8 +15,10 @@ from llmkube.kube.client import APPLY_PATCH
 from llmkube.kube.errors import ApiError, Conflict
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj
+from llmkube.plan.memory_fit import ENFORCE_ANNOTATION, ENFORCE_VALUE
 from llmkube.usercli import render
 from llmkube.usercli.errors import UserError, explain
+from llmkube.usercli.fit import check_memory_fit, report
 from llmkube.usercli.kinds import FIELD_MANAGER, INFERENCE_SERVICES, MODELS
 from llmkube.usercli.manifests import DeployError, DeployOptions, build_manifests
 from llmkube.usercli.progress import wait_until_ready
@@ -50,7 +52,8 @@ def options_from_args(args: argparse.Namespace, namespace: str) -> DeployOptions
         port=args.port,
         extra_args=tuple(args.extra_arg or ()),
         env=tuple(args.env or ()),
-        annotations=dict(args.annotations),
+        annotations=dict(args.annotations)
+        | ({ENFORCE_ANNOTATION: ENFORCE_VALUE} if args.enforce_memory_fit else {}),
     )
 
 
@@ -83,6 +86,13 @@ async def apply(session: Session, resource: Resource, obj: Obj, *, dry_run: bool
     return result
 
 
+def print_offline(args: argparse.Namespace) -> int:
+    """`--dry-run` (client): the objects, without a cluster."""
+    model, isvc = manifests_from_args(args, args.namespace or "default")
+    render.dump([model, isvc], args.output if args.output in ("json", "yaml") else "yaml")
+    return 0
+
+
 async def run_deploy(session: Session, args: argparse.Namespace) -> int:
     model, isvc = manifests_from_args(args, session.namespace)
     structured = args.output in ("json", "yaml")
@@ -95,10 +105,19 @@ async def run_deploy(session: Session, args: argparse.Namespace) -> int:
         await apply(session, MODELS, model, dry_run=True)
         await apply(session, INFERENCE_SERVICES, isvc, dry_run=True)
         console.print(f'[green]The API server accepts Model and InferenceService "{name}".[/green]')
+        report(console, await check_memory_fit(session, name, isvc, within=0), isvc)
         render.dump([model, isvc], args.output if structured else "yaml")
         return 0
     await apply(session, MODELS, model)
     console.print(f'Model "{name}" applied (source {model["spec"]["source"]})')
+    if args.fit_wait > 0:
+        with console.status("checking whether it fits (waiting for the Model's metadata)"):
+            check = await check_memory_fit(session, name, isvc, within=args.fit_wait)
+        if report(console, check, isvc):
+            console.print(
+                f'The Model "{name}" stays; delete it with: llmkube delete {name} -n {session.namespace}'
+            )
+            return 1
     await apply(session, INFERENCE_SERVICES, isvc)
     console.print(f'InferenceService "{name}" applied in namespace "{session.namespace}"')
     if args.no_wait:

@@ -68,7 +68,7 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def _deploy(sub: Any) -> None:
-    from llmkube.usercli.deploy import run_deploy
+    from llmkube.usercli.deploy import print_offline, run_deploy
 
     p = sub.add_parser(
         "deploy",
@@ -128,11 +128,34 @@ def _deploy(sub: Any) -> None:
         choices=("client", "server"),
         help="print the objects instead of creating them (server: also have the API server validate them)",
     )
+    p.add_argument(
+        "--enforce-memory-fit",
+        action="store_true",
+        help="refuse to start it when the memory estimate says it cannot fit (sets the "
+        "inference.llmkube.dev/memory-fit=enforce annotation; without it a misfit is only a warning)",
+    )
+    p.add_argument(
+        "--fit-wait",
+        type=float,
+        default=30.0,
+        help="seconds to wait for the Model's metadata for the memory-fit check (0 skips it; default 30)",
+    )
     p.add_argument("--no-wait", action="store_true", help="return once the objects are applied")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for Ready (default: 600)")
     _output_flag(p)
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_deploy))
+    connected = run_command(run_deploy)
+
+    def deploy(args: argparse.Namespace) -> int:
+        if args.dry_run == "client":  # no cluster needed to print the objects
+            try:
+                return print_offline(args)
+            except UserError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 1
+        return connected(args)
+
+    p.set_defaults(func=deploy)
 
 
 def _inspect(sub: Any) -> None:

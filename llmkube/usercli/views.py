@@ -316,8 +316,18 @@ def service_summary(isvc: Obj, model: Obj | None) -> list[tuple[str, str]]:
         ("Priority", f"{priority} ({effective})" if effective is not None else priority),
         ("Queue position", queue_column(isvc)),
         ("Waiting for", waits_for(isvc, model)),
+        ("Memory", memory_fit_text(isvc)),
     ]
     return [(label, value) for label, value in pairs if value]
+
+
+def memory_fit_text(isvc: Obj) -> str:
+    """The MemoryFit condition in one line: the verdict first, then the figures."""
+    fit = conditions(isvc).get("MemoryFit")
+    if not fit:
+        return ""
+    verdict = {"True": "fits", "False": "may NOT fit"}.get(str(fit.get("status")), "unknown")
+    return f"{verdict}: {fit.get('message') or fit.get('reason') or ''}"
 
 
 def model_summary(model: Obj) -> list[tuple[str, str]]:

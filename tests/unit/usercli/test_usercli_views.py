@@ -167,3 +167,16 @@ def test_model_row_hides_the_unknown_size() -> None:
     }
     row = views.model_row(model, NOW)
     assert (row.size, row.quantization, row.architecture, row.accelerator) == ("", "Q4_K_M", "llama", "cpu")
+
+
+def test_memory_fit_line() -> None:
+    def with_fit(status: str) -> dict[str, Any]:
+        return isvc(
+            phase="Ready",
+            conditions=[{"type": "MemoryFit", "status": status, "reason": "R", "message": "needs ~1.3 GiB"}],
+        )
+
+    assert views.memory_fit_text(with_fit("True")) == "fits: needs ~1.3 GiB"
+    assert views.memory_fit_text(with_fit("False")) == "may NOT fit: needs ~1.3 GiB"
+    assert views.memory_fit_text(with_fit("Unknown")) == "unknown: needs ~1.3 GiB"
+    assert views.memory_fit_text(isvc(phase="Ready")) == ""

@@ -1,11 +1,12 @@
 """Write llama-architecture GGUF files of any shape that llama.cpp loads, with the `gguf` package.
 
-For checking the memory-fit estimate against llama.cpp's own buffer sizes: the weights are zeros
-(the figures depend on shapes and types, not values), the tokenizer is byte-level BPE padded with
-filler tokens to the wanted vocabulary size, and the tensor type is F32, F16 or Q8_0.
+For the memory-fit tests and bench/bench_memory_fit.py, which checks the estimate against
+llama.cpp's own buffer sizes: the weights are zeros (the figures depend on shapes and types, not
+values), the tokenizer is byte-level BPE padded with filler tokens to the wanted vocabulary size,
+and the tensor type is F32, F16 or Q8_0.
 
-    python bench/synthetic_gguf.py OUT.gguf --embedding 2048 --layers 22 --heads 32 --kv-heads 4 \
-        --feed-forward 5632 --vocab 32000 --type q8_0
+    python -m llmkube.testing.synthetic_gguf OUT.gguf --embedding 2048 --layers 22 --heads 32 \
+        --kv-heads 4 --feed-forward 5632 --vocab 32000 --type q8_0
 """
 
 import argparse
