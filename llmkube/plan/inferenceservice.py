@@ -51,8 +51,9 @@ from llmkube.plan.scheduling import diagnose_scheduling, running_pod_count
 from llmkube.plan.service import endpoint_url, service_intent
 from llmkube.plan.status import (
     INVALID_SPEC_REASON,
-    MODEL_NOT_FOUND,
+    MODEL_NOT_FOUND_REASON,
     WAITING_FOR_MODEL,
+    WAITING_FOR_MODEL_REASON,
     StatusFacts,
     build_status,
     determine_phase,
@@ -108,23 +109,44 @@ def plan_inference_service(
     )
     # The Model gate (§2 step 3): nothing is applied or deleted until the Model is Ready.
     if model is None:
-        return _model_gate(ctx, "Failed", MODEL_NOT_FOUND)
+        missing = f'Model "{isvc.spec.model_ref}" not found in namespace "{ctx.namespace}"'
+        return _model_gate(ctx, "Failed", MODEL_NOT_FOUND_REASON, missing)
     if model.status is None or model.status.phase != "Ready":
-        return _model_gate(ctx, "Pending", WAITING_FOR_MODEL)
+        return _model_gate(ctx, "Pending", WAITING_FOR_MODEL_REASON, WAITING_FOR_MODEL)
     return _plan_with_model(ctx, model)
 
 
-def _model_gate(ctx: _Context, phase: Phase, message: str) -> InferenceServicePlan:
-    facts = StatusFacts(
-        phase=phase,
-        ready=0,
-        desired=0,
-        running=ctx.running,
-        endpoint="",
-        model_ready=False,
-        effective_priority=ctx.priority,
-        failure_message=message,
-    )
+def _model_gate(ctx: _Context, phase: Phase, reason: str, message: str) -> InferenceServicePlan:
+    """Without a Ready Model nothing is applied or deleted. Replicas that already run keep serving:
+    then the status says so (phase, replicas, endpoint) and names what the Model lacks, rather
+    than reporting 0 ready replicas of a service that answers requests."""
+    deployment = ctx.observed.deployment
+    ready = _int_at(deployment, "status", "readyReplicas") if _owned(ctx, deployment) else 0
+    if ready > 0:
+        desired = _int_at(deployment, "spec", "replicas", default=ready)
+        serving = "the running replicas keep serving, but no new one can start"
+        facts = StatusFacts(
+            phase=determine_phase(ready, desired, None),
+            ready=ready,
+            desired=desired,
+            running=ctx.running,
+            endpoint=endpoint_url(ctx.isvc),
+            model_ready=False,
+            effective_priority=ctx.priority,
+            model_problem=(reason, f"{message}: {serving}"),
+        )
+    else:
+        facts = StatusFacts(
+            phase=phase,
+            ready=0,
+            desired=0,
+            running=ctx.running,
+            endpoint="",
+            model_ready=False,
+            effective_priority=ctx.priority,
+            failure_reason=reason,
+            failure_message=message,
+        )
     return InferenceServicePlan(status=_status(ctx, _previous_conditions(ctx), facts))
 
 

@@ -13,7 +13,16 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_support import API, RunningController, delete_services_and_wait, eventually, phase_is, status_of
+from e2e_support import (
+    API,
+    RunningController,
+    condition_triple,
+    delete_services_and_wait,
+    eventually,
+    patch,
+    phase_is,
+    status_of,
+)
 from usercli_support import llmkube, llmkube_in_terminal, plain, row_of
 
 from llmkube.testing.pytest_plugin import ClusterHandle
@@ -163,6 +172,18 @@ async def test_scale_refuses_an_autoscaled_count_and_changes_bounds_stop_and_fix
         'error: "auto" is autoscaled: its HorizontalPodAutoscaler owns the replica count'
     )
     assert admin.get(API, "InferenceService", "auto", ns)["spec"].get("replicas", 1) == 1
+
+    # `kubectl scale` goes through the scale subresource and is not refused: the service says who
+    # owns the count (SpecValid and an IgnoredSetting event), and the HPA stays in charge.
+    patch(admin, API, "InferenceService", "auto", ns, {"spec": {"replicas": 3}}, subresource="scale")
+
+    def answered() -> tuple[str, str, str] | None:
+        found = condition_triple(status_of(admin, "InferenceService", "auto", ns), "SpecValid")
+        return found if found and found[0] == "False" else None
+
+    spec_valid = await eventually(answered, what="SpecValid says the HPA owns the count")
+    assert spec_valid[2].startswith("spec.replicas: 3 is ignored: spec.autoscaling is set")
+    patch(admin, API, "InferenceService", "auto", ns, {"spec": {"replicas": 1}}, subresource="scale")
 
     bounds = await llmkube(kc, "scale", "auto", "--min", "2", "--max", "4", "-n", ns)
     assert (bounds.code, bounds.out.strip()) == (0, '"auto" autoscaling between 2 and 4')
