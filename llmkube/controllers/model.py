@@ -28,6 +28,7 @@ from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import Change
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
+from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.model.status import status_changed
 from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
@@ -178,6 +179,8 @@ class ModelController:
                 return current
             stored["raw"] = result.object
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
+            for event in model_events(current.status, status):
+                self.host.recorder.event(result.object, event.type, event.reason, event.message)
             return Model.model_validate(result.object)
 
         def copied(seconds: float) -> None:
