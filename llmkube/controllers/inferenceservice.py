@@ -77,6 +77,10 @@ _APPLY_ORDER: tuple[tuple[str, Resource], ...] = (
 _RESOURCES_BY_KIND = {res.kind: res for _, res in _APPLY_ORDER}
 
 
+# Namespaces already logged as terminating (a bound: forgotten ones are only logged again).
+_REMEMBERED_NAMESPACES = 1024
+
+
 def encode_status(status: InferenceServiceStatus) -> Obj:
     return status.model_dump(by_alias=True, exclude_none=True, mode="json")
 
@@ -93,6 +97,7 @@ class InferenceServiceController:
         )
 
         self.gpu_queue = CachedGpuQueue()
+        self._terminating_namespaces: set[str] = set()
         self.services = host.informer(INFERENCE_SERVICES)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
@@ -205,7 +210,14 @@ class InferenceServiceController:
         except ApiError as error:
             if namespace_terminating(error):
                 # Its namespace is going away, and the service with it: nothing to create or report.
-                log.info("namespace is terminating; not converging", namespace=key.namespace, name=key.name)
+                # Said once per namespace: each of its services (and each retry) would repeat it.
+                if key.namespace not in self._terminating_namespaces:
+                    if len(self._terminating_namespaces) >= _REMEMBERED_NAMESPACES:
+                        self._terminating_namespaces.clear()
+                    self._terminating_namespaces.add(key.namespace)
+                    log.info(
+                        "namespace is terminating: its services are not converged", namespace=key.namespace
+                    )
                 return None
             # Report it (decision #19: and retry with backoff by re-raising).
             message = error.message if isinstance(error, NotOurs) else _describe(error)

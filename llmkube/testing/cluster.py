@@ -318,6 +318,9 @@ class LocalCluster:
             stdin=subprocess.DEVNULL,
             cwd=self.workdir,
             preexec_fn=_die_with_parent,
+            # Not in our process group: a terminal's Ctrl-C must reach only the process that
+            # started the cluster, which stops its controller before the control plane.
+            start_new_session=True,
         )
         handle.close()
         component = _Component(name, process, log)
