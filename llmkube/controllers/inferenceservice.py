@@ -12,6 +12,7 @@ indexes (`isvc_indexes`), the GPU queue (`gpu_queue`), and, knowing nothing abou
 
 import asyncio
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import structlog
@@ -59,13 +60,16 @@ from llmkube.kube.resource import Resource
 from llmkube.kube.service_ports import restore_service_ports, stray_service_ports
 from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import BY_NAMESPACE, by_field, by_label
+from llmkube.kube.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.download import downloading_pod
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
 from llmkube.plan.names import service_name
 from llmkube.plan.objects import controlled_by
 from llmkube.plan.observed import ObservedState
 from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed
+from llmkube.plan.storage import INIT_CONTAINER_NAME
 
 log = structlog.get_logger("llmkube.controllers.inferenceservice")
 
@@ -76,6 +80,8 @@ _APPLY_ORDER: tuple[tuple[str, Resource], ...] = (
 )
 _RESOURCES_BY_KIND = {res.kind: res for _, res in _APPLY_ORDER}
 
+
+_LOG_TIMEOUT = RequestTimeout(total=5.0, connect=3.0)
 
 # Namespaces already logged as terminating (a bound: forgotten ones are only logged again).
 _REMEMBERED_NAMESPACES = 1024
@@ -203,6 +209,9 @@ class InferenceServiceController:
         model = self._model(key.namespace, isvc.spec.model_ref)
         now = datetime.now(UTC)
         observed = self._observe(isvc, now)
+        downloading = downloading_pod(observed.pods)
+        if downloading:
+            observed = replace(observed, download_log=await self._download_log(key.namespace, downloading))
         plan = plan_inference_service(isvc, model, observed, self.config)
 
         try:
@@ -228,6 +237,20 @@ class InferenceServiceController:
             self.host.recorder.event(raw, event.type, event.reason, event.message)
         await self._write_status(isvc, raw, plan.status)
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
+
+    async def _download_log(self, namespace: str, pod: str) -> str | None:
+        """The last lines the model-downloader printed (its progress), or None: the figures are a
+        courtesy, and a slow or refused read must not hold up the reconcile."""
+        path = PODS.object_path(pod, namespace, "log")
+        params: dict[str, str | int | bool | None] = {"container": INIT_CONTAINER_NAME, "tailLines": 3}
+        try:
+            async with self.host.client.open(
+                "GET", path, params=params, request_timeout=_LOG_TIMEOUT
+            ) as answer:
+                return (await answer.read()).decode(errors="replace")
+        except (ApiError, TransportError) as error:
+            log.debug("download progress unavailable", namespace=namespace, pod=pod, error=str(error))
+            return None
 
     def _model(self, namespace: str, name: str) -> Model | None:
         raw = self.models.store.get_object(namespace, name)

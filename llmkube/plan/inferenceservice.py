@@ -17,6 +17,7 @@ from llmkube.api.model import Model
 from llmkube.plan.cache_pvc import cache_pvc_intent
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.deployment import WorkloadInputs, container_port, deployment_intent
+from llmkube.plan.download import DOWNLOAD_REQUEUE_SECONDS, download_progress, downloading_pod
 from llmkube.plan.events import (
     IGNORED_SETTING,
     INVALID_SPEC,
@@ -342,6 +343,8 @@ def _workload_plan(
     if ready == 0 and desired > 0:
         scheduling = diagnose_scheduling(observed.pods, ctx.config.known_gpu_resources(), gpu_count)
     phase = determine_phase(ready, desired, scheduling)
+    downloading = downloading_pod(observed.pods) if phase == "Creating" else None
+    download = download_progress(downloading, observed.download_log) if downloading else None
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
     waiting = phase == "WaitingForGPU"
     facts = StatusFacts(
@@ -354,6 +357,7 @@ def _workload_plan(
         effective_priority=ctx.priority,
         scheduling=scheduling if phase in ("Creating", "WaitingForGPU") else None,
         queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
+        download=download.message() if download is not None else "",
     )
     return InferenceServicePlan(
         status=_status(ctx, conditions, facts),
@@ -363,7 +367,13 @@ def _workload_plan(
         cache_pvc=cache_pvc_intent(ctx.namespace, ctx.config) if storage.uses_cache_pvc else None,
         deletes=tuple(deletes),
         events=tuple(events),
-        requeue_after=SELECTOR_MIGRATION_REQUEUE_SECONDS if migrate else None,
+        requeue_after=(
+            SELECTOR_MIGRATION_REQUEUE_SECONDS
+            if migrate
+            else DOWNLOAD_REQUEUE_SECONDS
+            if download is not None
+            else None
+        ),
     )
 
 

@@ -24,3 +24,5 @@ class ObservedState:
     # Nodes as the controller caches them (capacity and GPU memory labels): the memory-fit check
     # compares with the largest GPU of the nodes that offer the service's GPU resource.
     nodes: tuple[KubeObject, ...] = ()
+    # The last lines of the model-downloader's log, read only while a pod of the service runs it.
+    download_log: str | None = None

@@ -53,6 +53,8 @@ class StatusFacts:
     # Replicas serve, but their Model is missing or not Ready: (reason, message). Degraded says so
     # for a missing Model, Progressing for one being fetched again; Available follows the replicas.
     model_problem: tuple[str, str] | None = None
+    # A pod is still fetching the model (plan/download.py): how far it got.
+    download: str = ""
 
 
 def reason_column(facts: StatusFacts) -> str:
@@ -132,6 +134,8 @@ def phase_conditions(
         info = facts.scheduling
         if info is not None:
             put(AVAILABLE, "False", info.status, info.message or info.status)
+        elif facts.download:
+            put(AVAILABLE, "False", "Downloading", facts.download)
         else:
             put(AVAILABLE, "False", "Creating", f"No replica is ready yet (0/{desired})")
         put(PROGRESSING, "True", "Creating", progress)

@@ -128,6 +128,7 @@ class NodeSpec:
 KWOK_POD_LOG = (
     "2026-01-01T00:00:00.000000000Z stdout F kwok: this pod runs no process; "
     "every container shows this fixed log\n"
+    "2026-01-01T00:00:00.500000000Z stdout F llmkube-download: 1073741824 of 4294967296 bytes (25%)\n"
     "2026-01-01T00:00:01.000000000Z stdout F main: server is listening on http://0.0.0.0:8080 (stand-in)\n"
 )
 

@@ -12,9 +12,12 @@ from e2e_support import (
     eventually,
     hf_model,
     isvc,
+    model,
     phase_is,
     status_of,
 )
+
+from llmkube.plan.download import download_progress
 
 
 @pytest.fixture(autouse=True)
@@ -91,3 +94,18 @@ async def test_reason_and_queue_columns(operator: RunningController, full_namesp
     rows = {r["cells"][0]: dict(zip(columns, r["cells"], strict=True)) for r in table["rows"]}
     assert (rows["ok"]["Reason"], rows["ok"]["Queue"]) == ("", None)
     assert (rows["bad"]["Reason"], rows["lost"]["Reason"]) == ("InvalidSpec", "ModelNotFound")
+
+
+async def test_the_controller_reads_the_downloaders_progress_with_its_own_rbac(
+    operator: RunningController, full_namespace: str
+) -> None:
+    """kwok pods never sit in their init container, so this reads through the controller's own
+    reader (its identity, its RBAC: pods/log) from a kwok pod, whose log holds a progress line."""
+    admin, ns = operator.cluster.admin(), full_namespace
+    admin.create(model("m"), namespace=ns)  # an https source: the pods get the downloader
+    admin.create(isvc("dl", modelRef="m"), namespace=ns)
+    await eventually(phase_is(admin, "InferenceService", "dl", ns, "Ready"), what="Ready")
+    (pod,) = admin.list("v1", "Pod", ns, label_selector="inference.llmkube.dev/service=dl")
+    tail = await operator.controllers.inference_services._download_log(ns, pod["metadata"]["name"])
+    assert tail is not None
+    assert download_progress("dl", tail).message() == "Downloading the model: 1.0 GiB of 4.0 GiB (25%)"
