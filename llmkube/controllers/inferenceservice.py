@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from llmkube.api.constants import LABEL_SERVICE
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.model import Model
+from llmkube.controllers.apply_policies import POLICIES_BY_KIND
 from llmkube.controllers.gpu_queue import CachedGpuQueue
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
@@ -298,7 +299,7 @@ class InferenceServiceController:
             if current is None:
                 # The cache only holds objects with our managed-by label: one made by someone else
                 # under this name is invisible to it. Never take one over (decision 10).
-                await refuse_foreign(
+                current = await refuse_foreign(
                     self.host.client,
                     resource,
                     desired,
@@ -306,10 +307,16 @@ class InferenceServiceController:
                     owner="InferenceService",
                 )
             elif resource is SERVICES and stray_service_ports(desired, current):
-                await restore_service_ports(
+                current = await restore_service_ports(
                     self.host.client, desired, current, self.host.applier.field_manager
                 )
-            result = await self.host.applier.apply(resource, desired, current)
+            result = await self.host.applier.apply(
+                resource,
+                desired,
+                current,
+                policy=POLICIES_BY_KIND[resource.kind],
+                initial=plan.deployment_initial if resource is DEPLOYMENTS else None,
+            )
             if result.changed:
                 log.info(
                     f"{resource.kind} {result.outcome.value}",

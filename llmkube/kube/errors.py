@@ -79,12 +79,8 @@ class Expired(ApiError):
 
 
 class Invalid(ApiError):
-    """422: validation failed; ``causes`` lists the offending fields."""
-
-    def mentions_immutable_field(self) -> bool:
-        """True when the rejection is about changing a field that cannot be changed in place."""
-        texts = [self.message, *(cause.message for cause in self.causes)]
-        return any("immutable" in text or "may not be changed" in text for text in texts)
+    """422: validation failed; ``causes`` lists the offending fields (what a caller decides from:
+    see field_policy.py, never the message text)."""
 
 
 class Forbidden(ApiError):

@@ -31,14 +31,16 @@ class NotOurs(AlreadyExists):
 
 async def refuse_foreign(
     client: ApiClient, resource: Resource, desired: Obj, ours: Callable[[Obj], bool], owner: str
-) -> None:
+) -> Obj | None:
     """Raise :class:`NotOurs` when the object ``desired`` names exists and ``ours`` says we do not
-    control it; return quietly when it does not exist (the apply will create it) or is ours.
-    ``owner`` names the controlling kind in the message."""
+    control it. Return None when it does not exist (the apply will create it), and the object when
+    it is ours but was invisible to the cache (e.g. created by a predecessor without our label: the
+    applier then adopts its fields). ``owner`` names the controlling kind in the message."""
     meta = desired.get("metadata") or {}
     try:
         existing = await client.get(resource, meta.get("name", ""), meta.get("namespace"))
     except NotFound:
-        return
+        return None
     if not ours(existing):
         raise NotOurs(resource.kind, meta.get("namespace", ""), meta.get("name", ""), owner)
+    return existing

@@ -30,15 +30,15 @@ def stray_service_ports(desired: Obj, observed: Obj) -> list[Obj]:
     return [port for port in (observed.get("spec") or {}).get("ports") or () if _port_key(port) not in wanted]
 
 
-async def restore_service_ports(client: ApiClient, desired: Obj, observed: Obj, field_manager: str) -> None:
+async def restore_service_ports(client: ApiClient, desired: Obj, observed: Obj, field_manager: str) -> Obj:
     """Replace the observed Service's ports with ours (a JSON patch that fails if the Service
-    changed since we looked at it)."""
+    changed since we looked at it); returns the Service as stored."""
     meta = observed["metadata"]
     patch = [
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
         {"op": "replace", "path": "/spec/ports", "value": desired["spec"]["ports"]},
     ]
-    await client.patch(
+    stored = await client.patch(
         SERVICES,
         meta["name"],
         patch,
@@ -56,6 +56,7 @@ async def restore_service_ports(client: ApiClient, desired: Obj, observed: Obj, 
             namespace=meta.get("namespace"),
             name=meta["name"],
         )
+    return stored
 
 
 def _port_key(port: Obj) -> tuple[object, str]:

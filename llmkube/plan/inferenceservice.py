@@ -26,7 +26,7 @@ from llmkube.plan.events import (
     missing_skip_model_init,
 )
 from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, is_metal
-from llmkube.plan.hpa import hpa_intent
+from llmkube.plan.hpa import hpa_intent, initial_replicas
 from llmkube.plan.memory_fit import (
     INSUFFICIENT_MEMORY,
     enforced,
@@ -38,6 +38,7 @@ from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
 from llmkube.plan.names import selector_labels, service_name
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
 from llmkube.plan.observed import ObservedState
+from llmkube.plan.pod_failures import diagnose_pod_failure
 from llmkube.plan.priority import effective_priority, priority_class_name
 from llmkube.plan.queue import QueueEntry, queue_position
 from llmkube.plan.runtimes import (
@@ -51,6 +52,7 @@ from llmkube.plan.runtimes.vllm import speculative_missing_model
 from llmkube.plan.scheduling import diagnose_scheduling, running_pod_count
 from llmkube.plan.service import endpoint_url, service_intent
 from llmkube.plan.status import (
+    FAILED_REASON,
     INVALID_SPEC_REASON,
     MODEL_NOT_FOUND_REASON,
     WAITING_FOR_MODEL,
@@ -72,6 +74,8 @@ SELECTOR_MIGRATION_REQUEUE_SECONDS = 2.0
 class InferenceServicePlan:
     status: InferenceServiceStatus
     deployment: KubeObject | None = None
+    # Fields the Deployment gets only when it is created (its first replica count under an HPA).
+    deployment_initial: KubeObject | None = None
     service: KubeObject | None = None
     hpa: KubeObject | None = None
     cache_pvc: KubeObject | None = None  # not owned: shared by the namespace, never deleted
@@ -334,15 +338,20 @@ def _workload_plan(
         deletes.append(object_ref(observed.hpa))
     current = None if migrate else live
     ready = _int_at(current, "status", "readyReplicas")
+    initial: KubeObject | None = None
     if hpa_owns_replicas and autoscaling is not None:
+        first = initial_replicas(replicas, autoscaling)
+        initial = {"spec": {"replicas": first}}
         # Decision #9: the HPA's choice, as carried by the Deployment, is what "all ready" means.
-        desired = _int_at(current, "spec", "replicas", default=autoscaling.min_replicas or 1)
+        desired = _int_at(current, "spec", "replicas", default=first)
     else:
         desired = replicas
-    scheduling = None
+    scheduling = failure = None
     if ready == 0 and desired > 0:
         scheduling = diagnose_scheduling(observed.pods, ctx.config.known_gpu_resources(), gpu_count)
-    phase = determine_phase(ready, desired, scheduling)
+        # Scheduled pods that cannot run (image, crash, download): the kubelet backs off, so do we.
+        failure = diagnose_pod_failure(observed.pods) if scheduling is None else None
+    phase: Phase = "Failed" if failure else determine_phase(ready, desired, scheduling)
     downloading = downloading_pod(observed.pods) if phase == "Creating" else None
     download = download_progress(downloading, observed.download_log) if downloading else None
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
@@ -357,11 +366,14 @@ def _workload_plan(
         effective_priority=ctx.priority,
         scheduling=scheduling if phase in ("Creating", "WaitingForGPU") else None,
         queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
+        failure_reason=failure.reason if failure else FAILED_REASON,
+        failure_message=failure.message if failure else "",
         download=download.message() if download is not None else "",
     )
     return InferenceServicePlan(
         status=_status(ctx, conditions, facts),
         deployment=deployment,
+        deployment_initial=initial,
         service=service_intent(isvc),
         hpa=hpa_intent(isvc, autoscaling, runtime.hpa_metric) if autoscaling is not None else None,
         cache_pvc=cache_pvc_intent(ctx.namespace, ctx.config) if storage.uses_cache_pvc else None,

@@ -62,7 +62,14 @@ def test_run_uses_loopback_ports_and_ctrl_c_stops_the_controller_first(tmp_path:
     with out.open("wb") as stdout, err.open("wb") as stderr:
         # Its own session, like a shell's foreground job: the signal goes to the whole group.
         process = subprocess.Popen(
-            [sys.executable, "-m", "llmkube.cli", "run", f"--model-cache-path={tmp_path / 'cache'}"],
+            [
+                sys.executable,
+                "-m",
+                "llmkube.cli",
+                "run",
+                "--tier=full",
+                f"--model-cache-path={tmp_path / 'cache'}",
+            ],
             stdout=stdout,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
