@@ -150,13 +150,19 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
         if config.gpu_memory_utilization is not None:
             found.append(Issue("spec.vllmConfig.gpuMemoryUtilization", "is ignored without a GPU", "warning"))
     autoscaling = spec.autoscaling
-    if autoscaling is not None and not inputs.metal and (spec.replicas or 0) > 1:
-        # `kubectl scale` of an autoscaled service lands here: say who owns the count instead of
-        # silently ignoring it (1, the default, cannot be told apart from an explicit 1).
-        bounds = f"{autoscaling.min_replicas or 1}-{autoscaling.max_replicas}"
+    low = autoscaling.min_replicas or 1 if autoscaling is not None else 1
+    if (
+        autoscaling is not None
+        and not inputs.metal
+        and spec.replicas
+        and not low <= spec.replicas <= autoscaling.max_replicas
+    ):
+        # `kubectl scale` of an autoscaled service past its bounds lands here: say who owns the
+        # count. (Within the bounds spec.replicas is the starting count of a new Deployment.)
         message = (
-            f"{spec.replicas} is ignored: spec.autoscaling is set, so the HorizontalPodAutoscaler owns "
-            f"the replica count ({bounds}); change spec.autoscaling, or set replicas to 0 to stop the service"
+            f"{spec.replicas} is outside the autoscaling bounds ({low}-{autoscaling.max_replicas}): the "
+            "HorizontalPodAutoscaler owns the replica count, spec.replicas only sets the starting count of "
+            "a new Deployment (within the bounds); change spec.autoscaling, or set replicas to 0 to stop it"
         )
         found.append(Issue("spec.replicas", message, "warning"))
     if inputs.metal and spec.autoscaling is not None:

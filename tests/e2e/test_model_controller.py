@@ -64,6 +64,7 @@ EXPECTED_GGUF = {
     "embeddingSize": 16,
     "layerCount": 2,
     "headCount": 4,
+    "tensorBytes": 8 * 16 * 4,  # the one float32 tensor (for the memory-fit estimate)
     "tensorCount": 1,
     "fileVersion": 3,
     "license": "mit",

@@ -175,14 +175,14 @@ async def test_scale_refuses_an_autoscaled_count_and_changes_bounds_stop_and_fix
 
     # `kubectl scale` goes through the scale subresource and is not refused: the service says who
     # owns the count (SpecValid and an IgnoredSetting event), and the HPA stays in charge.
-    patch(admin, API, "InferenceService", "auto", ns, {"spec": {"replicas": 3}}, subresource="scale")
+    patch(admin, API, "InferenceService", "auto", ns, {"spec": {"replicas": 9}}, subresource="scale")
 
     def answered() -> tuple[str, str, str] | None:
         found = condition_triple(status_of(admin, "InferenceService", "auto", ns), "SpecValid")
         return found if found and found[0] == "False" else None
 
     spec_valid = await eventually(answered, what="SpecValid says the HPA owns the count")
-    assert spec_valid[2].startswith("spec.replicas: 3 is ignored: spec.autoscaling is set")
+    assert spec_valid[2].startswith("spec.replicas: 9 is outside the autoscaling bounds (1-3): the ")
     patch(admin, API, "InferenceService", "auto", ns, {"spec": {"replicas": 1}}, subresource="scale")
 
     bounds = await llmkube(kc, "scale", "auto", "--min", "2", "--max", "4", "-n", ns)
