@@ -23,3 +23,8 @@ class ObservedState:
     endpoint_slices: tuple[KubeObject, ...] = ()  # metal path: slices of the service's namespace
     # The names of the cluster's RuntimeClasses; None when the controller does not know them.
     runtime_classes: frozenset[str] | None = None
+    # Nodes as the controller caches them (capacity and GPU memory labels): the memory-fit check
+    # compares with the largest GPU of the nodes that offer the service's GPU resource.
+    nodes: tuple[KubeObject, ...] = ()
+    # The last lines of the model-downloader's log, read only while a pod of the service runs it.
+    download_log: str | None = None

@@ -15,6 +15,7 @@ from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.hpa import hpa_errors
 from llmkube.plan.kube_syntax import is_dns1123_subdomain
+from llmkube.plan.labels import label_map_errors
 from llmkube.plan.names import MAX_LABEL_VALUE_LENGTH
 from llmkube.plan.quantity import QuantityError, parse_quantity
 from llmkube.plan.resources import quantity_errors
@@ -91,6 +92,12 @@ def _is_set(value: Any) -> bool:
 def _errors(inputs: ValidationInputs) -> list[Issue]:
     isvc, spec = inputs.isvc, inputs.isvc.spec
     found = [Issue(path, message, "error") for path, message in quantity_errors(spec.resources)]
+    label_errors = [
+        *label_map_errors("spec.podLabels", spec.pod_labels, check_values=True),
+        *label_map_errors("spec.nodeSelector", spec.node_selector, check_values=True),
+        *label_map_errors("spec.podAnnotations", spec.pod_annotations, check_values=False),
+    ]
+    found += [Issue(path, message, "error") for path, message in label_errors]
     name = isvc.metadata.name or ""
     for path, value in (("metadata.name", name), ("spec.modelRef", spec.model_ref)):
         if len(value) > MAX_LABEL_VALUE_LENGTH:
@@ -147,6 +154,22 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
         if config.gpu_memory_utilization is not None:
             found.append(Issue("spec.vllmConfig.gpuMemoryUtilization", "is ignored without a GPU", "warning"))
     found += _non_positive_sizes(inputs.isvc.spec, runtime)
+    autoscaling = spec.autoscaling
+    low = autoscaling.min_replicas or 1 if autoscaling is not None else 1
+    if (
+        autoscaling is not None
+        and not inputs.metal
+        and spec.replicas
+        and not low <= spec.replicas <= autoscaling.max_replicas
+    ):
+        # `kubectl scale` of an autoscaled service past its bounds lands here: say who owns the
+        # count. (Within the bounds spec.replicas is the starting count of a new Deployment.)
+        message = (
+            f"{spec.replicas} is outside the autoscaling bounds ({low}-{autoscaling.max_replicas}): the "
+            "HorizontalPodAutoscaler owns the replica count, spec.replicas only sets the starting count of "
+            "a new Deployment (within the bounds); change spec.autoscaling, or set replicas to 0 to stop it"
+        )
+        found.append(Issue("spec.replicas", message, "warning"))
     if inputs.metal and spec.autoscaling is not None:
         found.append(
             Issue("spec.autoscaling", "is ignored for metal models (the host agent runs them)", "warning")
