@@ -13,7 +13,7 @@ from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.gpu import gpu_toleration
-from llmkube.plan.hardening import home_env, writable_mounts, writable_volumes
+from llmkube.plan.hardening import home_env, memory_limit, writable_mounts, writable_volumes
 from llmkube.plan.merge_keys import merge_by_key
 from llmkube.plan.names import managed, selector_labels, workload_labels
 from llmkube.plan.objects import compact, object_metadata, owner_reference
@@ -168,7 +168,12 @@ def main_container(inputs: WorkloadInputs) -> KubeObject:
                 stored_env_var(var)
                 for var in merge_by_key([*home_env(runtime.writable_dirs), *process.env], spec.env or [])
             ],
-            "resources": container_resources(spec.resources, inputs.gpu_count, inputs.gpu_resource),
+            "resources": container_resources(
+                spec.resources,
+                inputs.gpu_count,
+                inputs.gpu_resource,
+                memory_limit(spec.resources, inputs.isvc.metadata.annotations).quantity,
+            ),
             "volumeMounts": [*inputs.storage.mounts, *writable_mounts(runtime.writable_dirs)],
             "securityContext": security,
             # A crashing server's last log lines land in its status (lastState.terminated.message),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.hardening import memory_limit
 from llmkube.plan.hpa import hpa_errors
 from llmkube.plan.kube_syntax import is_dns1123_subdomain
 from llmkube.plan.labels import label_map_errors
@@ -92,6 +93,8 @@ def _is_set(value: Any) -> bool:
 def _errors(inputs: ValidationInputs) -> list[Issue]:
     isvc, spec = inputs.isvc, inputs.isvc.spec
     found = [Issue(path, message, "error") for path, message in quantity_errors(spec.resources)]
+    if not found and (limit_problem := memory_limit(spec.resources, isvc.metadata.annotations).problem):
+        found.append(Issue(*limit_problem, "error"))
     label_errors = [
         *label_map_errors("spec.podLabels", spec.pod_labels, check_values=True),
         *label_map_errors("spec.nodeSelector", spec.node_selector, check_values=True),
