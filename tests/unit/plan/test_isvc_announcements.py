@@ -11,6 +11,22 @@ from llmkube.api.inferenceservice import InferenceServiceStatus
 from llmkube.plan.inferenceservice import InferenceServicePlan
 
 HF = make_model("Org/Repo-7B", cache_key=None)
+# A Model whose GGUF metadata (TinyLlama 1.1B's shape) needs more than 1Gi at a 4096 context.
+GGUF = make_model(
+    status={
+        "size": "1.1 GiB",
+        "gguf": {
+            "architecture": "llama",
+            "contextLength": 2048,
+            "embeddingSize": 2048,
+            "layerCount": 22,
+            "headCount": 32,
+            "headCountKV": 4,
+            "vocabSize": 32000,
+            "tensorBytes": 1_170_000_000,
+        },
+    }
+)
 
 # (case, spec, model, the Event reason, the condition carrying it)
 WARNED: list[tuple[str, dict[str, Any], Any, str, tuple[str, str, str]]] = [
@@ -41,6 +57,13 @@ WARNED: list[tuple[str, dict[str, Any], Any, str, tuple[str, str, str]]] = [
         HF,
         "MissingSkipModelInit",
         ("SpecValid", "False", "MissingSkipModelInit"),
+    ),
+    (
+        "memory estimate above the request",
+        {"contextSize": 4096, "resources": {"memory": "1Gi"}},
+        GGUF,
+        "InsufficientMemory",
+        ("MemoryFit", "False", "ExceedsMemoryRequest"),
     ),
 ]
 
