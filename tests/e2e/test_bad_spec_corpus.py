@@ -1,4 +1,4 @@
-"""The semantically-bad corpus (tests/bad_specs.py, 68 specs the schema accepts) against the running
+"""The semantically-bad corpus (tests/bad_specs.py, 69 specs the schema accepts) against the running
 controller, all at once: each service gets the phase, condition and message its case names and a
 Warning Event saying the same; an error applies nothing; and nothing spins: once settled, each
 service is reconciled at most twice more over the observation window (12 s; 30 s with
