@@ -91,6 +91,7 @@ def test_a_llamacpp_service_serves_real_tokens_through_its_lifecycle(
     assert server["securityContext"]["readOnlyRootFilesystem"] is True
     assert {"name": "HOME", "value": "/tmp"} in server["env"]
     assert {"name": "tmp", "mountPath": "/tmp"} in server["volumeMounts"]
+    assert server["resources"]["limits"] == {"memory": "256Mi"}  # the request: it serves within it
     (downloader,) = pod["spec"]["initContainers"]
     assert downloader["securityContext"]["readOnlyRootFilesystem"] is True
     assert downloader["resources"]["limits"] == {"memory": "512Mi"}
