@@ -22,8 +22,11 @@ UV = [sys.executable, "-m", "uv", "pip", "compile", "--quiet", "--generate-hashe
 def compile_requirements(source: str, output: Path, stdin: str | None = None) -> None:
     print(f"[lock] {output.relative_to(ROOT)}", file=sys.stderr)
     subprocess.run(
-        [*UV, "--python-version", PYTHON_VERSION, "--custom-compile-command", "make lock"]
-        + ["--output-file", str(output), source],
+        [
+            *UV,
+            *("--python-version", PYTHON_VERSION, "--custom-compile-command", "make lock"),
+            *("--output-file", str(output), source),
+        ],
         input=stdin,
         text=True,
         check=True,

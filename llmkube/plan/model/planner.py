@@ -47,6 +47,7 @@ from llmkube.plan.source import (
     local_path,
     parse_pvc_source,
 )
+from llmkube.plan.summary import summarize
 
 PHASE_READY = "Ready"
 PVC_BOUND = "Bound"
@@ -114,10 +115,19 @@ def plan_model(
 
 
 def _stamped(decision: ModelDecision, inputs: _Inputs) -> ModelDecision:
-    """lastUpdated moves only when something else changed, so an unchanged reconcile writes nothing."""
+    """The summary conditions (Ready, Reconciling, Stalled) from the decided status; lastUpdated moves
+    only when something else changed, so an unchanged reconcile writes nothing."""
     if decision.status is inputs.old:
         return decision  # provisional "nothing to say yet" while an action runs
     status = decision.status
+    if status.phase:
+        conditions = summarize(
+            status.conditions,
+            cond.model_summary(status.phase, status.conditions),
+            generation=inputs.generation,
+            now=inputs.now,
+        )
+        status = status.model_copy(update={"conditions": conditions})
     last_updated = inputs.now if status_changed(inputs.old, status) else inputs.old.last_updated
     return replace(decision, status=status.model_copy(update={"last_updated": last_updated}))
 

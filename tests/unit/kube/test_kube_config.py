@@ -170,7 +170,7 @@ def test_kubeconfig_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_a_missing_or_broken_file_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read the kubeconfig .*absent: No such file"):
+    with pytest.raises(ConfigError, match=r"cannot read the kubeconfig .*absent: No such file"):
         read_kubeconfigs([tmp_path / "absent"])
     (tmp_path / "broken").write_text("clusters: [")
     with pytest.raises(ConfigError, match="is not valid YAML"):
@@ -289,10 +289,11 @@ if os.environ.get("PLUGIN_FAIL"):
     sys.stderr.write("plugin: not logged in\\n")
     sys.exit(3)
 expires = datetime.now(timezone.utc) + timedelta(seconds=float(os.environ.get("PLUGIN_TTL", "3600")))
+stamp = expires.isoformat().replace("+00:00", "Z")
 print(json.dumps({{
     "apiVersion": os.environ.get("PLUGIN_API", "client.authentication.k8s.io/v1"),
     "kind": "ExecCredential",
-    "status": {{"token": f"token-{{count}}", "expirationTimestamp": expires.isoformat().replace("+00:00", "Z")}},
+    "status": {{"token": f"token-{{count}}", "expirationTimestamp": stamp}},
 }}))
 """
 

@@ -71,8 +71,23 @@ def cond(type_: str, status: str, reason: str, at: datetime = T0, message: str =
     )
 
 
+#: the summary conditions (plan/summary.py), tested on their own below
+SUMMARY = {"Ready", "Reconciling", "Stalled"}
+
+
 def conditions(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
-    return {c.type: (c.status, c.reason, c.message) for c in decision.status.conditions or ()}
+    """The reference's conditions (Available, Progressing, Degraded, SourceDrifted)."""
+    return {
+        c.type: (c.status, c.reason, c.message)
+        for c in decision.status.conditions or ()
+        if c.type not in SUMMARY
+    }
+
+
+def summary(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
+    return {
+        c.type: (c.status, c.reason, c.message) for c in decision.status.conditions or () if c.type in SUMMARY
+    }
 
 
 def metric_label(decision: ModelDecision) -> str | None:
@@ -157,6 +172,68 @@ def test_pvc_source(
     assert decision.requeue == requeue
     assert (metric_label(decision), decision.reconcile_result) == metric
     assert decision.error is None
+
+
+# --- the summary conditions: Ready, Reconciling, Stalled (plan/summary.py) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("pvc_phase", "expected"),
+    [
+        (
+            "Bound",
+            {
+                "Ready": ("True", "PVCModelReady", 'Model available on PVC "models"'),
+                "Reconciling": ("False", "PVCModelReady", 'Model available on PVC "models"'),
+            },
+        ),
+        (
+            "Pending",
+            {
+                "Ready": ("False", "PVCNotBound", 'PVC "models" is Pending, waiting for it to be Bound'),
+                "Reconciling": ("True", "PVCNotBound", 'PVC "models" is Pending, waiting for it to be Bound'),
+            },
+        ),
+        (
+            None,
+            {
+                "Ready": ("False", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
+                "Reconciling": ("False", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
+                "Stalled": ("True", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
+            },
+        ),
+    ],
+    ids=["ready", "progressing", "failed"],
+)
+def test_summary_conditions_follow_the_phase(
+    pvc_phase: str | None, expected: dict[str, tuple[str, ...]]
+) -> None:
+    """kstatus reads Reconciling=True as InProgress and Stalled=True as Failed, anything else as
+    Current; Ready says whether the Model can be used, for the generation it names."""
+    decision = plan(make_model(PVC_SRC), ModelFacts(pvc_phase=pvc_phase))
+    assert summary(decision) == expected
+    assert {c.observed_generation for c in decision.status.conditions or ()} == {3}
+
+
+def test_stalled_is_settled_not_removed_when_the_failure_is_gone() -> None:
+    failed = plan(make_model(PVC_SRC), ModelFacts(pvc_phase=None))
+    recovered = plan(make_model(PVC_SRC, status=failed.status), ModelFacts(pvc_phase="Bound"))
+    assert summary(recovered)["Stalled"] == (
+        "False",
+        "Recovered",
+        'No longer failing: Model available on PVC "models"',
+    )
+    assert summary(recovered)["Ready"][0] == "True"
+    # and an unchanged Ready Model plans an identical status: nothing to write
+    again = plan(make_model(PVC_SRC, status=recovered.status), ModelFacts(pvc_phase="Bound"))
+    assert again.status == recovered.status
+
+
+def test_a_model_that_never_failed_has_no_stalled_condition() -> None:
+    pending = plan(make_model(PVC_SRC), ModelFacts(pvc_phase="Pending"))
+    ready = plan(make_model(PVC_SRC, status=pending.status), ModelFacts(pvc_phase="Bound"))
+    assert "Stalled" not in summary(ready)
+    assert summary(ready)["Reconciling"][0] == "False"
 
 
 def test_pvc_bound_sets_path_and_cache_key() -> None:
