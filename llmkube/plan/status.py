@@ -170,7 +170,8 @@ def isvc_summary(
     phase: Phase, conditions: Sequence[Condition] | None, desired: int, rollout: Rollout | None
 ) -> Summary:
     """Ready only when the phase is Ready and, when a Deployment serves the service, it has rolled
-    the current template out to every replica; otherwise why not, from the other conditions."""
+    the current template out to every replica, or when it is Stopped as its spec asks; otherwise
+    why not, from the other conditions."""
     if phase in ("Ready", "Progressing") and rollout is not None and not rollout.complete(desired):
         return Summary(ready=False, reason=ROLLING_OUT, message=rollout.describe(desired))
     if phase == "Ready":
@@ -180,8 +181,8 @@ def isvc_summary(
         return Summary(
             ready=False, reason=reason_of(conditions, DEGRADED, FAILED_REASON), message=message, stalled=True
         )
-    if phase == "Stopped":
-        return Summary(ready=False, reason="Stopped", message=message_of(conditions, AVAILABLE), settled=True)
+    if phase == "Stopped":  # scaled to zero, as asked: nothing left to do
+        return Summary(ready=True, reason="Stopped", message=message_of(conditions, AVAILABLE))
     # Pending, Creating, WaitingForGPU, Progressing: the condition that tells what is under way.
     detail = (AVAILABLE, PROGRESSING) if phase == "Creating" else (PROGRESSING, AVAILABLE)
     return Summary(ready=False, reason=phase, message=message_of(conditions, *detail))

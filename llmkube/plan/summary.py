@@ -1,14 +1,13 @@
 """The summary conditions that tools read without knowing llmkube: `Ready`, and kstatus's
 `Reconciling` and `Stalled` (both kinds, InferenceService and Model).
 
-* `Ready` (normal-true) is True only when the object does what its current spec asks: an
-  InferenceService serves with every replica on the current Deployment template, a Model is
-  usable. `kubectl wait --for=condition=Ready`, Argo CD's health checks and Flux's CEL health
-  checks read it; its `observedGeneration` says which spec it judged.
-* `Reconciling` and `Stalled` are "abnormal-true", the two conditions kstatus (sigs.k8s.io/cli-utils,
-  behind Flux's health checks and `kubectl`-style waiters) understands for custom resources:
-  Reconciling=True means work is under way (kstatus: InProgress), Stalled=True means it failed and
-  will not get further without a change (kstatus: Failed); neither True is kstatus's Current.
+* `Ready` (normal-true) is True only when the object is what its current spec asks: an
+  InferenceService serves with every replica on the current Deployment template (or is scaled to
+  zero, as asked), a Model is usable. `kubectl wait --for=condition=Ready`, Argo CD's and Flux's
+  health checks read it; its `observedGeneration` says which spec it judged.
+* `Reconciling` and `Stalled` are the "abnormal-true" conditions kstatus (sigs.k8s.io/cli-utils and
+  Flux's fork of it, behind Flux's health checks) reads first: Reconciling=True is InProgress,
+  Stalled=True is Failed. Flux's fork then reads Ready (True: Current, False: InProgress).
   Reconciling is written with Ready; Stalled only once something failed, then settled to False
   with reason Recovered when the failure is gone (the rule of plan/conditions.py).
 
@@ -37,8 +36,6 @@ class Summary:
     message: str
     #: failed: nothing changes until the spec or the cluster does (kstatus: Failed)
     stalled: bool = False
-    #: not ready on purpose, with nothing left to do (a service scaled to zero)
-    settled: bool = False
 
 
 def summarize(
@@ -58,7 +55,7 @@ def summarize(
         now=now,
         observed_generation=generation,
     )
-    working = not (summary.ready or summary.stalled or summary.settled)
+    working = not (summary.ready or summary.stalled)
     result = set_condition(
         ready,
         type_=RECONCILING,

@@ -5,6 +5,7 @@ Deployment controller has rolled the new template out; Models say Ready too (pla
 from typing import Any
 
 import pytest
+from argocd_health import health
 from e2e_support import (
     API,
     RunningController,
@@ -81,3 +82,12 @@ async def test_a_spec_change_takes_ready_away_until_the_rollout_is_done(
     assert for_new[-1]["Reconciling"][:2] == ("False", "Ready")
     # The phase kept the reference's meaning throughout (ready pods counted, old ones included).
     assert "Failed" not in watch.phases()
+    # Argo CD's health check (manifests/gitops/argocd) reads the same objects the same way.
+    objects = [
+        o
+        for o in watch.objects
+        if summary(o.get("status") or {}).get("Ready", ("", "", None))[2] == generation
+    ]
+    assert health(objects[0]).status == "Progressing"
+    assert health(objects[0]).message.startswith("RollingOut: Rolling out the current spec")
+    assert health(objects[-1]).status == "Healthy"
