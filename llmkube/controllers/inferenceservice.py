@@ -330,15 +330,16 @@ class InferenceServiceController:
                 self.metrics.ready_duration.labels(name, namespace).observe(
                     max(0.0, (now - created).total_seconds())
                 )
-            self.metrics.reconcile_total.labels(ISVC_CONTROLLER, "success").inc()
         waited = gpu_queue_wait_seconds(old, status, now)
         if waited is not None:
             self.metrics.gpu_queue_wait.labels(name, namespace).observe(waited)
         log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
 
     async def _publish_state_metrics(self) -> None:
-        """While the controllers run (the leader), the phase and queue gauges report this cache."""
-        withdraw = self.metrics.state.publish_services(self.services.store, self.gpu_queue.identities)
+        """While the controllers run (the leader), the per-service and queue gauges report this cache."""
+        withdraw = self.metrics.state.publish_services(
+            self.services.store, self.gpu_queue.identities, self.models.store
+        )
         try:
             await asyncio.Event().wait()
         finally:

@@ -28,7 +28,6 @@ from llmkube.plan.model import (
     plan_model,
     status_changed,
 )
-from llmkube.plan.model.status import status_metric_label
 from llmkube.plan.source import SourceKind, cache_key
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -90,12 +89,6 @@ def summary(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
     }
 
 
-def metric_label(decision: ModelDecision) -> str | None:
-    """`llmkube_model_status{phase}` as the metrics collector derives it from the written status."""
-    available = conditions(decision).get("Available")
-    return status_metric_label(decision.status.phase, available[1] if available else None)
-
-
 def plan(
     model: Model, facts: ModelFacts | None = None, config: ModelPlanConfig | None = None
 ) -> ModelDecision:
@@ -108,7 +101,7 @@ PVC_SRC = "pvc://models/llama/x.gguf"
 
 
 @pytest.mark.parametrize(
-    ("source", "pvc_phase", "phase", "condition", "requeue", "metric"),
+    ("source", "pvc_phase", "phase", "condition", "requeue"),
     [
         (
             "pvc://models",
@@ -121,7 +114,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
                 'spec.source "pvc://models" is not a valid PVC source: expected pvc://<claim>/<path/in/claim>',
             ),
             Requeue(),  # bad input: no retry until the spec changes (design decision 13)
-            ("Failed", "error"),
         ),
         (
             PVC_SRC,
@@ -129,7 +121,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Failed",
             ("Degraded", "True", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
             Requeue(after=timedelta(seconds=30)),
-            ("Failed", None),  # the gauge shows the phase; the reference counts no reconcile result
         ),
         (
             PVC_SRC,
@@ -137,7 +128,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Pending",
             ("Progressing", "True", "PVCNotBound", 'PVC "models" is Pending, waiting for it to be Bound'),
             Requeue(after=timedelta(seconds=10)),
-            ("Pending", None),
         ),
         (
             PVC_SRC,
@@ -145,7 +135,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Pending",
             ("Progressing", "True", "PVCNotBound", 'PVC "models" is Lost, waiting for it to be Bound'),
             Requeue(after=timedelta(seconds=10)),
-            ("Pending", None),
         ),
         (
             PVC_SRC,
@@ -153,7 +142,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Ready",
             ("Available", "True", "PVCModelReady", 'Model available on PVC "models"'),
             Requeue(),
-            ("Ready", "success"),
         ),
     ],
 )
@@ -163,14 +151,12 @@ def test_pvc_source(
     phase: str,
     condition: tuple[str, str, str, str],
     requeue: Requeue,
-    metric: tuple[str | None, str | None],
 ) -> None:
     decision = plan(make_model(source), ModelFacts(pvc_phase=pvc_phase))
     assert decision.status.phase == phase
     assert conditions(decision) == {condition[0]: condition[1:]}
     assert decision.action.kind is ActionKind.NONE
     assert decision.requeue == requeue
-    assert (metric_label(decision), decision.reconcile_result) == metric
     assert decision.error is None
 
 
@@ -322,7 +308,6 @@ def test_runtime_resolved_sources_are_ready_at_once(
     assert conditions(decision) == {"Available": ("True", reason, message)}
     assert decision.action.kind is ActionKind.NONE
     assert decision.requeue == Requeue()
-    assert (metric_label(decision), decision.reconcile_result) == ("ready", "success")
 
 
 def test_runtime_resolved_clears_progress_and_state_of_an_earlier_local_source() -> None:
@@ -387,7 +372,6 @@ def test_http_becomes_ready_with_baseline_and_header_metadata() -> None:
         ),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (metric_label(decision), decision.reconcile_result) == ("ready", "success")
     assert status.last_updated == NOW
     assert {c.observed_generation for c in status.conditions or ()} == {3}
 
@@ -531,7 +515,7 @@ def test_local_copy_success_is_ready_and_in_sync() -> None:
         "Available": ("True", "ModelReady", "Model downloaded and cached"),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (metric_label(decision), decision.reconcile_result, decision.error) == ("Ready", "success", None)
+    assert decision.error is None
 
 
 @pytest.mark.parametrize(
@@ -556,7 +540,6 @@ def test_local_copy_failures(failure: FetchFailure, reason: str, requeue: Requeu
     }
     assert decision.requeue == requeue
     assert decision.error == (result.message if error else None)
-    assert (metric_label(decision), decision.reconcile_result) == ("Failed", "error")
 
 
 def test_a_retried_copy_keeps_degraded_until_the_outcome_is_known() -> None:
@@ -613,7 +596,6 @@ def test_verified_cache_is_ready_with_model_cached() -> None:
         "Available": ("True", "ModelCached", "Model found in cache"),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (metric_label(decision), decision.reconcile_result) == ("Cached", "success")
 
 
 @pytest.mark.parametrize("failure", [FetchFailure.NOT_FOUND, FetchFailure.INTEGRITY_MISMATCH])
@@ -647,7 +629,6 @@ def test_ready_cache_not_due_is_left_alone() -> None:
     assert conditions(decision)["Available"][1] == "ModelReady"  # not rewritten to ModelCached
     assert decision.requeue == Requeue(after=HOUR - (NOW - T0))
     # The gauge follows the stored status, so it reads the same before and after a restart.
-    assert (metric_label(decision), decision.reconcile_result) == ("Ready", "success")
 
 
 def test_ready_cache_with_a_legacy_name_is_renamed_without_rehashing() -> None:
@@ -826,25 +807,3 @@ def test_the_reconcile_loop_ends_without_repeating_an_action(
     # subject (this source's drift) no longer exists for a new or unprobeable source.
     kept = {c.type for c in (earlier.conditions if earlier else None) or ()} - {"SourceDrifted"}
     assert kept <= {c.type for c in decision.status.conditions or ()}
-
-
-@pytest.mark.parametrize(
-    ("phase", "available_reason", "label"),
-    [
-        (None, None, None),  # no status yet: no series
-        ("Ready", "ModelCached", "Cached"),
-        ("Ready", "ModelReady", "Ready"),
-        ("Ready", "PVCModelReady", "Ready"),
-        ("Ready", "RuntimeResolved", "ready"),
-        ("Ready", "WorkloadResolved", "ready"),
-        ("Ready", "MetalAgentManaged", "ready"),
-        ("Ready", None, "Ready"),
-        ("Failed", "CopyFailed", "Failed"),
-        ("Copying", None, "Copying"),
-        ("Pending", "PVCNotBound", "Pending"),
-    ],
-)
-def test_status_metric_label_from_the_stored_status(
-    phase: str | None, available_reason: str | None, label: str | None
-) -> None:
-    assert status_metric_label(phase, available_reason) == label
