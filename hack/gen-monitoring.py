@@ -392,18 +392,21 @@ def services_dashboard() -> dict[str, Any]:
         ),
         panel(
             "Services by runtime and accelerator",
-            [(f"count by (runtime, accelerator) ({M['isvc_info']}{{{ns}}})", "{{runtime}} {{accelerator}}")],
+            [(f"count by (runtime, accelerator) ({M['isvc_info']}{{{ns}}})",
+              "{{runtime}} {{accelerator}}")],
             0, 32, w=8,
         ),
         panel(
             "Replicas ready and desired",
-            [(f'sum by (namespace, inferenceservice, state) ({M["isvc_replicas"]}{{{ns},state=~"ready|desired"}})',
+            [(f"sum by (namespace, inferenceservice, state) "
+              f'({M["isvc_replicas"]}{{{ns},state=~"ready|desired"}})',
               "{{namespace}}/{{inferenceservice}} {{state}}")],
             8, 32, w=8,
         ),
         panel(
             "GPUs requested by running replicas",
-            [(f"sum by (namespace, inferenceservice) ({M['isvc_gpus']}{{{ns}}} * on (namespace, inferenceservice) "
+            [(f"sum by (namespace, inferenceservice) ({M['isvc_gpus']}{{{ns}}}"
+              f" * on (namespace, inferenceservice) "
               f'{M["isvc_replicas"]}{{{ns},state="running"}})', "{{namespace}}/{{inferenceservice}}")],
             16, 32, w=8,
         ),
