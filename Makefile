@@ -45,7 +45,10 @@ lint: venv
 	$(BIN)/ruff format --check llmkube tests bench hack
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/hadolint Dockerfile hack/images/*.Containerfile hack/images/*/Containerfile
+	$(BIN)/hadolint Dockerfile hack/images/pause/Containerfile
+	@# The node tier's stand-ins install Debian packages unpinned on purpose (DL3008): a pinned version
+	@# leaves the mirror with the next security update, and the test images would stop building.
+	$(BIN)/hadolint --ignore DL3008 hack/images/*.Containerfile
 
 ## Pin the image's requirements with hashes (requirements/*.txt) after a change in pyproject.toml.
 lock: venv
