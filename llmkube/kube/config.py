@@ -95,6 +95,8 @@ class ClientConfig:
     auth: AuthProvider
     ssl_context: ssl.SSLContext | None = None
     tls_server_name: str | None = None
+    #: the namespace the kubeconfig context names (or the pod's own, in-cluster); None if neither
+    namespace: str | None = None
 
 
 def in_cluster(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> bool:
@@ -111,7 +113,16 @@ def in_cluster_config(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> Resolv
         server=f"https://{netloc}:{port}",
         certificate_authority=Material(path=service_account_dir / "ca.crt"),
         token_file=service_account_dir / "token",
+        namespace=_pod_namespace(service_account_dir),
     )
+
+
+def _pod_namespace(service_account_dir: Path) -> str | None:
+    """The namespace of the pod we run in (a small file the kubelet mounts next to the token)."""
+    try:
+        return (service_account_dir / "namespace").read_text().strip() or None
+    except OSError:
+        return None
 
 
 def kubeconfig_paths(explicit: str | Path | None = None) -> list[Path]:
@@ -207,6 +218,7 @@ async def client_config(resolved: ResolvedConfig) -> ClientConfig:
         auth=auth,
         ssl_context=ssl_context(resolved, credential),
         tls_server_name=resolved.tls_server_name,
+        namespace=resolved.namespace,
     )
 
 

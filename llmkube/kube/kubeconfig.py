@@ -74,6 +74,8 @@ class ResolvedConfig:
     exec_plugin: ExecPlugin | None = None
     #: what an exec plugin with provideClusterInfo receives (ExecCredential spec.cluster)
     cluster_info: Mapping[str, Any] = field(default_factory=dict)
+    #: the context's namespace (the user commands' default), None when it names none
+    namespace: str | None = None
 
 
 _PATH_KEYS = {
@@ -243,4 +245,10 @@ def resolve(config: Mapping[str, Any], context: str | None = None) -> ResolvedCo
         token_file=Path(token_file) if token_file else None,
         exec_plugin=_exec_plugin(exec_body, str(user_name)) if isinstance(exec_body, Mapping) else None,
         cluster_info=_cluster_info(cluster, ca),
+        namespace=_context_namespace(ctx),
     )
+
+
+def _context_namespace(ctx: Mapping[str, Any]) -> str | None:
+    value = ctx.get("namespace")
+    return value if isinstance(value, str) and value else None

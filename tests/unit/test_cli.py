@@ -1,5 +1,6 @@
 """The command line: what it prints and how flags become configuration."""
 
+import argparse
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -108,3 +109,24 @@ def test_an_unusable_kubeconfig_stops_the_controller_with_its_reason(
     assert capsys.readouterr().err.strip() == (
         "llmkube controller: cannot connect to the cluster: context 'gone' is not in the kubeconfig"
     )
+
+
+def _flags(parser: argparse.ArgumentParser, path: str = "llmkube") -> list[tuple[str, str, str | None]]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _flags(sub, f"{path} {name}")
+        elif action.option_strings and not isinstance(
+            action, (argparse._HelpAction, argparse._VersionAction)
+        ):
+            found.append((path, action.option_strings[-1], action.help))
+        elif not action.option_strings and action.dest != "help":
+            found.append((path, action.dest, action.help))
+    return found
+
+
+def test_every_flag_and_argument_of_every_command_has_help_text() -> None:
+    flags = _flags(build_parser())
+    assert len(flags) > 80  # controller, cluster and user commands alike
+    assert [(command, flag) for command, flag, text in flags if not text] == []

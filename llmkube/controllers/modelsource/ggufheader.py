@@ -21,6 +21,7 @@ from typing import Final
 
 from llmkube.api.model import GGUFMetadata
 from llmkube.plan.model import gguf_metadata_from_fields
+from llmkube.plan.model.gguf_metadata import TENSOR_BYTES_FIELD, TOKEN_COUNT_FIELD
 
 GGUF_MAGIC: Final = b"GGUF"
 SUPPORTED_VERSIONS: Final = (2, 3)
@@ -100,7 +101,59 @@ def _value_type(cursor: _Cursor) -> int:
     return kind
 
 
-def _skip_array(cursor: _Cursor) -> None:
+# ggml tensor types: (elements per block, bytes per block), as gguf.GGML_QUANT_SIZES has them (a
+# test holds the two equal). The weights' bytes feed the memory-fit estimate; a tensor of a type
+# not listed here (one newer than this table) leaves the total unknown rather than wrong.
+GGML_BLOCK_SIZES: Final[dict[int, tuple[int, int]]] = {
+    0: (1, 4),  # F32
+    1: (1, 2),  # F16
+    2: (32, 18),  # Q4_0
+    3: (32, 20),  # Q4_1
+    6: (32, 22),  # Q5_0
+    7: (32, 24),  # Q5_1
+    8: (32, 34),  # Q8_0
+    9: (32, 40),  # Q8_1
+    10: (256, 84),  # Q2_K
+    11: (256, 110),  # Q3_K
+    12: (256, 144),  # Q4_K
+    13: (256, 176),  # Q5_K
+    14: (256, 210),  # Q6_K
+    15: (256, 292),  # Q8_K
+    16: (256, 66),  # IQ2_XXS
+    17: (256, 74),  # IQ2_XS
+    18: (256, 98),  # IQ3_XXS
+    19: (256, 50),  # IQ1_S
+    20: (32, 18),  # IQ4_NL
+    21: (256, 110),  # IQ3_S
+    22: (256, 82),  # IQ2_S
+    23: (256, 136),  # IQ4_XS
+    24: (1, 1),  # I8
+    25: (1, 2),  # I16
+    26: (1, 4),  # I32
+    27: (1, 8),  # I64
+    28: (1, 8),  # F64
+    29: (256, 56),  # IQ1_M
+    30: (1, 2),  # BF16
+    34: (256, 54),  # TQ1_0
+    35: (256, 66),  # TQ2_0
+    39: (32, 17),  # MXFP4
+    40: (64, 36),  # NVFP4
+    41: (128, 18),  # Q1_0
+}
+
+
+def _tensor_bytes(shape: list[int], ggml_type: int) -> int | None:
+    block = GGML_BLOCK_SIZES.get(ggml_type)
+    if block is None:
+        return None
+    elements = 1
+    for extent in shape:
+        elements *= extent
+    return elements // block[0] * block[1]
+
+
+def _skip_array(cursor: _Cursor) -> int:
+    """Skips the array under the cursor; returns its length."""
     item = _value_type(cursor)
     count = cursor.count()
     # A count the file cannot hold is corrupt: refuse it before looping over it.
@@ -115,6 +168,7 @@ def _skip_array(cursor: _Cursor) -> None:
     else:
         for _ in range(count):
             _skip_array(cursor)
+    return count
 
 
 def _read_header(cursor: _Cursor) -> tuple[int, int, dict[str, object]]:
@@ -131,19 +185,31 @@ def _read_header(cursor: _Cursor) -> tuple[int, int, dict[str, object]]:
     for _ in range(kv_count):
         key = cursor.string()
         kind = _value_type(cursor)
-        if kind == _ARRAY:
-            _skip_array(cursor)  # arrays (vocabularies, scores) are never needed
+        if kind == _ARRAY:  # arrays (vocabularies, scores) are skipped: only one length is needed
+            length = _skip_array(cursor)
+            if key == "tokenizer.ggml.tokens":
+                fields[TOKEN_COUNT_FIELD] = length
         elif kind == _STRING:
             fields[key] = cursor.string()
         else:
             fields[key] = cursor.unpack(_SCALARS[kind])
     if tensor_count * 24 > cursor.remaining():  # name length, dims count, type, offset at least
         raise NotGGUFError(f"{tensor_count} tensor infos do not fit in the file")
+    weights: int | None = 0
     for _ in range(tensor_count):
         cursor.skip_string()  # name
         dimensions = cursor.unpack("I")
         assert isinstance(dimensions, int)
-        cursor._claim(8 * dimensions + 4 + 8)  # dims, type, offset
+        if dimensions * 8 > cursor.remaining():
+            raise NotGGUFError(f"a tensor of {dimensions} dimensions does not fit in the file")
+        shape = [cursor.count() for _ in range(dimensions)]  # uint64 extents
+        ggml_type = cursor.unpack("I")
+        assert isinstance(ggml_type, int)
+        cursor._claim(8)  # offset
+        size = _tensor_bytes(shape, ggml_type)
+        weights = None if weights is None or size is None else weights + size
+    if weights is not None:
+        fields[TENSOR_BYTES_FIELD] = weights
     alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
     if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment <= 0:
         raise NotGGUFError(f"invalid general.alignment {alignment!r}")

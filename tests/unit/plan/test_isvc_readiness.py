@@ -111,9 +111,9 @@ CASES: list[tuple[str, dict[str, Any], Any, dict[str, Any], str, Any, Any, Any]]
         None,
         {},
         "Failed",
-        ("False", "Failed"),
-        ("False", "Failed"),
-        ("True", "Failed"),
+        ("False", "ModelNotFound"),  # the summary carries the reason Degraded gives
+        ("False", "ModelNotFound"),
+        ("True", "ModelNotFound"),
     ),
     (
         "failed: invalid spec",
@@ -169,7 +169,11 @@ def test_messages_say_what_is_under_way() -> None:
     creating = plan(observed=observe(deployment=live_deployment(ready=0)))
     assert condition(creating, "Ready") == ("False", "Creating", "No replica is ready yet (0/1)")
     missing = plan(model=None)
-    assert condition(missing, "Ready") == ("False", "Failed", "Model not found")
+    assert condition(missing, "Ready") == (
+        "False",
+        "ModelNotFound",
+        'Model "tiny" not found in namespace "ai"',
+    )
 
 
 def test_rollout_of_a_deployment() -> None:
@@ -248,7 +252,11 @@ def test_a_spec_change_takes_ready_away_until_the_new_template_serves_everywhere
 
 def test_stalled_turns_false_when_the_failure_is_gone_and_stays() -> None:
     failed = plan(model=None)
-    assert condition(failed, "Stalled") == ("True", "Failed", "Model not found")
+    assert condition(failed, "Stalled") == (
+        "True",
+        "ModelNotFound",
+        'Model "tiny" not found in namespace "ai"',
+    )
     recovered = plan(
         isvc=make_isvc(status=failed.status.to_json()),
         observed=observe(deployment=live_deployment(ready=1), now=NOW + timedelta(minutes=1)),
