@@ -75,7 +75,8 @@ from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_s
 from llmkube.plan.names import service_name
 from llmkube.plan.objects import controlled_by
 from llmkube.plan.observed import ObservedState
-from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed
+from llmkube.plan.rollout import rollout_of
+from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed, with_rollout
 from llmkube.plan.storage import INIT_CONTAINER_NAME
 
 log = structlog.get_logger("llmkube.controllers.inferenceservice")
@@ -233,7 +234,7 @@ class InferenceServiceController:
         for event in plan.events:
             self.host.recorder.event(raw, event.type, event.reason, event.message)
         try:
-            await self._converge(isvc, plan, observed)
+            applied_deployment = await self._converge(isvc, plan, observed)
         except WriteFailed as failed_write:
             if namespace_terminating(failed_write.error):
                 # Its namespace is going away, and the service with it: nothing to create or report.
@@ -260,7 +261,12 @@ class InferenceServiceController:
             )
             await self._write_status(isvc, raw, failed)
             raise failed_write.error from None
-        await self._write_status(isvc, raw, plan.status)
+        status = plan.status
+        if applied_deployment is not None:  # a rollout the plan, made from the cache, cannot know of
+            status = with_rollout(
+                status, rollout_of(applied_deployment), generation=isvc.metadata.generation, now=now
+            )
+        await self._write_status(isvc, raw, status)
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
 
     async def _download_log(self, namespace: str, pod: str) -> str | None:
@@ -313,9 +319,11 @@ class InferenceServiceController:
 
     async def _converge(
         self, isvc: InferenceService, plan: InferenceServicePlan, facts: ObservedState
-    ) -> None:
-        """Write what the plan asks for; a failed write is raised as WriteFailed, naming the object."""
+    ) -> Obj | None:
+        """Apply and delete what the plan says; returns the Deployment when this changed it. A failed
+        write is raised as WriteFailed, naming the object."""
         namespace = isvc.metadata.namespace or ""
+        changed_deployment: Obj | None = None
         if plan.cache_pvc is not None:
             with writing("PersistentVolumeClaim", plan.cache_pvc):
                 await self._ensure_cache_pvc(namespace, plan.cache_pvc)
@@ -333,6 +341,8 @@ class InferenceServiceController:
                     name=isvc.metadata.name,
                     fields=result.reasons[:5],
                 )
+                if resource is DEPLOYMENTS:
+                    changed_deployment = result.object
         for ref in plan.deletes:
             resource = _RESOURCES_BY_KIND[ref.kind]
             with writing(ref.kind, None):
@@ -342,6 +352,7 @@ class InferenceServiceController:
                 except NotFound:
                     pass  # already gone: that is what we wanted
                 self.host.applier.forget(resource, ref.name, ref.namespace)
+        return changed_deployment
 
     async def _apply(
         self,
@@ -400,15 +411,16 @@ class InferenceServiceController:
                 self.metrics.ready_duration.labels(name, namespace).observe(
                     max(0.0, (now - created).total_seconds())
                 )
-            self.metrics.reconcile_total.labels(ISVC_CONTROLLER, "success").inc()
         waited = gpu_queue_wait_seconds(old, status, now)
         if waited is not None:
             self.metrics.gpu_queue_wait.labels(name, namespace).observe(waited)
         log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
 
     async def _publish_state_metrics(self) -> None:
-        """While the controllers run (the leader), the phase and queue gauges report this cache."""
-        withdraw = self.metrics.state.publish_services(self.services.store, self.gpu_queue.identities)
+        """While the controllers run (the leader), the per-service and queue gauges report this cache."""
+        withdraw = self.metrics.state.publish_services(
+            self.services.store, self.gpu_queue.identities, self.models.store
+        )
         try:
             await asyncio.Event().wait()
         finally:
