@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries tools node-prereqs test test-unit lint lock crds run clean
+.PHONY: all venv k8s-binaries tools node-prereqs test test-unit fuzz-long lint lock crds run clean
 
 all: lint test
 
@@ -35,6 +35,10 @@ node-prereqs: venv
 ## and node (a real kubelet and containerd, where the machine allows).
 test: venv k8s-binaries tools node-prereqs
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## The schema-driven fuzz, long: 300 specs and 300 transitions dry-run on the API server; prints figures.
+fuzz-long: venv k8s-binaries
+	LLMKUBE_FUZZ_EXAMPLES=300 $(BIN)/python -m pytest tests/integration/test_spec_fuzz_on_server.py $(PYTEST_ARGS)
 
 ## Only the fast, pure tests (no control plane).
 test-unit: venv

@@ -27,14 +27,17 @@ from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
     BY_MODEL,
     BY_PRIORITY_CLASS,
+    BY_RUNTIME_CLASS,
     BY_SERVICE_LABEL,
     BY_SERVICE_NAME,
     BY_SLICE_SERVICE,
     CACHE_CLAIM_SELECTOR,
     SLICE_SERVICE_LABEL,
     priority_class_index,
+    runtime_class_index,
     service_name_index,
 )
+from llmkube.controllers.isvc_write_failures import WriteFailed, describe_write_failure, writing
 from llmkube.controllers.metrics import ISVC_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.resources import (
     DEPLOYMENTS,
@@ -49,18 +52,21 @@ from llmkube.controllers.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
     PRIORITY_CLASSES,
+    RUNTIME_CLASSES,
     SERVICE_PODS_SELECTOR,
     SERVICES,
 )
+from llmkube.kube.apply import ApplyResult
 from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, namespace_terminating
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.ownership import NotOurs, refuse_foreign
+from llmkube.kube.ownership import refuse_foreign
 from llmkube.kube.predicates import annotations_changed, any_of, deleted, generation_changed, labels_changed
 from llmkube.kube.resource import Resource
 from llmkube.kube.service_ports import restore_service_ports, stray_service_ports
 from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import BY_NAMESPACE, by_field, by_label
+from llmkube.kube.transform import keep_only
 from llmkube.kube.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.config import OperatorConfig
@@ -110,6 +116,7 @@ class InferenceServiceController:
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
+        self.services.add_index(BY_RUNTIME_CLASS, runtime_class_index)
         self.models = host.informer(MODELS)
         self.deployments = host.informer(DEPLOYMENTS, label_selector=MANAGED_SELECTOR)
         self.k8s_services = host.informer(SERVICES, label_selector=MANAGED_SELECTOR)
@@ -117,6 +124,8 @@ class InferenceServiceController:
         self.pods = host.informer(PODS, label_selector=SERVICE_PODS_SELECTOR)
         self.pods.add_index(BY_SERVICE_LABEL, by_label(LABEL_SERVICE))
         self.priority_classes = host.informer(PRIORITY_CLASSES)
+        # Only their names: whether a service's runtimeClassName exists.
+        self.runtime_classes = host.informer(RUNTIME_CLASSES, transform=keep_only())
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
@@ -147,6 +156,7 @@ class InferenceServiceController:
                 ),
                 Watch(PODS, enqueue_mapped(self._service_of_pod), label_selector=SERVICE_PODS_SELECTOR),
                 Watch(PRIORITY_CLASSES, enqueue_mapped(self._services_of_priority_class)),
+                Watch(RUNTIME_CLASSES, enqueue_mapped(self._services_of_runtime_class)),
                 # Only deletions matter: a missing cache claim is recreated for the namespace.
                 Watch(
                     PERSISTENT_VOLUME_CLAIMS,
@@ -186,6 +196,10 @@ class InferenceServiceController:
         name = (priority_class.get("metadata") or {}).get("name") or ""
         return self._keys(self.services.store.by_index(BY_PRIORITY_CLASS, name))
 
+    def _services_of_runtime_class(self, runtime_class: Obj) -> list[ObjectKey]:
+        name = (runtime_class.get("metadata") or {}).get("name") or ""
+        return self._keys(self.services.store.by_index(BY_RUNTIME_CLASS, name))
+
     def _services_of_slice(self, endpoint_slice: Obj) -> list[ObjectKey]:
         meta = endpoint_slice.get("metadata") or {}
         name = (meta.get("labels") or {}).get(SLICE_SERVICE_LABEL)
@@ -216,10 +230,13 @@ class InferenceServiceController:
             observed = replace(observed, download_log=await self._download_log(key.namespace, downloading))
         plan = plan_inference_service(isvc, model, observed, self.config)
 
+        # Announced whether or not the objects can be written: the status says the same either way.
+        for event in plan.events:
+            self.host.recorder.event(raw, event.type, event.reason, event.message)
         try:
             applied_deployment = await self._converge(isvc, plan, observed)
-        except ApiError as error:
-            if namespace_terminating(error):
+        except WriteFailed as failed_write:
+            if namespace_terminating(failed_write.error):
                 # Its namespace is going away, and the service with it: nothing to create or report.
                 # Said once per namespace: each of its services (and each retry) would repeat it.
                 if key.namespace not in self._terminating_namespaces:
@@ -230,13 +247,20 @@ class InferenceServiceController:
                         "namespace is terminating: its services are not converged", namespace=key.namespace
                     )
                 return None
-            # Report it (decision #19: and retry with backoff by re-raising).
-            message = error.message if isinstance(error, NotOurs) else _describe(error)
-            failed = failed_status(plan.status, message, generation=isvc.metadata.generation, now=now)
+            # Report it, in the service's terms, once in status and in an Event series (decision #19:
+            # and retry with backoff by re-raising).
+            failure = describe_write_failure(isvc, failed_write)
+            self.host.recorder.event(raw, "Warning", failure.event_reason, failure.message)
+            failed = failed_status(
+                plan.status,
+                failure.message,
+                previous=isvc.status,
+                generation=isvc.metadata.generation,
+                now=now,
+                reason=failure.reason,
+            )
             await self._write_status(isvc, raw, failed)
-            raise
-        for event in plan.events:
-            self.host.recorder.event(raw, event.type, event.reason, event.message)
+            raise failed_write.error from None
         status = plan.status
         if applied_deployment is not None:  # a rollout the plan, made from the cache, cannot know of
             status = with_rollout(
@@ -287,44 +311,29 @@ class InferenceServiceController:
             endpoint_slices=tuple(
                 self.slices.store.by_index(BY_SLICE_SERVICE, f"{namespace}/{service_name(name)}")
             ),
+            runtime_classes=frozenset(
+                (rc.get("metadata") or {}).get("name") or "" for rc in self.runtime_classes.store.objects()
+            ),
             nodes=tuple(self.nodes.store.objects()),
         )
 
     async def _converge(
         self, isvc: InferenceService, plan: InferenceServicePlan, facts: ObservedState
     ) -> Obj | None:
-        """Apply and delete what the plan says; returns the Deployment when this changed it."""
+        """Apply and delete what the plan says; returns the Deployment when this changed it. A failed
+        write is raised as WriteFailed, naming the object."""
         namespace = isvc.metadata.namespace or ""
         changed_deployment: Obj | None = None
         if plan.cache_pvc is not None:
-            await self._ensure_cache_pvc(namespace, plan.cache_pvc)
+            with writing("PersistentVolumeClaim", plan.cache_pvc):
+                await self._ensure_cache_pvc(namespace, plan.cache_pvc)
         observed = {"deployment": facts.deployment, "service": facts.service, "hpa": facts.hpa}
         for field, resource in _APPLY_ORDER:
             desired: Obj | None = getattr(plan, field)
             if desired is None:
                 continue
-            current = observed[field]
-            if current is None:
-                # The cache only holds objects with our managed-by label: one made by someone else
-                # under this name is invisible to it. Never take one over (decision 10).
-                current = await refuse_foreign(
-                    self.host.client,
-                    resource,
-                    desired,
-                    lambda existing: controlled_by(existing, isvc),
-                    owner="InferenceService",
-                )
-            elif resource is SERVICES and stray_service_ports(desired, current):
-                current = await restore_service_ports(
-                    self.host.client, desired, current, self.host.applier.field_manager
-                )
-            result = await self.host.applier.apply(
-                resource,
-                desired,
-                current,
-                policy=POLICIES_BY_KIND[resource.kind],
-                initial=plan.deployment_initial if resource is DEPLOYMENTS else None,
-            )
+            with writing(resource.kind, desired):
+                result = await self._apply(isvc, plan, resource, desired, observed[field])
             if result.changed:
                 log.info(
                     f"{resource.kind} {result.outcome.value}",
@@ -336,12 +345,44 @@ class InferenceServiceController:
                     changed_deployment = result.object
         for ref in plan.deletes:
             resource = _RESOURCES_BY_KIND[ref.kind]
-            try:
-                await self.host.client.delete(resource, ref.name, ref.namespace, uid=ref.uid)
-                log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
-            except NotFound:
-                pass  # already gone: that is what we wanted
+            with writing(ref.kind, None):
+                try:
+                    await self.host.client.delete(resource, ref.name, ref.namespace, uid=ref.uid)
+                    log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
+                except NotFound:
+                    pass  # already gone: that is what we wanted
+                self.host.applier.forget(resource, ref.name, ref.namespace)
         return changed_deployment
+
+    async def _apply(
+        self,
+        isvc: InferenceService,
+        plan: InferenceServicePlan,
+        resource: Resource,
+        desired: Obj,
+        current: Obj | None,
+    ) -> ApplyResult:
+        if current is None:
+            # The cache only holds objects with our managed-by label: one made by someone else
+            # under this name is invisible to it. Never take one over (decision 10).
+            current = await refuse_foreign(
+                self.host.client,
+                resource,
+                desired,
+                lambda existing: controlled_by(existing, isvc),
+                owner="InferenceService",
+            )
+        elif resource is SERVICES and stray_service_ports(desired, current):
+            current = await restore_service_ports(
+                self.host.client, desired, current, self.host.applier.field_manager
+            )
+        return await self.host.applier.apply(
+            resource,
+            desired,
+            current,
+            policy=POLICIES_BY_KIND[resource.kind],
+            initial=plan.deployment_initial if resource is DEPLOYMENTS else None,
+        )
 
     async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
         """Create the shared cache claim when missing; never update or delete it (it is not ours
@@ -384,7 +425,3 @@ class InferenceServiceController:
             await asyncio.Event().wait()
         finally:
             withdraw()
-
-
-def _describe(error: ApiError) -> str:
-    return f"API request failed: {error}"

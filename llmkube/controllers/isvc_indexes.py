@@ -1,5 +1,6 @@
 """The secondary indexes of the InferenceService controller's caches: how a change to a Model, a
-PriorityClass, a Pod or an EndpointSlice finds the services it concerns without a scan."""
+PriorityClass, a RuntimeClass, a Pod or an EndpointSlice finds the services it concerns without a
+scan."""
 
 from collections.abc import Iterable
 
@@ -11,6 +12,7 @@ from llmkube.plan.priority import class_for
 BY_MODEL = "modelRef"
 BY_SERVICE_NAME = "serviceName"
 BY_PRIORITY_CLASS = "priorityClass"
+BY_RUNTIME_CLASS = "runtimeClass"
 # Index on pods and metal EndpointSlices.
 BY_SERVICE_LABEL = "service"
 BY_SLICE_SERVICE = "sliceService"
@@ -42,3 +44,9 @@ def priority_class_index(obj: Obj) -> Iterable[str]:
             custom if isinstance(custom, str) else None, priority if isinstance(priority, str) else None
         ),
     )
+
+
+def runtime_class_index(obj: Obj) -> Iterable[str]:
+    spec = obj.get("spec")
+    name = spec.get("runtimeClassName") if isinstance(spec, dict) else None
+    return (name,) if isinstance(name, str) and name else ()

@@ -9,6 +9,7 @@ from llmkube.kube.resource import (
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
     PRIORITY_CLASSES,
+    RUNTIME_CLASSES,
     SERVICES,
     Resource,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "PRIORITY_CLASSES",
+    "RUNTIME_CLASSES",
     "SERVICES",
     "SERVICE_PODS_SELECTOR",
 ]

@@ -14,6 +14,9 @@ what a plain apply cannot do, each step only when the managed fields show it is 
    selector) is answered by deleting the object (guarded by its uid) and applying again. Any other
    rejection is raised.
 
+Before all that, an object whose cached copy is older than our own last apply of the same body is
+left alone: our write has not reached the cache yet (recent_applies.py).
+
 The result says which of these happened.
 """
 
@@ -32,6 +35,7 @@ from llmkube.kube.errors import Conflict, Invalid, NotFound
 from llmkube.kube.field_policy import NO_POLICY, FieldPath, FieldPolicy
 from llmkube.kube.field_transfer import fields_to_hand_over, takeover_entries, takeover_may_be_needed
 from llmkube.kube.managed_fields import owned_fields
+from llmkube.kube.recent_applies import RecentApplies, body_digest
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj
 
@@ -63,6 +67,11 @@ class Applier:
     def __init__(self, client: ApiClient, field_manager: str = DEFAULT_FIELD_MANAGER) -> None:
         self.client = client
         self.field_manager = field_manager
+        self.recent = RecentApplies()
+
+    def forget(self, resource: Resource, name: str, namespace: str | None) -> None:
+        """The object is gone (deleted by us): nothing of our last apply of it holds."""
+        self.recent.forget((str(resource), namespace or "", name))
 
     @property
     def handover_manager(self) -> str:
@@ -89,10 +98,16 @@ class Applier:
         body.setdefault("kind", resource.kind)
         if observed is None and initial:
             body = _merged(body, clean_intent(initial))
+        key = _memory_key(resource, body)
+        digest = body_digest(body)
+        if observed is not None and self.recent.already_applied(key, digest, _version(observed)):
+            return ApplyResult(ApplyOutcome.UNCHANGED, observed)  # ours is on its way to the cache
+        based_on = [_version(observed)]
         prelude: list[str] = []
         if observed is not None:
             observed = await self._take_over(resource, body, observed, policy, prelude)
             observed = await self._hand_over(resource, body, observed, policy, prelude)
+            based_on.append(_version(observed))
         reasons = needs_apply(body, observed, self.field_manager)
         if not reasons:
             assert observed is not None
@@ -104,7 +119,9 @@ class Applier:
             if not policy.answers_by_recreate(error):
                 raise
             stored = await self._recreate(resource, body, observed, error)
+            self.recent.record(key, digest, based_on, _version(stored))
             return ApplyResult(ApplyOutcome.RECREATED, stored, prelude + reasons)
+        self.recent.record(key, digest, based_on, _version(stored))
         outcome = ApplyOutcome.CREATED if status == 201 else ApplyOutcome.UPDATED
         log.debug("applied", resource=str(resource), key=_key(body), outcome=outcome.value, reasons=reasons)
         return ApplyResult(outcome, stored, prelude + reasons)
@@ -241,6 +258,15 @@ def _merged(base: Obj, extra: Obj) -> Obj:
         else:
             result[key] = value
     return result
+
+
+def _version(obj: Obj | None) -> str | None:
+    return ((obj or {}).get("metadata") or {}).get("resourceVersion")
+
+
+def _memory_key(resource: Resource, body: Obj) -> tuple[str, str, str]:
+    meta = body.get("metadata") or {}
+    return (str(resource), meta.get("namespace") or "", meta.get("name") or "")
 
 
 def _key(obj: Obj) -> str:

@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlsplit
 import orjson
 
 import llmkube
-from llmkube.kube import metrics
+from llmkube.kube import metrics, yaml_json
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.config import AuthProvider, ClientConfig, StaticAuth
 from llmkube.kube.errors import ApiError, Unauthorized, error_from_response
@@ -42,7 +42,7 @@ __all__ = [
 USER_AGENT: Final = f"llmkube-controller/{llmkube.__version__}"
 DEFAULT_FIELD_MANAGER: Final = "llmkube-controller"
 
-APPLY_PATCH: Final = "application/apply-patch+yaml"  # JSON is valid YAML: the body is orjson output
+APPLY_PATCH: Final = "application/apply-patch+yaml"  # JSON a YAML parser reads back: kube/yaml_json.py
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
@@ -350,7 +350,7 @@ class ApiClient:
             "PATCH",
             path,
             params=params,
-            body=orjson.dumps(obj),
+            body=yaml_json.dumps(obj),
             content_type=APPLY_PATCH,
             request_timeout=request_timeout,
         ) as response:

@@ -13,6 +13,7 @@ from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.gpu import gpu_toleration
+from llmkube.plan.hardening import home_env, memory_limit, writable_mounts, writable_volumes
 from llmkube.plan.merge_keys import merge_by_key
 from llmkube.plan.names import managed, selector_labels, workload_labels
 from llmkube.plan.objects import compact, object_metadata, owner_reference
@@ -115,7 +116,9 @@ def pod_spec(inputs: WorkloadInputs) -> KubeObject:
             "securityContext": pod_security_context(spec, inputs.config),
             "initContainers": list(inputs.storage.init_containers),
             "containers": [main_container(inputs)],
-            "volumes": list(inputs.storage.volumes),
+            "volumes": [*inputs.storage.volumes, *writable_volumes(inputs.runtime.writable_dirs)],
+            # No runtime talks to the Kubernetes API (plan/hardening.py).
+            "automountServiceAccountToken": False,
             "priorityClassName": inputs.priority_class_name,
             "runtimeClassName": spec.runtime_class_name or None,
             "imagePullSecrets": spec.image_pull_secrets,
@@ -140,12 +143,18 @@ def pod_security_context(spec: InferenceServiceSpec, config: OperatorConfig) -> 
     )
 
 
+def default_security(runtime: RuntimeDefaults) -> KubeObject:
+    """No privilege escalation, no capabilities; a read-only root where we know what the image
+    writes (plan/hardening.py)."""
+    if not runtime.writable_dirs:
+        return DEFAULT_CONTAINER_SECURITY_CONTEXT
+    return {**DEFAULT_CONTAINER_SECURITY_CONTEXT, "readOnlyRootFilesystem": True}
+
+
 def main_container(inputs: WorkloadInputs) -> KubeObject:
     spec, runtime, process = inputs.isvc.spec, inputs.runtime, inputs.process
     command = spec.command or (list(process.command) if process.command else None)
-    security = (
-        spec.security_context if spec.security_context is not None else DEFAULT_CONTAINER_SECURITY_CONTEXT
-    )
+    security = spec.security_context if spec.security_context is not None else default_security(runtime)
     return compact(
         {
             "name": runtime.container_name,
@@ -155,9 +164,17 @@ def main_container(inputs: WorkloadInputs) -> KubeObject:
             "ports": [{"name": PORT_NAME, "containerPort": inputs.port, "protocol": "TCP"}],
             # Merged by name (the API keys env by it): a user variable replaces the generated one of
             # the same name; the generated ones come first.
-            "env": [stored_env_var(var) for var in merge_by_key(process.env, spec.env or [])],
-            "resources": container_resources(spec.resources, inputs.gpu_count, inputs.gpu_resource),
-            "volumeMounts": list(inputs.storage.mounts),
+            "env": [
+                stored_env_var(var)
+                for var in merge_by_key([*home_env(runtime.writable_dirs), *process.env], spec.env or [])
+            ],
+            "resources": container_resources(
+                spec.resources,
+                inputs.gpu_count,
+                inputs.gpu_resource,
+                memory_limit(spec.resources, inputs.isvc.metadata.annotations).quantity,
+            ),
+            "volumeMounts": [*inputs.storage.mounts, *writable_mounts(runtime.writable_dirs)],
             "securityContext": security,
             # A crashing server's last log lines land in its status (lastState.terminated.message),
             # where the controller reads why it stopped without any right to read logs.

@@ -2,10 +2,13 @@
 
 With no explicit metrics the runtime's own load metric is used as a Pods metric with an average
 target of 2. Metrics that would make the API server reject the HPA (a Pods metric without a
-target, a target that is not a quantity, min above max) are reported by `hpa_errors` instead of
-being applied and retried forever; a Resource metric may use an average value as well as a
-utilization (the reference silently dropped it).
+target, a target that is not a positive quantity, min above max), and metric names the server
+accepts but no metrics API can serve, are reported by `hpa_errors` instead of being applied and
+retried forever (or left to an HPA that never scales); a Resource metric may use an average value as
+well as a utilization (the reference silently dropped it).
 """
+
+import re
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import AutoscalingSpec, InferenceService, MetricSpec
@@ -14,6 +17,8 @@ from llmkube.plan.objects import object_metadata, owner_reference
 from llmkube.plan.quantity import QuantityError, canonical_quantity, parse_quantity
 
 DEFAULT_METRIC_TARGET = "2"
+RESOURCE_METRICS = ("cpu", "memory")
+PROMETHEUS_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
 
 def hpa_errors(autoscaling: AutoscalingSpec | None) -> list[tuple[str, str]]:
@@ -30,13 +35,19 @@ def hpa_errors(autoscaling: AutoscalingSpec | None) -> list[tuple[str, str]]:
         )
     for index, metric in enumerate(autoscaling.metrics or []):
         path = f"spec.autoscaling.metrics[{index}]"
+        errors += metric_name_errors(metric, path)
         value = metric.target_average_value
         if value is not None:
             try:
-                parse_quantity(value)
+                quantity = parse_quantity(value)
             except QuantityError:
                 errors.append((f"{path}.targetAverageValue", f'invalid quantity "{value}"'))
                 continue
+            if quantity.value <= 0:
+                errors.append((f"{path}.targetAverageValue", f'"{value}" must be positive'))
+        utilization = metric.target_average_utilization
+        if metric.type == "Resource" and utilization is not None and utilization < 1:
+            errors.append((f"{path}.targetAverageUtilization", f"{utilization} must be greater than 0"))
         if metric.type == "Pods" and value is None:
             errors.append(
                 (f"{path}.targetAverageValue", f'Pods metric "{metric.name}" needs targetAverageValue')
@@ -49,6 +60,31 @@ def hpa_errors(autoscaling: AutoscalingSpec | None) -> list[tuple[str, str]]:
                 )
             )
     return errors
+
+
+def metric_name_errors(metric: MetricSpec, path: str) -> list[tuple[str, str]]:
+    """Names the API server accepts but nothing can serve: a Resource metric comes from the resource
+    metrics API, which has cpu and memory; a Pods metric from a custom metrics adapter reading
+    Prometheus (the schema's documented requirement), whose series names are Prometheus names."""
+    name = metric.name
+    if metric.type == "Resource":
+        if name not in RESOURCE_METRICS:
+            return [
+                (
+                    f"{path}.name",
+                    f'"{name}" is not a resource the resource metrics API serves (it serves cpu and memory)',
+                )
+            ]
+        return []
+    if PROMETHEUS_METRIC_NAME.fullmatch(name) is None:
+        return [
+            (
+                f"{path}.name",
+                f'"{name}" is not a metric name a custom metrics adapter can serve (a Prometheus name: '
+                "letters, digits, '_' and ':', not starting with a digit)",
+            )
+        ]
+    return []
 
 
 def initial_replicas(replicas: int, autoscaling: AutoscalingSpec) -> int:

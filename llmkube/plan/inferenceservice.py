@@ -7,7 +7,7 @@ The controller applies every non-None intent with server-side apply, deletes exa
 apply": the object is either not wanted (and listed in `deletes` if we own one) or left untouched.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from llmkube.api.base import KubeObject
@@ -22,6 +22,7 @@ from llmkube.plan.events import (
     IGNORED_SETTING,
     INVALID_SPEC,
     PlannedEvent,
+    announced,
     missing_memory_request,
     missing_skip_model_init,
 )
@@ -29,6 +30,7 @@ from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, is_metal
 from llmkube.plan.hpa import hpa_intent, initial_replicas
 from llmkube.plan.memory_fit import (
     INSUFFICIENT_MEMORY,
+    MEMORY_FIT,
     enforced,
     judge_memory_fit,
     memory_fit_conditions,
@@ -36,6 +38,7 @@ from llmkube.plan.memory_fit import (
 )
 from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
 from llmkube.plan.names import selector_labels, service_name
+from llmkube.plan.object_checks import object_issues
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
 from llmkube.plan.observed import ObservedState
 from llmkube.plan.pod_failures import diagnose_pod_failure
@@ -53,9 +56,12 @@ from llmkube.plan.runtimes.vllm import speculative_missing_model
 from llmkube.plan.scheduling import diagnose_scheduling, running_pod_count
 from llmkube.plan.service import endpoint_url, service_intent
 from llmkube.plan.status import (
+    DEGRADED,
     FAILED_REASON,
+    IGNORED_SETTINGS_REASON,
     INVALID_SPEC_REASON,
     MODEL_NOT_FOUND_REASON,
+    SPEC_VALID,
     WAITING_FOR_MODEL,
     WAITING_FOR_MODEL_REASON,
     StatusFacts,
@@ -119,7 +125,9 @@ def plan_inference_service(
         return _model_gate(ctx, "Failed", MODEL_NOT_FOUND_REASON, missing)
     if model.status is None or model.status.phase != "Ready":
         return _model_gate(ctx, "Pending", WAITING_FOR_MODEL_REASON, WAITING_FOR_MODEL)
-    return _plan_with_model(ctx, model)
+    plan = _plan_with_model(ctx, model)
+    # Announce what changed, not what the stored status already says (plan/events.py).
+    return replace(plan, events=announced(plan.events, _previous_conditions(ctx), plan.status.conditions))
 
 
 def _model_gate(ctx: _Context, phase: Phase, reason: str, message: str) -> InferenceServicePlan:
@@ -182,6 +190,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
             priority_class_exists=ctx.priority is not None,
             uses_cache_pvc=isinstance(storage, ModelStorage) and storage.uses_cache_pvc,
             config=ctx.config,
+            runtime_classes=ctx.observed.runtime_classes,
         )
     )
     if isinstance(storage, StorageProblem):
@@ -189,8 +198,8 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     if not metal:
         issues += _ownership_conflicts(ctx)
     errors = [i.text() for i in issues if i.severity == "error"]
-    warnings = [i.text() for i in issues if i.severity == "warning"]
-    events = [
+    ignored = [i.text() for i in issues if i.severity == "warning"]
+    advice = [
         event
         for event in (
             missing_memory_request(spec),
@@ -198,16 +207,22 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         )
         if event is not None
     ]
-    events += [
-        PlannedEvent("Warning", INVALID_SPEC if i.severity == "error" else IGNORED_SETTING, i.text())
-        for i in issues
+    events = [
+        *advice,
+        *(
+            PlannedEvent("Warning", INVALID_SPEC, i.text(), DEGRADED)
+            if i.severity == "error"
+            else PlannedEvent("Warning", IGNORED_SETTING, i.text(), SPEC_VALID)
+            for i in issues
+        ),
     ]
     conditions = spec_conditions(
         _previous_conditions(ctx),
         runtime=runtime.name,
         spec=spec,
         speculative_missing_model=speculative_missing_model(spec),
-        warnings=warnings,
+        warnings=[*ignored, *(event.message for event in advice)],
+        warning_reason=IGNORED_SETTINGS_REASON if ignored or not advice else advice[0].reason,
         generation=ctx.generation,
         now=ctx.observed.now,
     )
@@ -222,7 +237,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         )
     conditions = memory_fit_conditions(conditions, fit, generation=ctx.generation, now=ctx.observed.now)
     if fit is not None and fit.blocks:
-        events.append(PlannedEvent("Warning", INSUFFICIENT_MEMORY, fit.message))
+        events.append(PlannedEvent("Warning", INSUFFICIENT_MEMORY, fit.message, MEMORY_FIT))
     if errors or not isinstance(storage, ModelStorage):
         return _invalid(ctx, conditions, errors, events)
     if fit is not None and fit.blocks and enforced(ctx.isvc.metadata.annotations):
@@ -231,7 +246,13 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         return _invalid(ctx, conditions, [message], events, reason=INSUFFICIENT_MEMORY)
     if metal:
         return _metal_plan(ctx, conditions, events)
-    return _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
+    plan = _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
+    # What the API server would refuse in the objects themselves, named by the service's fields.
+    refused = object_issues(ctx.isvc.spec, plan.deployment)
+    if refused:
+        events += [PlannedEvent("Warning", INVALID_SPEC, issue.text(), DEGRADED) for issue in refused]
+        return _invalid(ctx, conditions, [issue.text() for issue in refused], events)
+    return plan
 
 
 def _invalid(

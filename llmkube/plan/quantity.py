@@ -51,7 +51,7 @@ class Quantity:
 
 
 def parse_quantity(text: str) -> Quantity:
-    match = _QUANTITY.match(text)
+    match = _QUANTITY.fullmatch(text)
     if match is None:
         raise QuantityError(f"{text!r} is not a quantity (for example 500m, 2, 4Gi, 1e3)")
     number = Fraction(match["number"])

@@ -1,8 +1,9 @@
 """Container resources (reference §3.1) and the validation of the service's quantity strings.
 
 GPU services get `limits: {<gpu resource>: <count>}`; `cpu` becomes a CPU request and `hostMemory`
-(else `memory`) the memory request. No CPU or memory limits are ever set, and `gpuMemory` is only
-validated: it describes the GPU, which the extended resource already selects.
+(else `memory`) the memory request, and the memory limit too unless the memory-limit annotation
+says otherwise (plan/hardening.py; the reference set no limits). CPU is never limited, and
+`gpuMemory` is only validated: it describes the GPU, which the extended resource already selects.
 """
 
 from llmkube.api.base import KubeObject
@@ -33,9 +34,10 @@ def quantity_errors(resources: InferenceResources | None) -> list[tuple[str, str
 
 
 def container_resources(
-    resources: InferenceResources | None, gpu_count: int, gpu_resource: str
+    resources: InferenceResources | None, gpu_count: int, gpu_resource: str, memory_limit: str | None
 ) -> KubeObject:
-    """Assumes `quantity_errors(resources)` is empty."""
+    """Assumes `quantity_errors(resources)` is empty. `memory_limit` comes from
+    plan/hardening.py: by default what a server asked for is what it may use."""
     limits = {gpu_resource: str(gpu_count)} if gpu_count > 0 else {}
     requests: dict[str, str] = {}
     if resources is not None:
@@ -44,4 +46,6 @@ def container_resources(
         memory = resources.host_memory or resources.memory
         if memory:
             requests["memory"] = canonical_quantity(memory)
+    if memory_limit:
+        limits["memory"] = memory_limit
     return compact({"limits": limits, "requests": requests})

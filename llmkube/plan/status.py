@@ -24,15 +24,28 @@ from llmkube.plan.conditions import (
 )
 from llmkube.plan.rollout import ROLLING_OUT, Rollout
 from llmkube.plan.scheduling import INSUFFICIENT_GPU, SchedulingInfo
-from llmkube.plan.summary import READY_REASON, Summary, message_of, reason_of, summarize
+from llmkube.plan.summary import (
+    READY,
+    READY_REASON,
+    RECONCILING,
+    STALLED,
+    Summary,
+    message_of,
+    reason_of,
+    summarize,
+)
 
 AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE = "Available", "Progressing", "Degraded", "GPUAvailable"
 VLLM_SPEC_VALID, SPEC_VALID = "VLLMSpecValid", "SpecValid"
+#: the conditions `phase_conditions` decides from the phase
+PHASE_CONDITIONS = frozenset({AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE})
+SUMMARY_CONDITIONS = frozenset({READY, RECONCILING, STALLED})
 
 READY_MESSAGE = "Inference service is ready and serving requests"
 MODEL_NOT_FOUND = "Model not found"
 WAITING_FOR_MODEL = "Waiting for Model to be Ready"
 FAILED_REASON, INVALID_SPEC_REASON = "Failed", "InvalidSpec"
+IGNORED_SETTINGS_REASON = "IgnoredSettings"
 MODEL_NOT_FOUND_REASON, WAITING_FOR_MODEL_REASON = "ModelNotFound", "WaitingForModel"
 RECOVERED_REASON, NOT_WAITING_FOR_GPU = "Recovered", "NotWaitingForGPU"
 SPECULATIVE_MISSING_MODEL = (
@@ -266,10 +279,13 @@ def spec_conditions(
     spec: InferenceServiceSpec,
     speculative_missing_model: bool,
     warnings: Sequence[str],
+    warning_reason: str = IGNORED_SETTINGS_REASON,
     generation: int | None,
     now: datetime,
 ) -> list[Condition]:
-    """VLLMSpecValid (§4.3) and SpecValid (settings that have no effect)."""
+    """VLLMSpecValid (§4.3) and SpecValid: False with every setting that has no effect
+    (IgnoredSettings) and every piece of advice about the spec (MissingMemoryRequest,
+    MissingSkipModelInit; the reason names the first kind)."""
     conditions = list(previous or ())
     if runtime != "vllm":
         conditions = remove_condition(conditions, VLLM_SPEC_VALID)  # about a runtime it does not use
@@ -289,7 +305,7 @@ def spec_conditions(
         conditions,
         SPEC_VALID,
         warnings,
-        false_reason="IgnoredSettings",
+        false_reason=warning_reason,
         true_reason="Valid",
         true_message="Every setting is applied",
         generation=generation,
@@ -305,10 +321,30 @@ def status_changed(old: InferenceServiceStatus | None, new: InferenceServiceStat
 
 
 def failed_status(
-    planned: InferenceServiceStatus, message: str, *, generation: int | None, now: datetime
+    planned: InferenceServiceStatus,
+    message: str,
+    *,
+    previous: InferenceServiceStatus | None,
+    generation: int | None,
+    now: datetime,
+    reason: str = FAILED_REASON,
 ) -> InferenceServiceStatus:
     """The status to write when applying the plan failed (decision #19): Failed with the error, the
-    observed counts kept. The controller retries with backoff; the next success clears it."""
+    observed counts kept. The controller retries with backoff; the next success clears it.
+
+    The conditions the phase decides start from the stored ones (`previous`), not from the plan's:
+    the plan was made for the phase the service would have (Creating, say, which turns Progressing
+    True), and reporting the failure turns them back, so starting from the plan would stamp new
+    transition times on every retry and write the same failure again and again (issue 11, item 2).
+    Conditions the phase does not decide (SpecValid, VLLMSpecValid) are the plan's; the summary
+    conditions (Ready, Reconciling, Stalled) follow the phase too."""
+    decided = PHASE_CONDITIONS | SUMMARY_CONDITIONS
+    stored = {c.type: c for c in (previous.conditions or ())} if previous is not None else {}
+    base = [
+        stored.get(c.type) if c.type in decided else c
+        for c in planned.conditions or ()
+        if c.type not in decided or c.type in stored
+    ]
     facts = StatusFacts(
         phase="Failed",
         ready=planned.ready_replicas or 0,
@@ -317,9 +353,10 @@ def failed_status(
         endpoint="",
         model_ready=bool(planned.model_ready),
         effective_priority=planned.effective_priority,
+        failure_reason=reason,
         failure_message=message,
     )
-    return build_status(planned.conditions, facts, generation=generation, now=now)
+    return build_status([c for c in base if c is not None], facts, generation=generation, now=now)
 
 
 def gpu_queue_wait_seconds(

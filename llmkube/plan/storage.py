@@ -15,6 +15,7 @@ from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.hardening import INIT_CONTAINER_RESOURCES
 from llmkube.plan.init_scripts import downloader_script
 from llmkube.plan.names import CACHE_PVC_NAME
 from llmkube.plan.objects import compact
@@ -126,6 +127,7 @@ def plan_storage(
         ],
         "volumeMounts": init_mounts,
         "securityContext": init_security_context(spec),
+        "resources": INIT_CONTAINER_RESOURCES,
         "terminationMessagePolicy": "FallbackToLogsOnError",  # curl's error becomes the status message
     }
     return ModelStorage(
@@ -143,7 +145,7 @@ def init_security_context(spec: InferenceServiceSpec) -> KubeObject:
     return compact(
         {
             "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": False,
+            "readOnlyRootFilesystem": True,  # it writes only under /models
             "capabilities": {"drop": ["ALL"]},
             "runAsUser": pod.get("runAsUser"),
             "runAsGroup": pod.get("runAsGroup"),

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-from llmkube.api.inferenceservice import InferenceService
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.hardening import memory_limit
 from llmkube.plan.hpa import hpa_errors
+from llmkube.plan.kube_syntax import is_dns1123_subdomain
 from llmkube.plan.labels import label_map_errors
 from llmkube.plan.names import MAX_LABEL_VALUE_LENGTH
 from llmkube.plan.quantity import QuantityError, parse_quantity
@@ -75,6 +77,8 @@ class ValidationInputs:
     priority_class_exists: bool
     uses_cache_pvc: bool
     config: OperatorConfig
+    #: the cluster's RuntimeClasses (None: unknown, not checked)
+    runtime_classes: frozenset[str] | None = None
 
 
 def validate(inputs: ValidationInputs) -> list[Issue]:
@@ -89,6 +93,8 @@ def _is_set(value: Any) -> bool:
 def _errors(inputs: ValidationInputs) -> list[Issue]:
     isvc, spec = inputs.isvc, inputs.isvc.spec
     found = [Issue(path, message, "error") for path, message in quantity_errors(spec.resources)]
+    if not found and (limit_problem := memory_limit(spec.resources, isvc.metadata.annotations).problem):
+        found.append(Issue(*limit_problem, "error"))
     label_errors = [
         *label_map_errors("spec.podLabels", spec.pod_labels, check_values=True),
         *label_map_errors("spec.nodeSelector", spec.node_selector, check_values=True),
@@ -111,6 +117,7 @@ def _errors(inputs: ValidationInputs) -> list[Issue]:
         found.append(Issue(field, f'PriorityClass "{inputs.priority_class_name}" does not exist', "error"))
     if inputs.metal:
         return found  # no workload of ours: image, autoscaling and the cache PVC do not apply
+    found += _runtime_class_errors(spec.runtime_class_name, inputs.runtime_classes)
     if not spec.image and not inputs.runtime.default_image:
         message = f'required for runtime "{inputs.runtime.name}", which has no default image'
         found.append(Issue("spec.image", message, "error"))
@@ -149,6 +156,7 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
             )
         if config.gpu_memory_utilization is not None:
             found.append(Issue("spec.vllmConfig.gpuMemoryUtilization", "is ignored without a GPU", "warning"))
+    found += _non_positive_sizes(inputs.isvc.spec, runtime)
     autoscaling = spec.autoscaling
     low = autoscaling.min_replicas or 1 if autoscaling is not None else 1
     if (
@@ -170,3 +178,34 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
             Issue("spec.autoscaling", "is ignored for metal models (the host agent runs them)", "warning")
         )
     return found
+
+
+def _non_positive_sizes(spec: InferenceServiceSpec, runtime: str) -> list[Issue]:
+    """Sizes a runtime passes on only when positive (the schema cannot say so): zero or less is
+    dropped from the command line, and the user is told."""
+    sizes: list[tuple[str, int | None]] = []
+    if runtime == "vllm" and spec.vllm_config is not None:
+        config = spec.vllm_config
+        sizes += [
+            ("spec.vllmConfig.tensorParallelSize", config.tensor_parallel_size),
+            ("spec.vllmConfig.maxModelLen", config.max_model_len),
+        ]
+    if runtime == "tgi" and spec.tgi_config is not None:
+        sizes += [
+            ("spec.tgiConfig.maxInputLength", spec.tgi_config.max_input_length),
+            ("spec.tgiConfig.maxTotalTokens", spec.tgi_config.max_total_tokens),
+        ]
+    return [
+        Issue(path, f"{value} is ignored: it must be at least 1", "warning")
+        for path, value in sizes
+        if value is not None and value <= 0
+    ]
+
+
+def _runtime_class_errors(name: str | None, known: frozenset[str] | None) -> list[Issue]:
+    """A RuntimeClass that does not exist leaves every pod unadmitted (the ReplicaSet's creates are
+    refused), with nothing said on the service. A name that is not even a valid one is left to the
+    object checks, which say so."""
+    if not name or known is None or name in known or is_dns1123_subdomain(name):
+        return []
+    return [Issue("spec.runtimeClassName", f'RuntimeClass "{name}" does not exist', "error")]

@@ -82,14 +82,14 @@ class KubeRest:
         self,
         method: str,
         path: str,
-        body: Obj | None = None,
+        body: Obj | bytes | None = None,
         *,
         content_type: str = "application/json",
         query: dict[str, str] | None = None,
         accept: str = "application/json",
     ) -> Obj:
         url = self.server + path + ("?" + urllib.parse.urlencode(query) if query else "")
-        data = json.dumps(body).encode() if body is not None else None
+        data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
         req = urllib.request.Request(url, data=data, method=method)
         req.add_header("Accept", accept)
         if data is not None:

@@ -326,6 +326,9 @@ async def delete_services_and_wait(
         within=within,
         what=f"the controller's cache without the services of {namespace}",
     )
+    # A reconcile that read a service before its delete may still be on its way to an apply: let it
+    # finish before the namespace goes (an apply into a terminating namespace is a 403).
+    await settled(operator.controllers.inference_services.controller, within=within)
     if pods_too:
         for name in names:
             admin.delete("apps/v1", "Deployment", name, namespace)

@@ -162,12 +162,15 @@ async def test_cpu_service_goes_pending_creating_ready(
         "8080",
         "--metrics",
     ]
-    assert container["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}}
+    # The memory limit is the request (plan/hardening.py).
+    assert container["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
     assert container["volumeMounts"] == [
-        {"name": "model-source", "mountPath": "/model-source", "readOnly": True}
+        {"name": "model-source", "mountPath": "/model-source", "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},  # llama-server's writable /tmp under a read-only root
     ]
     assert pod_spec["volumes"] == [
-        {"name": "model-source", "persistentVolumeClaim": {"claimName": "weights", "readOnly": True}}
+        {"name": "model-source", "persistentVolumeClaim": {"claimName": "weights", "readOnly": True}},
+        {"name": "tmp", "emptyDir": {}},
     ]
     assert "initContainers" not in pod_spec
     assert pod_spec["priorityClassName"] == "llmkube-normal"

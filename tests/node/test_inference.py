@@ -84,6 +84,17 @@ def test_a_llamacpp_service_serves_real_tokens_through_its_lifecycle(
     cached = Path(volume["spec"]["hostPath"]["path"]) / Path(model_path).relative_to("/models")
     assert cached.read_bytes() == write_tiny_gguf(tmp_path / "expected.gguf").read_bytes()
     assert args_of(pod)[args_of(pod).index("--ctx-size") + 1] == "256"
+    # ... and all of it in the hardened pod (plan/hardening.py): no ServiceAccount token, read-only
+    # roots (llama-server writes only its emptyDir /tmp; the downloader only /models), capped init.
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    (server,) = pod["spec"]["containers"]
+    assert server["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "HOME", "value": "/tmp"} in server["env"]
+    assert {"name": "tmp", "mountPath": "/tmp"} in server["volumeMounts"]
+    assert server["resources"]["limits"] == {"memory": "256Mi"}  # the request: it serves within it
+    (downloader,) = pod["spec"]["initContainers"]
+    assert downloader["securityContext"]["readOnlyRootFilesystem"] is True
+    assert downloader["resources"]["limits"] == {"memory": "512Mi"}
 
     # A new context size rolls the pod over: a new pod with the new --ctx-size, and it serves.
     patch_spec(admin, ns, {"contextSize": 512})

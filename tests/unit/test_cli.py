@@ -1,16 +1,29 @@
 """The command line: what it prints and how flags become configuration."""
 
 import argparse
+import logging
 import sys
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import structlog
 import yaml
 
 from llmkube import __version__
 from llmkube.api.crds import all_crds
 from llmkube.cli import build_parser, controllers_config, main, manager_config
+
+
+@pytest.fixture(autouse=True)
+def logging_restored() -> Iterator[None]:
+    """`main(["controller", ...])` configures logging onto pytest's captured stderr, which is closed
+    after the test: any later log line of the session (the e2e operator's shutdown) would fail."""
+    handlers = logging.root.handlers[:]
+    yield
+    structlog.reset_defaults()
+    logging.root.handlers[:] = handlers
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,10 @@ class RuntimeDefaults:
     needs_model_init: bool
     hpa_metric: str
     probe: ProbeKind
+    #: Where the runtime's image writes (temporary files, caches): given an emptyDir each, so the
+    #: container's root filesystem can be read-only. Empty for images we do not know (the user's own,
+    #: PersonaPlex): their root stays writable (plan/hardening.py).
+    writable_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ DEFAULTS = RuntimeDefaults(
     needs_model_init=False,  # TGI downloads its own weights from --model-id
     hpa_metric="tgi:queue_size",
     probe="http",
+    # The image keeps its HuggingFace cache in /data (HUGGINGFACE_HUB_CACHE) and the rest under $HOME.
+    writable_dirs=("/tmp", "/data"),
 )
 
 

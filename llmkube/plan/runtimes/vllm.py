@@ -25,6 +25,8 @@ DEFAULTS = RuntimeDefaults(
     needs_model_init=True,
     hpa_metric="vllm:num_requests_running",
     probe="http",
+    # The HuggingFace, vLLM, torch-compile and Triton caches and vLLM's config all live under $HOME.
+    writable_dirs=("/tmp",),
 )
 
 

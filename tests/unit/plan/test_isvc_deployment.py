@@ -131,7 +131,19 @@ def test_pod_security_context(
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ({}, {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}),
+        (
+            {},
+            {
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+                "readOnlyRootFilesystem": True,
+            },
+        ),
+        # An image we do not know keeps a writable root (plan/hardening.py).
+        (
+            {"runtime": "generic", "image": "i"},
+            {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        ),
         ({"securityContext": {"privileged": True}}, {"privileged": True}),
     ],
 )
@@ -203,9 +215,22 @@ def test_node_selector_always_applied(model: Any) -> None:
     [
         (make_model(), None, None),
         (make_model(), {}, None),
-        (make_model(), {"cpu": "2", "memory": "4Gi"}, {"requests": {"cpu": "2", "memory": "4Gi"}}),
-        (make_model(), {"cpu": "0.5", "memory": "1024Mi"}, {"requests": {"cpu": "500m", "memory": "1Gi"}}),
-        (make_model(), {"memory": "4Gi", "hostMemory": "64Gi"}, {"requests": {"memory": "64Gi"}}),
+        # The memory limit is the request (plan/hardening.py); CPU is never limited.
+        (
+            make_model(),
+            {"cpu": "2", "memory": "4Gi"},
+            {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+        ),
+        (
+            make_model(),
+            {"cpu": "0.5", "memory": "1024Mi"},
+            {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+        ),
+        (
+            make_model(),
+            {"memory": "4Gi", "hostMemory": "64Gi"},
+            {"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}},
+        ),
         (make_model(), {"gpuMemory": "16Gi"}, None),  # validated only, never in the pod
         (gpu_model(2), None, {"limits": {"nvidia.com/gpu": "2"}}),
         (
@@ -278,14 +303,20 @@ def test_env_runtime_first_then_user_and_a_user_entry_replaces_the_generated_one
         ],
     }
     assert container(plan(spec))["env"] == [
+        {"name": "HOME", "value": "/tmp"},  # the read-only root's writable home (plan/hardening.py)
         {"name": "HF_TOKEN", "value": "override"},
         {"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName", "apiVersion": "v1"}}},
     ]
-    assert "env" not in container(plan())
-    # Without a collision, the generated variable comes first.
+    assert container(plan())["env"] == [{"name": "HOME", "value": "/tmp"}]
+    assert "env" not in container(plan({"runtime": "generic", "image": "i"}))
+    # Without a collision, the generated variables come first.
     spec["env"] = spec["env"][1:]
-    assert env_names(plan(spec)) == ["HF_TOKEN", "X"]
-    assert container(plan(spec))["env"][0]["valueFrom"] == {"secretKeyRef": {"name": "hf", "key": "t"}}
+    assert env_names(plan(spec)) == ["HOME", "HF_TOKEN", "X"]
+    assert container(plan(spec))["env"][1]["valueFrom"] == {"secretKeyRef": {"name": "hf", "key": "t"}}
+    # A HOME of the user's own replaces ours.
+    spec["env"] = [{"name": "HOME", "value": "/home/me"}]
+    assert container(plan(spec))["env"][-1] == {"name": "HOME", "value": "/home/me"}
+    assert env_names(plan(spec)).count("HOME") == 1
 
 
 @pytest.mark.parametrize(
@@ -358,18 +389,27 @@ def test_container_name(runtime: str, container_name: str) -> None:
 def test_storage_reaches_the_pod() -> None:
     pod = pod_spec(plan())
     assert [c["name"] for c in pod["initContainers"]] == ["model-downloader"]
-    assert [v["name"] for v in pod["volumes"]] == ["model-cache"]
+    assert [v["name"] for v in pod["volumes"]] == ["model-cache", "tmp"]
     assert container(plan())["volumeMounts"] == [
-        {"name": "model-cache", "mountPath": "/models", "readOnly": True}
+        {"name": "model-cache", "mountPath": "/models", "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
     ]
 
 
-@pytest.mark.parametrize("spec", [{"skipModelInit": True}, {"runtime": "tgi"}])
-def test_no_storage_keys_without_model_init(spec: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("spec", "writable"),
+    [
+        ({"skipModelInit": True}, ["/tmp"]),
+        ({"runtime": "tgi"}, ["/tmp", "/data"]),
+        ({"runtime": "generic", "image": "i"}, []),
+    ],
+)
+def test_no_storage_keys_without_model_init(spec: dict[str, Any], writable: list[str]) -> None:
+    """Only the emptyDirs of the directories the runtime writes (plan/hardening.py)."""
     pod = pod_spec(plan(spec))
-    assert (
-        "initContainers" not in pod and "volumes" not in pod and "volumeMounts" not in container(plan(spec))
-    )
+    assert "initContainers" not in pod
+    assert [v for v in pod.get("volumes", []) if "emptyDir" not in v] == []
+    assert [m["mountPath"] for m in container(plan(spec)).get("volumeMounts", [])] == writable
 
 
 def test_the_intent_shares_nothing_with_the_service() -> None:

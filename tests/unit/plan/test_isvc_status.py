@@ -508,13 +508,15 @@ def test_status_changed_ignores_last_updated_only(
 
 def test_failed_status_after_an_apply_error() -> None:
     planned = plan(observed=observe(pods=(pod("a"),), deployment=live_deployment(ready=1))).status
-    failed = failed_status(planned, "applying Deployment ai/demo: 422 Unprocessable", generation=3, now=NOW)
+    failed = failed_status(
+        planned, "applying Deployment ai/demo: 422 Unprocessable", previous=None, generation=3, now=NOW
+    )
     assert failed.phase == "Failed" and failed.endpoint == ""
     assert (failed.ready_replicas, failed.desired_replicas, failed.replicas) == (1, 1, 1)
     by_type = {c.type: (c.status, c.reason, c.message) for c in failed.conditions or []}
     assert by_type["Degraded"] == ("True", "Failed", "applying Deployment ai/demo: 422 Unprocessable")
     assert by_type["Available"][0] == "False"
-    empty = failed_status(InferenceServiceStatus(), "boom", generation=None, now=NOW)
+    empty = failed_status(InferenceServiceStatus(), "boom", previous=None, generation=None, now=NOW)
     assert (empty.ready_replicas, empty.desired_replicas, empty.replicas, empty.model_ready) == (
         0,
         0,

@@ -174,9 +174,14 @@ def test_init_container_security_context(
     result = ok(storage(spec={"podSecurityContext": pod_context}))
     assert result.init_containers[0]["securityContext"] == {
         "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": False,
+        "readOnlyRootFilesystem": True,  # it writes only under /models (plan/hardening.py)
         "capabilities": {"drop": ["ALL"]},
         **expected_extra,
+    }
+    # Small and capped: curl streams to disk.
+    assert result.init_containers[0]["resources"] == {
+        "requests": {"cpu": "100m", "memory": "64Mi"},
+        "limits": {"memory": "512Mi"},
     }
 
 

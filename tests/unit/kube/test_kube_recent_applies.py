@@ -1,0 +1,42 @@
+"""The memory of our own last apply of each object (kube/recent_applies.py)."""
+
+from llmkube.kube.recent_applies import RecentApplies, body_digest
+
+KEY = ("apps/v1/deployments", "ai", "demo")
+A, B = body_digest({"spec": {"image": "a"}}), body_digest({"spec": {"image": "b"}})
+
+
+def test_the_same_body_over_a_stale_copy_is_already_applied() -> None:
+    recent = RecentApplies()
+    recent.record(KEY, A, ["10"], "11")
+    assert recent.already_applied(KEY, A, "10")
+    assert not recent.already_applied(KEY, B, "10")  # another body: apply it
+    assert recent.already_applied(KEY, A, "10")  # still remembered
+
+
+def test_the_memory_ends_when_the_cache_shows_another_version() -> None:
+    recent = RecentApplies()
+    recent.record(KEY, A, ["10"], "11")
+    assert not recent.already_applied(KEY, A, "11")  # ours arrived: the usual compare decides
+    assert len(recent) == 0
+    recent.record(KEY, A, ["10"], "11")
+    assert not recent.already_applied(KEY, A, "12")  # someone changed it since
+    assert len(recent) == 0
+
+
+def test_a_chain_of_our_applies_keeps_every_older_version_stale() -> None:
+    recent = RecentApplies()
+    recent.record(KEY, A, ["10"], "11")
+    recent.record(KEY, B, ["10"], "12")  # applied B over the copy still at 10
+    assert recent.already_applied(KEY, B, "10") and recent.already_applied(KEY, B, "11")
+    assert not recent.already_applied(KEY, B, "12")
+
+
+def test_a_create_is_never_remembered() -> None:
+    recent = RecentApplies()
+    recent.record(KEY, A, [None], "1")
+    assert not recent.already_applied(KEY, A, None) and len(recent) == 0
+
+
+def test_digests_ignore_key_order() -> None:
+    assert body_digest({"a": 1, "b": {"c": 2, "d": 3}}) == body_digest({"b": {"d": 3, "c": 2}, "a": 1})

@@ -1,0 +1,170 @@
+"""The API server's syntax rules (apimachinery's own good and bad examples, and its messages)."""
+
+from collections.abc import Callable
+
+import pytest
+
+from llmkube.plan.kube_syntax import (
+    annotations_size,
+    is_config_map_key,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_http_header_name,
+    is_label_value,
+    is_path_segment_name,
+    is_qualified_name,
+    is_relaxed_env_var_name,
+    is_sysctl_name,
+    is_valid_id,
+    is_valid_port_name,
+    is_valid_port_num,
+)
+
+# (rule, valid values, invalid values)
+TABLE: list[tuple[Callable[[str], list[str]], list[str], list[str]]] = [
+    (
+        is_qualified_name,
+        [
+            "simple",
+            "now-with-dashes",
+            "1-starts-with-num",
+            "simple/simple",
+            "now.with.dots/simple",
+            "1.2.3.4/5678",
+            "Uppercase_Is_OK_123",
+            "example.com/Uppercase_Is_OK_123",
+            "a" * 63,
+            "a" * 253 + "/" + "b" * 63,
+        ],
+        [
+            "nospecialchars%^=@",
+            "cantendwithadash-",
+            "-cantstartwithadash-",
+            "only/one/slash",
+            "Example.com/abc",
+            "example_com/abc",
+            "example.com/",
+            "/simple",
+            "a" * 64,
+            "a" * 254 + "/abc",
+            "",
+            "new\nline",
+            "team\n",
+        ],
+    ),
+    (
+        is_label_value,
+        [
+            "",
+            "simple",
+            "now-with-dashes",
+            "1-starts-with-num",
+            "end-with-num-1",
+            "1234",
+            "a" * 63,
+            "Mixed_Case.1",
+        ],
+        [
+            "nospecialchars%^=@",
+            "Tama-nui-te-rā.is.Māori.sun",
+            "\\backslashes\\are\\bad",
+            "-starts",
+            "a" * 64,
+            "x\n",
+        ],
+    ),
+    (
+        is_dns1123_label,
+        ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "a" * 63],
+        ["", "A", "ABC", "aBc", "A1", "a.b", "-a", "a-", "a_b", "a" * 64, "1 "],
+    ),
+    (
+        is_dns1123_subdomain,
+        ["a", "ab", "a.b", "a-1.b-2", "0.0", "11.22.33", "a" * 253],
+        ["", "A", "a..b", "a.", ".a", "a_b", "a.-b", "a" * 254, "nvidia "],
+    ),
+    (
+        is_relaxed_env_var_name,
+        ["A", "ABC", "AbC_123", "a.b-c", "1ABC", "has space", "#$%"],
+        ["", "a=b", "é", "tab\t"],
+    ),
+    (
+        is_config_map_key,
+        ["a", "A", "a.b", "a-b_c", "1", "a" * 253],
+        ["", "a/b", "a b", ".", "..", "..a", "a" * 254],
+    ),
+    (
+        is_valid_port_name,
+        ["http", "h2", "metrics-1", "a" * 15],
+        ["", "HTTP", "1234", "a--b", "-a", "a-", "a" * 16],
+    ),
+    (is_http_header_name, ["X-Header", "a1", "Content-Type"], ["", "X_Header", "a b", "a:b"]),
+    (is_path_segment_name, ["cpu", "llamacpp:requests_processing", "a.b", "gpu!"], [".", "..", "a/b", "50%"]),
+]
+
+
+@pytest.mark.parametrize(("rule", "good", "bad"), TABLE, ids=[rule.__name__ for rule, _, _ in TABLE])
+def test_the_servers_good_and_bad_examples(
+    rule: Callable[[str], list[str]], good: list[str], bad: list[str]
+) -> None:
+    assert {value: rule(value) for value in good} == {value: [] for value in good}
+    assert [value for value in bad if not rule(value)] == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "messages"),
+    [
+        (
+            is_qualified_name,
+            "a b",
+            [
+                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+            ],
+        ),
+        (is_qualified_name, "/x", ["prefix part must be non-empty"]),
+        (is_label_value, "a" * 64, ["must be no more than 63 characters"]),
+        (is_dns1123_label, "a.b", ["must not contain dots"]),
+        (
+            is_relaxed_env_var_name,
+            "A=B",
+            [
+                "a valid environment variable name must consist only of printable ASCII characters "
+                "other than '='"
+            ],
+        ),
+        (is_config_map_key, "..x", ["must not start with '..'"]),
+        (is_path_segment_name, "a/b%", ["may not contain '/'", "may not contain '%'"]),
+    ],
+)
+def test_messages_are_the_servers(rule: Callable[[str], list[str]], value: str, messages: list[str]) -> None:
+    found = rule(value)
+    assert found == messages or (len(messages) == 1 and found[-1] == messages[0]), found
+
+
+def test_regex_error_examples_read_like_the_servers() -> None:
+    # apimachinery's RegexError joins examples with " or " after each "'x', ".
+    (message,) = is_dns1123_subdomain("A")
+    assert message.endswith(
+        "(e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    )
+
+
+def test_numbers() -> None:
+    assert [is_valid_port_num(p) for p in (1, 65535)] == [[], []]
+    assert is_valid_port_num(0) == ["must be between 1 and 65535, inclusive"]
+    assert is_valid_port_num(65536) != []
+    assert [is_valid_id(i) for i in (0, 2**31 - 1)] == [[], []]
+    assert is_valid_id(-1) == ["must be between 0 and 2147483647, inclusive"]
+    assert is_valid_id(2**31) != []
+
+
+def test_sysctl_names() -> None:
+    assert all(is_sysctl_name(n) for n in ("kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "a/b.c"))
+    assert not any(is_sysctl_name(n) for n in ("", "Kernel.x", "a..b", ".a", "a.", "a" * 254, "a_"))
+
+
+def test_annotation_size_counts_bytes() -> None:
+    assert annotations_size({"k": "é"}) == 3
