@@ -106,6 +106,7 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _local_roots_for_run(args)
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG")
     if kubeconfig or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return _controller(args)
@@ -126,12 +127,20 @@ def _run(args: argparse.Namespace) -> int:
         return _controller(args)
 
 
+def _local_roots_for_run(args: argparse.Namespace) -> None:
+    """`llmkube run` is a developer's own controller: unless told otherwise it may read local
+    models from the developer's home directory (in a cluster, local sources stay disabled)."""
+    if args.model_local_roots is None:
+        args.model_local_roots = str(Path.home())
+
+
 def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
     from datetime import timedelta
 
     from llmkube.controllers.setup import ControllersConfig
     from llmkube.plan.config import OperatorConfig
     from llmkube.plan.model.decision import ModelPlanConfig
+    from llmkube.plan.model.local_roots import normalized_roots
 
     intel = os.environ.get("LLMKUBE_INTEL_GPU_RESOURCE") or "gpu.intel.com/i915"
     return ControllersConfig(
@@ -149,6 +158,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             cache_path=args.model_cache_path,
             revalidate_interval=timedelta(seconds=args.model_revalidate_interval),
             intel_gpu_resource=intel,
+            local_source_roots=normalized_roots((args.model_local_roots or "").split(",")),
         ),
         isvc_workers=args.workers,
         model_workers=max(1, args.workers // 2),
@@ -188,10 +198,10 @@ def _controller(args: argparse.Namespace) -> int:
 
     try:
         process_config = manager_config(args)
-    except ValueError as invalid:  # e.g. leader election timings that client-go would refuse
+        config = controllers_config(args)
+    except ValueError as invalid:  # leader election timings client-go would refuse, a relative root
         print(f"llmkube controller: {invalid}", file=sys.stderr)
         return 2
-    config = controllers_config(args)
 
     def setup(manager: Manager) -> None:
         setup_controllers(manager, config)
@@ -257,6 +267,14 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-container-image", default="docker.io/curlimages/curl:8.18.0")
     parser.add_argument("--default-fsgroup", type=int, default=102)
     parser.add_argument("--model-revalidate-interval", type=float, default=3600.0, help="seconds")
+    parser.add_argument(
+        "--model-local-roots",
+        default=env("LLMKUBE_MODEL_LOCAL_ROOTS"),
+        metavar="DIR[,DIR...]",
+        help="the only directories local-path Models (file://..., /...) may be read from, symbolic "
+        "links leading out of them refused; empty (the default of `controller`) refuses every local "
+        "source. `run` defaults to your home directory",
+    )
     parser.add_argument(
         "--model-copy-bytes-per-second",
         type=float,

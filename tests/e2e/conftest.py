@@ -43,7 +43,10 @@ async def operator(
     model_cache = tmp_path_factory.mktemp("model-cache")
     config = ControllersConfig(
         operator=OperatorConfig(),
-        model=ModelPlanConfig(cache_path=str(model_cache)),
+        # Local-path Models may come from the tests' temporary directories (--model-local-roots).
+        model=ModelPlanConfig(
+            cache_path=str(model_cache), local_source_roots=(str(tmp_path_factory.getbasetemp()),)
+        ),
         isvc_workers=4,
         model_workers=2,
     )
