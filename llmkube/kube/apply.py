@@ -72,7 +72,9 @@ class Applier:
         try:
             stored, status = await self.client.apply(resource, body, field_manager=self.field_manager)
         except Invalid as error:
-            if not (recreate_on_immutable and error.mentions_immutable_field()):
+            # Without a cached copy (it exists, yet our cache has not seen it) there is no uid to
+            # guard the delete with: fail, and let the retry find it in the cache.
+            if not (recreate_on_immutable and error.mentions_immutable_field()) or observed is None:
                 raise
             stored = await self._recreate(resource, body, observed, error)
             return ApplyResult(ApplyOutcome.RECREATED, stored, reasons)
@@ -102,10 +104,9 @@ class Applier:
         )
         return ApplyResult(ApplyOutcome.UPDATED, stored, reasons)
 
-    async def _recreate(self, resource: Resource, body: Obj, observed: Obj | None, error: Invalid) -> Obj:
+    async def _recreate(self, resource: Resource, body: Obj, observed: Obj, error: Invalid) -> Obj:
         meta = body["metadata"]
-        current = observed or await self.client.get(resource, meta["name"], meta.get("namespace"))
-        uid = (current.get("metadata") or {}).get("uid")
+        uid = (observed.get("metadata") or {}).get("uid")
         log.info(
             "immutable field changed: deleting and recreating",
             resource=str(resource),

@@ -13,6 +13,7 @@ import pytest
 from e2e_support import RunningController
 
 from llmkube.api.crds import all_crds
+from llmkube.controllers.permissions import PERMISSIONS, granted
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
 from llmkube.plan.config import OperatorConfig
@@ -78,4 +79,9 @@ async def operator(
     await asyncio.wait_for(task, timeout=30)
     assert running.requests_with_code("403") == 0, (
         "the controller was refused something its RBAC should grant"
+    )
+    # Everything the controller asked for in the whole e2e run is in the list its roles are made of.
+    used = {(r.verb, r.group, r.rbac_resource) for r in running.client.api_requests}
+    assert not used - granted(PERMISSIONS), (
+        f"not in llmkube.controllers.permissions: {used - granted(PERMISSIONS)}"
     )
