@@ -160,6 +160,7 @@ class Manager:
                 field_selector=key.field_selector,
                 field_manager=self.config.field_manager,
                 clock=self._clock,
+                read_timeout=self.config.watch_read_timeout,
             )
             self._informers[key] = informer
         return informer
