@@ -68,7 +68,7 @@ def _status(code: int, reason: str, message: str) -> bytes:
     )
 
 
-@dataclass
+@dataclass(eq=False)  # kept in a set: identity, not value
 class _Stream:
     """An open watch stream: silenced streams stop relaying but stay open."""
 
