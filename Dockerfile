@@ -1,14 +1,20 @@
 # llmkube controller image: non-root, works with a read-only root filesystem (only /tmp is written).
-FROM python:3.11-slim AS build
+# BASE_IMAGE: any Debian-like image with Python >= 3.11 and venv support (the node tier builds it
+# from a local stand-in, hack/images/python.Containerfile); the package lives in a venv, so it
+# does not depend on where a distribution's pip would put files.
+ARG BASE_IMAGE=python:3.11-slim
+
+FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY llmkube ./llmkube
-RUN pip install --no-cache-dir --prefix=/install .
+RUN python3 -m venv /opt/llmkube && /opt/llmkube/bin/pip install --no-cache-dir .
 
-FROM python:3.11-slim
+FROM ${BASE_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
-COPY --from=build /install /usr/local
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/llmkube/bin:$PATH
+COPY --from=build /opt/llmkube /opt/llmkube
 RUN useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin llmkube
 USER 65532:65532
 EXPOSE 8080 8081

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries tools test test-unit lint crds run clean faults fault-long soak
+.PHONY: all venv k8s-binaries tools node-prereqs test test-unit lint crds run clean faults fault-long soak
 
 all: lint test
 
@@ -26,8 +26,14 @@ k8s-binaries:
 tools:
 	bash hack/build-tools.sh
 
-## The whole test suite: unit, integration (real kube-apiserver) and e2e (full local control plane).
-test: venv k8s-binaries tools
+## The node tier's packages, kubelet/kube-proxy/kubectl and local images (root on Linux; elsewhere
+## it says why and the node tests are skipped with that reason).
+node-prereqs: venv
+	PYTHON=$(abspath $(BIN))/python bash hack/node-prereqs.sh
+
+## The whole test suite: unit, integration (real kube-apiserver), e2e (full local control plane)
+## and node (a real kubelet and containerd, where the machine allows).
+test: venv k8s-binaries tools node-prereqs
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## The fault suite alone (tests/faults: kills, compaction, silent watches, injected errors, hostile input).
@@ -56,8 +62,10 @@ lint: venv
 crds: venv
 	$(BIN)/python hack/gen-crds.py
 
-## Run the controller: against $$KUBECONFIG / --kubeconfig when given, else a local embedded control plane.
+## Run the controller: against $$KUBECONFIG / --kubeconfig when given, else a local embedded control plane
+## (a real node serving a tiny llama.cpp model where the machine allows it: root on Linux).
 run: venv
+	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory node-prereqs; fi
 	$(BIN)/llmkube run $(RUN_ARGS)
 
 clean:

@@ -3,6 +3,7 @@
 # through the Go module proxy (there are no prebuilt downloads on our machines).
 #
 #   kube-apiserver, kube-controller-manager, kube-scheduler  <- k8s.io/kubernetes $K8S_VERSION
+#   kubelet, kube-proxy, kubectl (`node`: the node tier)    <- k8s.io/kubernetes $K8S_VERSION
 #   etcd                                                     <- go.etcd.io/etcd/server/v3 $ETCD_VERSION
 #   kwok                                                     <- sigs.k8s.io/kwok $KWOK_VERSION
 #
@@ -34,12 +35,18 @@ fresh() {  # fresh NAME VERSION -> 0 when BIN/NAME exists and was built from VER
 }
 stamp() { echo "$2" > "$BIN/.$1.version"; }
 
-build_kubernetes() {
+CONTROL_PLANE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler)
+# kubelet needs no cgo: the pure-Go build runs the node tier's pods (cgroupfs driver, no systemd).
+NODE_COMMANDS=(kubelet kube-proxy kubectl)
+# The wrapper module keeps every command we may build, so `go mod tidy` runs once for all of them.
+WRAPPED_COMMANDS=("${CONTROL_PLANE_COMMANDS[@]}" "${NODE_COMMANDS[@]}")
+
+build_kubernetes() {  # build_kubernetes COMMAND...
   local need=()
-  for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
+  for cmd in "$@"; do
     fresh "$cmd" "$K8S_VERSION" || need+=("$cmd")
   done
-  [ ${#need[@]} -eq 0 ] && { log "kubernetes $K8S_VERSION: cached"; return; }
+  [ ${#need[@]} -eq 0 ] && { log "kubernetes $K8S_VERSION ($*): cached"; return; }
   local mod="$WORK/kubernetes-$K8S_VERSION"
   mkdir -p "$mod"
   cd "$mod"
@@ -61,18 +68,17 @@ build_kubernetes() {
         | awk -v v="$STAGING_VERSION" '{print "\t" $1 " => " $1 " " v}'
       echo ")"
     } > go.mod
-    cat > tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-)
-GO
+  fi
+  # A wrapper made for fewer commands (an older cache) learns the rest: rewrite tools.go, re-tidy.
+  if [ "$(cat .commands 2>/dev/null)" != "${WRAPPED_COMMANDS[*]}" ]; then
+    log "kubernetes $K8S_VERSION: resolving the dependencies of ${WRAPPED_COMMANDS[*]}"
+    {
+      printf '//go:build tools\n\npackage tools\n\nimport (\n'
+      printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "${WRAPPED_COMMANDS[@]}"
+      printf ')\n'
+    } > tools.go
     go mod tidy -e >&2
+    echo "${WRAPPED_COMMANDS[*]}" > .commands
   fi
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
   ldflags+=" -X k8s.io/component-base/version.gitMajor=1"
@@ -144,11 +150,12 @@ build_kwok() {
 t_start=$SECONDS
 only="${1:-all}"
 case "$only" in
-  all) build_etcd; build_kwok; build_kubernetes ;;
+  all) build_etcd; build_kwok; build_kubernetes "${CONTROL_PLANE_COMMANDS[@]}" ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
-  kubernetes) build_kubernetes ;;
-  *) echo "usage: $0 [all|etcd|kwok|kubernetes]" >&2; exit 2 ;;
+  kubernetes) build_kubernetes "${CONTROL_PLANE_COMMANDS[@]}" ;;
+  node) build_kubernetes "${NODE_COMMANDS[@]}" ;;
+  *) echo "usage: $0 [all|etcd|kwok|kubernetes|node]" >&2; exit 2 ;;
 esac
 log "done in $((SECONDS - t_start)) s; binaries in $BIN ($(du -sh "$BIN" | cut -f1)); cache $(du -sh "$CACHE_ROOT" 2>/dev/null | cut -f1)"
 echo "$BIN"

@@ -1,6 +1,7 @@
 """`llmkube`: the controller process and the developer tools around it.
 
-llmkube run          the controller; without a cluster it starts a local one first
+llmkube run          the controller; without a cluster it starts a local one first (a real node
+                     serving a tiny llama.cpp model where it can: root on Linux; else kwok)
 llmkube controller   the controller against $KUBECONFIG / --kubeconfig / in-cluster config
 llmkube cluster      a local control plane only (for kubectl and tests)
 llmkube crds         print the CustomResourceDefinitions
@@ -111,6 +112,12 @@ def _run(args: argparse.Namespace) -> int:
     if kubeconfig or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return _controller(args)
     from llmkube.testing.cluster import LocalCluster
+    from llmkube.testing.real_run import choose_run_tier
+
+    tier, why = choose_run_tier(args.tier)
+    print(f"llmkube run: using {why}", file=sys.stderr, flush=True)
+    if tier == "node":
+        return _run_on_node(args)
 
     _ensure_binaries("full")
     with LocalCluster("full") as cluster:
@@ -132,6 +139,30 @@ def _local_roots_for_run(args: argparse.Namespace) -> None:
     models from the developer's home directory (in a cluster, local sources stay disabled)."""
     if args.model_local_roots is None:
         args.model_local_roots = str(Path.home())
+
+
+def _run_on_node(args: argparse.Namespace) -> int:
+    from llmkube.testing.node import NodeCluster
+    from llmkube.testing.real_run import SAMPLE_NAME, TinyDemo
+
+    with NodeCluster() as cluster:
+        _install_basics(cluster.kubeconfig, with_sample=False)
+        demo = TinyDemo(cluster, serve_port=args.serve_port).start()
+        print(
+            f"real node ready in {cluster.startup_seconds.get('node', 0):.1f}s; the tiny llama.cpp sample "
+            f"({SAMPLE_NAME}: Model + InferenceService, and a pod serving its GGUF) is applied.\n"
+            f"  export KUBECONFIG={cluster.kubeconfig}\n"
+            f"  {cluster.kubectl} get isvc,mdl,pods -o wide\n"
+            f"  {SAMPLE_NAME} will answer on {demo.url} (a line with curl follows once it is Ready)\n"
+            f"component logs: {cluster.logs_dir}",
+            flush=True,
+        )
+        # The controller runs in this thread: inside the node's network, like an in-cluster one, so
+        # it reaches in-cluster URLs (the Model's source). The loopback forward was opened before.
+        cluster.network.enter_current_thread()
+        demo.announce_when_ready()
+        args.kubeconfig = str(cluster.kubeconfig)
+        return _controller(args)
 
 
 def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
@@ -235,6 +266,16 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text)
         add_controller_flags(command)
         command.set_defaults(func=func)
+        if name == "run":
+            command.add_argument(
+                "--tier",
+                choices=["auto", "node", "full"],
+                default="auto",
+                help="local cluster without a kubeconfig: a real node where possible (auto), or kwok (full)",
+            )
+            command.add_argument(
+                "--serve-port", type=int, default=18080, help="loopback port for the real node's sample"
+            )
     return parser
 
 

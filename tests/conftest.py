@@ -19,3 +19,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
         elif TESTS / "faults" in path.parents:
             item.add_marker(pytest.mark.faults)
+        elif TESTS / "node" in path.parents:
+            item.add_marker(pytest.mark.node)

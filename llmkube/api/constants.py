@@ -22,7 +22,10 @@ MODEL_SHORT_NAMES: Final = ("mdl",)
 
 CATEGORIES: Final = ("llmkube",)
 
+# Server-side apply's field manager for everything the controller writes.
 FIELD_MANAGER: Final = "llmkube-controller"
+# `reportingController` of the controller's Events, as the reference names its recorder (§1): what
+# `kubectl describe` shows under From, and what scripts filter events by.
 EVENT_REPORTER: Final = "inferenceservice-controller"
 
 # Labels on everything we create for an InferenceService.

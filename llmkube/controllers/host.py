@@ -11,6 +11,7 @@ from llmkube.kube.events import EventRecorder
 from llmkube.kube.handlers import Watch
 from llmkube.kube.informer import Informer
 from llmkube.kube.resource import Resource
+from llmkube.kube.transform import Transform
 
 
 class ControllerHost(Protocol):
@@ -30,6 +31,7 @@ class ControllerHost(Protocol):
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        transform: Transform | None = None,
     ) -> Informer: ...
 
     def add_controller(

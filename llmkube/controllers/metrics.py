@@ -1,6 +1,9 @@
 """llmkube's own metrics (reference §8.1): the names dashboards query, with the reference's defects
 fixed (design decisions 6 and 11): the queue-depth gauge is the number of services waiting, a
 phase gauge has exactly one series at 1 per service, and every series of a deleted object goes.
+
+The gauges that describe the present state (phases, queue depth, Model status) are computed from
+the caches at scrape time (`state_metrics`); the histograms and counters here record events.
 """
 
 import contextlib
@@ -8,13 +11,12 @@ import time
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
+from llmkube.controllers.state_metrics import StateMetrics
 from llmkube.kube.controller import Reconciler, Result
 from llmkube.kube.types import ObjectKey
 
 ISVC_CONTROLLER = "inferenceservice"
 MODEL_CONTROLLER = "model"
-
-_PHASES = ("Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed")
 
 
 class LLMKubeMetrics:
@@ -26,28 +28,11 @@ class LLMKubeMetrics:
             buckets=[2.0**i for i in range(12)],
             registry=registry,
         )
-        self.model_status = Gauge(
-            "llmkube_model_status",
-            "1 for the Model's current status phase (Cached, Ready, ready, Failed).",
-            ["model", "namespace", "phase"],
-            registry=registry,
-        )
         self.ready_duration = Histogram(
             "llmkube_inferenceservice_ready_duration_seconds",
             "Time from an InferenceService's creation to its first Ready.",
             ["inferenceservice", "namespace"],
             buckets=[5.0 * 2**i for i in range(10)],
-            registry=registry,
-        )
-        self.isvc_phase = Gauge(
-            "llmkube_inferenceservice_phase",
-            "1 for the InferenceService's current phase, 0 for the others.",
-            ["inferenceservice", "namespace", "phase"],
-            registry=registry,
-        )
-        self.gpu_queue_depth = Gauge(
-            "llmkube_gpu_queue_depth",
-            "Number of InferenceServices waiting for GPUs.",
             registry=registry,
         )
         self.gpu_queue_wait = Histogram(
@@ -72,7 +57,8 @@ class LLMKubeMetrics:
         for controller in (ISVC_CONTROLLER, MODEL_CONTROLLER):
             for result in ("success", "error"):
                 self.reconcile_total.labels(controller, result)
-        self._model_phase: dict[tuple[str, str], str] = {}
+        self.state = StateMetrics()
+        registry.register(self.state)
 
     def timed(self, controller: str, reconcile: Reconciler) -> Reconciler:
         """`reconcile`, observed in llmkube_reconcile_duration_seconds{controller}."""
@@ -87,27 +73,11 @@ class LLMKubeMetrics:
 
         return run
 
-    def set_isvc_phase(self, namespace: str, name: str, phase: str) -> None:
-        for candidate in _PHASES:
-            self.isvc_phase.labels(name, namespace, candidate).set(1 if candidate == phase else 0)
-
     def forget_isvc(self, namespace: str, name: str) -> None:
-        for candidate in _PHASES:
-            _remove(self.isvc_phase, name, namespace, candidate)
         _remove(self.ready_duration, name, namespace)
         _remove(self.gpu_queue_wait, name, namespace)
 
-    def set_model_status(self, namespace: str, name: str, phase: str) -> None:
-        previous = self._model_phase.get((namespace, name))
-        if previous is not None and previous != phase:
-            _remove(self.model_status, name, namespace, previous)
-        self.model_status.labels(name, namespace, phase).set(1)
-        self._model_phase[(namespace, name)] = phase
-
     def forget_model(self, namespace: str, name: str) -> None:
-        previous = self._model_phase.pop((namespace, name), None)
-        if previous is not None:
-            _remove(self.model_status, name, namespace, previous)
         for source_type in ("local", "remote"):
             _remove(self.download_duration, name, namespace, source_type)
 

@@ -24,15 +24,21 @@ from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
 from llmkube.kube.predicates import generation_changed
+from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import Change
+from llmkube.kube.transform import keep_only
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.facts import ModelFacts
+from llmkube.plan.model.status import status_changed
 from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
 
 log = structlog.get_logger("llmkube.controllers.model")
 
 _GPU_ACCELERATORS = ("cuda", "rocm", "intel")
+# Nodes are cached only for their capacity: everything else (images, conditions, labels) would
+# cost tens of KiB per Node (bench/bench_node_cache.py).
+NODE_CACHE_TRANSFORM = keep_only(("status", "capacity"))
 
 
 def gpu_capacity(nodes: Iterable[Obj]) -> dict[str, int]:
@@ -62,11 +68,8 @@ def node_capacity_changed(change: Change) -> bool:
     return _extended_capacity(change.old_obj) != _extended_capacity(change.new)
 
 
-def status_body(model: Model, status: ModelStatus) -> Obj:
-    return {
-        "metadata": {"name": model.metadata.name, "namespace": model.metadata.namespace},
-        "status": status.model_dump(by_alias=True, exclude_none=True, mode="json"),
-    }
+def encode_status(status: ModelStatus) -> Obj:
+    return status.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,9 @@ class ModelController:
         self.host = host
         self.config = config
         self.metrics = metrics
+        self.status_writer = StatusWriter(host.applier, MODELS, differs=status_changed, encode=encode_status)
         self.models = host.informer(MODELS)
-        self.nodes = host.informer(NODES)
+        self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
         self._session: aiohttp.ClientSession | None = None
         self._copy_bytes_per_second = copy_bytes_per_second
         # Set when the host stops the controllers: every copy and hash in flight stops within a
@@ -115,6 +119,7 @@ class ModelController:
             ],
         )
         host.add_task("model:io", self._own_io)
+        host.add_task("model:state-metrics", self._publish_state_metrics)
 
     def _gpu_models(self, _node: Obj) -> list[ObjectKey]:
         keys = []
@@ -123,6 +128,14 @@ class ModelController:
             if accelerator in _GPU_ACCELERATORS:
                 keys.append(ObjectKey.of(model))
         return keys
+
+    async def _publish_state_metrics(self) -> None:
+        """While the controllers run (the leader), the Model status gauge reports this cache."""
+        withdraw = self.metrics.state.publish_models(self.models.store)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            withdraw()
 
     async def _own_io(self) -> None:
         """Runs while the controllers do (tasks start with them and are the first thing a
@@ -149,11 +162,14 @@ class ModelController:
         raw = self.models.store.get_object(key.namespace, key.name)
         if raw is None:
             self.metrics.forget_model(key.namespace, key.name)
+            self.status_writer.forget(key)
             return None
         try:
             model = Model.model_validate(raw)
         except ValidationError as error:
             raise TerminalError(f"Model {key} does not match the API types: {error}") from error
+        # Plan from the status as it is now, our own last writes included (kube/status_writer.py).
+        model = model.model_copy(update={"status": self.status_writer.current(raw, model.status)})
 
         io = self._io()
         facts = ModelFacts(
@@ -164,7 +180,9 @@ class ModelController:
         stored = {"raw": raw}
 
         async def write_status(current: Model, status: ModelStatus) -> Model:
-            result = await self.host.applier.apply_status(MODELS, status_body(current, status), stored["raw"])
+            result = await self.status_writer.write(stored["raw"], current.status, status)
+            if result is None:
+                return current
             stored["raw"] = result.object
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
             return Model.model_validate(result.object)
@@ -174,8 +192,6 @@ class ModelController:
             self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(seconds)
 
         decision = await drive_model_plan(model, facts, self.config, TimedCopies(io, copied), write_status)
-        if decision.status_metric:
-            self.metrics.set_model_status(key.namespace, key.name, decision.status_metric)
         if decision.reconcile_result:
             self.metrics.reconcile_total.labels(MODEL_CONTROLLER, decision.reconcile_result).inc()
         if decision.requeue.backoff:

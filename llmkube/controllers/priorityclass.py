@@ -3,7 +3,7 @@
 They are cluster-scoped and cannot be owned by a namespaced InferenceService, so they are ensured
 by name: at start, and whenever one of them changes or disappears. `value` and
 `preemptionPolicy` are immutable, so drift is repaired by delete + create (the applier does that
-when the server rejects the change as immutable).
+when the server rejects a change of exactly those fields: PRIORITY_CLASS_POLICY).
 
 Only registered with `--manage-priority-classes` (the default). A class that already holds the
 documented values is left alone whoever wrote it, so the installer's field ownership is never
@@ -12,6 +12,7 @@ taken over (see `priority_class_drift`).
 
 import structlog
 
+from llmkube.controllers.apply_policies import PRIORITY_CLASS_POLICY
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.resources import PRIORITY_CLASSES
 from llmkube.kube.controller import Controller, Result
@@ -53,7 +54,9 @@ class PriorityClassController:
         observed = self.informer.store.get_object(None, key.name)
         if observed is not None and not priority_class_drift(desired, observed):
             return None
-        result = await self.host.applier.apply(PRIORITY_CLASSES, desired, observed)
+        result = await self.host.applier.apply(
+            PRIORITY_CLASSES, desired, observed, policy=PRIORITY_CLASS_POLICY
+        )
         if result.changed:
             log.info(f"PriorityClass {result.outcome.value}", name=key.name, fields=result.reasons[:5])
         return None

@@ -9,7 +9,8 @@ The pieces, bottom up (each module is named after its concept):
 * ``workqueue`` / ``queue_state`` / ``ratelimit``: client-go's workqueue contract with priorities.
 * ``controller`` / ``handlers`` / ``predicates``: workers calling ``reconcile(key) -> Result``;
   :class:`Watch` says which changes wake which keys.
-* ``apply`` / ``compare`` / ``managed_fields``: server-side apply only when our owned fields differ.
+* ``apply`` / ``compare`` / ``managed_fields``: server-side apply only when our owned fields differ;
+  ``field_policy`` / ``field_transfer``: what a kind needs beyond it (recreate, take over, hand over).
 * ``leader_election`` / ``leader_state`` / ``leadership``: a Lease elector, and the write guard the
   client asks before every mutating request; ``events`` / ``event_series`` / ``event_backlog``:
   Events with series aggregation and a bounded write backlog.
@@ -31,6 +32,7 @@ from llmkube.kube.errors import (
     TooManyRequests,
 )
 from llmkube.kube.events import NORMAL, WARNING, EventRecorder
+from llmkube.kube.field_policy import NO_POLICY, FieldPath, FieldPolicy
 from llmkube.kube.handlers import Watch, enqueue_by_label, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.informer import Informer
 from llmkube.kube.leader_election import LeaderElector, LeadershipLost
@@ -65,6 +67,7 @@ __all__ = [
     "DEFAULT_FIELD_MANAGER",
     "LOW_PRIORITY",
     "NORMAL",
+    "NO_POLICY",
     "WARNING",
     "AlreadyExists",
     "ApiClient",
@@ -79,6 +82,8 @@ __all__ = [
     "EventRecorder",
     "Expired",
     "FakeClock",
+    "FieldPath",
+    "FieldPolicy",
     "Forbidden",
     "Informer",
     "Invalid",

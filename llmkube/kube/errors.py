@@ -21,6 +21,7 @@ __all__ = [
     "Unauthorized",
     "error_from_response",
     "is_resource_version_too_large",
+    "namespace_terminating",
     "parse_retry_after",
 ]
 
@@ -78,12 +79,8 @@ class Expired(ApiError):
 
 
 class Invalid(ApiError):
-    """422: validation failed; ``causes`` lists the offending fields."""
-
-    def mentions_immutable_field(self) -> bool:
-        """True when the rejection is about changing a field that cannot be changed in place."""
-        texts = [self.message, *(cause.message for cause in self.causes)]
-        return any("immutable" in text or "may not be changed" in text for text in texts)
+    """422: validation failed; ``causes`` lists the offending fields (what a caller decides from:
+    see field_policy.py, never the message text)."""
 
 
 class Forbidden(ApiError):
@@ -174,3 +171,13 @@ def error_from_response(status: int, body: bytes, retry_after_header: str | None
     except orjson.JSONDecodeError:
         decoded = body.decode("utf-8", "replace").strip()
     return error_from_status(status, decoded, parse_retry_after(retry_after_header))
+
+
+def namespace_terminating(error: ApiError) -> bool:
+    """The API refuses new objects in a namespace being deleted (403 with cause
+    NamespaceTerminating): not an RBAC problem, and retrying cannot help."""
+    if not isinstance(error, Forbidden):
+        return False
+    return any(cause.reason == "NamespaceTerminating" for cause in error.causes) or (
+        "because it is being terminated" in error.message
+    )

@@ -56,7 +56,7 @@ class EventRecorder:
         self,
         client: ApiClient,
         *,
-        reporting_controller: str = "llmkube-controller",
+        reporting_controller: str,
         reporting_instance: str | None = None,
         clock: Clock | None = None,
         series: SeriesCache | None = None,

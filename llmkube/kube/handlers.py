@@ -97,6 +97,3 @@ class Watch:
     namespace: str | None = None
     label_selector: str | None = None
     field_selector: str | None = None
-
-    def accepts(self, change: Change) -> bool:
-        return all(predicate(change) for predicate in self.predicates)

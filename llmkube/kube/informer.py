@@ -51,6 +51,8 @@ class Informer:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.store = Store(indexers)
+        #: the transform asked for (None: the default, which strips managedFields but ours)
+        self.transform = transform
         self._clock = clock or RealClock()
         self._handlers: list[ChangeHandler] = []
         self._synced = asyncio.Event()

@@ -17,6 +17,7 @@ __all__ = [
     "all_of",
     "annotations_changed",
     "any_of",
+    "deleted",
     "generation_changed",
     "has_labels",
     "labels_changed",
@@ -69,6 +70,11 @@ def has_labels(selector: Mapping[str, str]) -> Predicate:
         return matches(change.new) or matches(change.old_obj)
 
     return predicate
+
+
+def deleted(change: Change) -> bool:
+    """Only deletions (e.g. of an object a controller recreates, whose other changes do not matter)."""
+    return change.type == "DELETED"
 
 
 def all_of(*predicates: Predicate) -> Predicate:

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmkube.api.constants import EVENT_REPORTER, FIELD_MANAGER
 from llmkube.kube.leader_state import LeaderElectionTiming
 
 __all__ = ["DEFAULT_LEASE_NAME", "ManagerConfig", "parse_bind_address"]
@@ -50,7 +51,9 @@ class ManagerConfig:
     #: a watch that delivers nothing for this long (the API server sends a bookmark about every
     #: minute) is taken for dead and reopened: a silently stalled connection is noticed by then
     watch_read_timeout: float = 90.0
-    field_manager: str = "llmkube-controller"
+    field_manager: str = FIELD_MANAGER
+    #: the `reportingController` of every Event (what `kubectl describe` shows under From)
+    event_reporter: str = EVENT_REPORTER
     #: install SIGTERM/SIGINT handlers (only possible in the main thread)
     handle_signals: bool = True
 

@@ -55,6 +55,7 @@ from llmkube.kube.informer import Informer
 from llmkube.kube.leader_election import LeaderElector, LeadershipLost
 from llmkube.kube.ratelimit import RateLimiter
 from llmkube.kube.resource import Resource
+from llmkube.kube.transform import Transform
 from llmkube.manager.config import ManagerConfig, parse_bind_address
 from llmkube.manager.logs import configure_logging
 from llmkube.manager.probes import HttpEndpoints
@@ -125,7 +126,7 @@ class Manager:
     def recorder(self) -> EventRecorder:
         if self._recorder is None:
             self._recorder = EventRecorder(
-                self.client, reporting_controller=self.config.field_manager, clock=self._clock
+                self.client, reporting_controller=self.config.event_reporter, clock=self._clock
             )
         return self._recorder
 
@@ -143,10 +144,13 @@ class Manager:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        transform: Transform | None = None,
     ) -> Informer:
         """The shared informer for this resource, scope and selectors (created on first use).
 
-        ``namespace=None`` means the manager's namespace scope; cluster-scoped kinds have none."""
+        ``namespace=None`` means the manager's namespace scope; cluster-scoped kinds have none.
+        ``transform`` trims objects before they are cached (only on creation: ask for it before any
+        watch of the same informer; a second, different transform is a programming error)."""
         scope = (namespace or self.config.watch_namespace) if resource.namespaced else None
         key = _InformerKey(resource, scope, label_selector or None, field_selector or None)
         informer = self._informers.get(key)
@@ -158,11 +162,14 @@ class Manager:
                 namespace=scope,
                 label_selector=key.label_selector,
                 field_selector=key.field_selector,
+                transform=transform,
                 field_manager=self.config.field_manager,
                 clock=self._clock,
                 read_timeout=self.config.watch_read_timeout,
             )
             self._informers[key] = informer
+        elif transform is not None and informer.transform is not transform:
+            raise ValueError(f"the informer for {resource} already caches with another transform")
         return informer
 
     def add_controller(

@@ -3,6 +3,20 @@
 `lastTransitionTime` moves only when `status` flips; reason, message and observedGeneration are
 always refreshed. Lists are keyed by `type` and keep their order, so an unchanged set of
 conditions produces an identical list, and an unchanged status makes no write.
+
+One rule for stale conditions, for every kind (Model and InferenceService alike), after the
+Kubernetes API conventions (a missing condition means Unknown, so clients such as
+`kubectl wait --for=condition=Degraded=false` need it present):
+
+* A condition, once written, is never removed because its cause went away: it turns to the status
+  that says so, with a reason naming why (`settle_condition`). A Model's Progressing and Degraded
+  become False/Superseded; an InferenceService's Degraded becomes False/Recovered and its
+  GPUAvailable True/NotWaitingForGPU.
+* A condition that was never written stays absent while it would only say "all is well"
+  (an object that was always fine never grows a Degraded=False).
+* A condition is removed only when its subject no longer exists for the object (VLLMSpecValid once
+  the runtime is not vLLM, SourceDrifted once the source changed or cannot be probed): nothing is
+  known about it any more, which is what absence means.
 """
 
 from collections.abc import Sequence
@@ -44,6 +58,29 @@ def set_condition(
     return [updated if c.type == type_ else c for c in conditions or ()]
 
 
+def settle_condition(
+    conditions: Sequence[Condition] | None,
+    *,
+    type_: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime,
+    observed_generation: int | None = None,
+) -> list[Condition]:
+    """The cause of a condition is gone: an existing condition turns to `status` with `reason`
+    (never removed); one never written stays absent. The module docstring has the whole rule."""
+    return update_condition_if_present(
+        conditions,
+        type_=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=observed_generation,
+    )
+
+
 def update_condition_if_present(
     conditions: Sequence[Condition] | None,
     *,
@@ -70,6 +107,7 @@ def update_condition_if_present(
 
 
 def remove_condition(conditions: Sequence[Condition] | None, type_: str) -> list[Condition]:
+    """Only for a condition whose subject no longer exists for the object (see the rule above)."""
     return [c for c in conditions or () if c.type != type_]
 
 

@@ -13,6 +13,7 @@ from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.gpu import gpu_toleration
+from llmkube.plan.merge_keys import merge_by_key
 from llmkube.plan.names import managed, selector_labels, workload_labels
 from llmkube.plan.objects import compact, object_metadata, owner_reference
 from llmkube.plan.probes import container_probes
@@ -21,6 +22,15 @@ from llmkube.plan.runtimes import ContainerProcess, RuntimeDefaults
 from llmkube.plan.storage import ModelStorage
 
 PORT_NAME = "http"
+# The strategy is spelled out in full (the server's own RollingUpdate default for CPU services): we
+# own the whole block, so switching to Recreate removes `rollingUpdate`, which the server refuses
+# next to Recreate (see controllers/apply_policies.py).
+ROLLING_UPDATE_STRATEGY: KubeObject = {
+    "type": "RollingUpdate",
+    "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+}
+# The old pod must release its GPU before the new one can be scheduled.
+RECREATE_STRATEGY: KubeObject = {"type": "Recreate"}
 DEFAULT_CONTAINER_SECURITY_CONTEXT: KubeObject = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
@@ -51,10 +61,17 @@ def container_port(spec: InferenceServiceSpec, runtime: RuntimeDefaults) -> int:
 
 
 def stored_env_var(var: KubeObject) -> KubeObject:
-    """The variable as the API server stores it: an empty `value` is omitted (omitempty), so
-    applying `value: ""` would never compare equal to the stored object and would cost a write
-    on every reconcile. Both mean the same to the container."""
-    return {key: value for key, value in var.items() if not (key == "value" and value == "")}
+    """The variable as the API server stores it, so that what we apply compares equal to what is
+    stored (otherwise every reconcile costs a write): an empty `value` is omitted (omitempty), and
+    a `fieldRef` gets the server's default `apiVersion: v1` (the selector is an atomic struct, so
+    the defaulted field counts as ours). Both mean the same to the container."""
+    stored = {key: value for key, value in var.items() if not (key == "value" and value == "")}
+    value_from = stored.get("valueFrom")
+    if isinstance(value_from, dict) and isinstance(value_from.get("fieldRef"), dict):
+        field_ref = value_from["fieldRef"]
+        if not field_ref.get("apiVersion"):
+            stored["valueFrom"] = {**value_from, "fieldRef": {**field_ref, "apiVersion": "v1"}}
+    return stored
 
 
 def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
@@ -79,8 +96,7 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
             {
                 "replicas": inputs.replicas,
                 "selector": {"matchLabels": selector_labels(name)},
-                # The old pod must release its GPU before the new one can be scheduled.
-                "strategy": {"type": "Recreate"} if inputs.gpu_count > 0 else None,
+                "strategy": RECREATE_STRATEGY if inputs.gpu_count > 0 else ROLLING_UPDATE_STRATEGY,
                 "template": {"metadata": template_metadata, "spec": pod_spec(inputs)},
             }
         ),
@@ -91,6 +107,7 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
 def pod_spec(inputs: WorkloadInputs) -> KubeObject:
     spec = inputs.isvc.spec
     # Decision #1: the user's tolerations and nodeSelector apply to every service, GPU or not.
+    # (Tolerations are an atomic list, not keyed: a toleration listed twice is legal.)
     tolerations = [gpu_toleration(inputs.gpu_resource)] if inputs.gpu_count > 0 else []
     tolerations += spec.tolerations or []
     return compact(
@@ -136,11 +153,15 @@ def main_container(inputs: WorkloadInputs) -> KubeObject:
             "command": command,
             "args": list(process.args) if process.args is not None else None,
             "ports": [{"name": PORT_NAME, "containerPort": inputs.port, "protocol": "TCP"}],
-            # Runtime variables first, the user's after, so a user entry overrides a generated one.
-            "env": [stored_env_var(var) for var in (*process.env, *(spec.env or []))],
+            # Merged by name (the API keys env by it): a user variable replaces the generated one of
+            # the same name; the generated ones come first.
+            "env": [stored_env_var(var) for var in merge_by_key(process.env, spec.env or [])],
             "resources": container_resources(spec.resources, inputs.gpu_count, inputs.gpu_resource),
             "volumeMounts": list(inputs.storage.mounts),
             "securityContext": security,
+            # A crashing server's last log lines land in its status (lastState.terminated.message),
+            # where the controller reads why it stopped without any right to read logs.
+            "terminationMessagePolicy": "FallbackToLogsOnError",
             **container_probes(runtime.probe, inputs.port, spec.probe_overrides),
         }
     )

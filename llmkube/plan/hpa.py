@@ -51,6 +51,13 @@ def hpa_errors(autoscaling: AutoscalingSpec | None) -> list[tuple[str, str]]:
     return errors
 
 
+def initial_replicas(replicas: int, autoscaling: AutoscalingSpec) -> int:
+    """The count a Deployment is created with when an HPA will own it: `spec.replicas`, within the
+    HPA's bounds (the HPA would move it there on its first pass anyway). Never the server's default
+    of 1 for a service that asked for more."""
+    return max(autoscaling.min_replicas or 1, min(replicas, autoscaling.max_replicas))
+
+
 def hpa_intent(isvc: InferenceService, autoscaling: AutoscalingSpec, default_metric: str) -> KubeObject:
     """Assumes `hpa_errors(autoscaling)` is empty."""
     name = isvc.metadata.name or ""

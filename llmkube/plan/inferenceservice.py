@@ -25,11 +25,12 @@ from llmkube.plan.events import (
     missing_skip_model_init,
 )
 from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, is_metal
-from llmkube.plan.hpa import hpa_intent
+from llmkube.plan.hpa import hpa_intent, initial_replicas
 from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
 from llmkube.plan.names import selector_labels, service_name
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
 from llmkube.plan.observed import ObservedState
+from llmkube.plan.pod_failures import diagnose_pod_failure
 from llmkube.plan.priority import effective_priority, priority_class_name
 from llmkube.plan.queue import QueueEntry, queue_position
 from llmkube.plan.runtimes import (
@@ -43,6 +44,7 @@ from llmkube.plan.runtimes.vllm import speculative_missing_model
 from llmkube.plan.scheduling import diagnose_scheduling, running_pod_count
 from llmkube.plan.service import endpoint_url, service_intent
 from llmkube.plan.status import (
+    FAILED_REASON,
     INVALID_SPEC_REASON,
     MODEL_NOT_FOUND,
     WAITING_FOR_MODEL,
@@ -63,14 +65,14 @@ SELECTOR_MIGRATION_REQUEUE_SECONDS = 2.0
 class InferenceServicePlan:
     status: InferenceServiceStatus
     deployment: KubeObject | None = None
+    # Fields the Deployment gets only when it is created (its first replica count under an HPA).
+    deployment_initial: KubeObject | None = None
     service: KubeObject | None = None
     hpa: KubeObject | None = None
     cache_pvc: KubeObject | None = None  # not owned: shared by the namespace, never deleted
     deletes: tuple[ObjectRef, ...] = ()
     events: tuple[PlannedEvent, ...] = ()
     requeue_after: float | None = None
-    # This service's place in the GPU queue index while it waits (None otherwise).
-    queue_entry: QueueEntry | None = None
 
 
 @dataclass(frozen=True)
@@ -285,15 +287,20 @@ def _workload_plan(
         deletes.append(object_ref(observed.hpa))
     current = None if migrate else live
     ready = _int_at(current, "status", "readyReplicas")
+    initial: KubeObject | None = None
     if hpa_owns_replicas and autoscaling is not None:
+        first = initial_replicas(replicas, autoscaling)
+        initial = {"spec": {"replicas": first}}
         # Decision #9: the HPA's choice, as carried by the Deployment, is what "all ready" means.
-        desired = _int_at(current, "spec", "replicas", default=autoscaling.min_replicas or 1)
+        desired = _int_at(current, "spec", "replicas", default=first)
     else:
         desired = replicas
-    scheduling = None
+    scheduling = failure = None
     if ready == 0 and desired > 0:
         scheduling = diagnose_scheduling(observed.pods, ctx.config.known_gpu_resources(), gpu_count)
-    phase = determine_phase(ready, desired, scheduling)
+        # Scheduled pods that cannot run (image, crash, download): the kubelet backs off, so do we.
+        failure = diagnose_pod_failure(observed.pods) if scheduling is None else None
+    phase: Phase = "Failed" if failure else determine_phase(ready, desired, scheduling)
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
     waiting = phase == "WaitingForGPU"
     facts = StatusFacts(
@@ -306,17 +313,19 @@ def _workload_plan(
         effective_priority=ctx.priority,
         scheduling=scheduling if phase in ("Creating", "WaitingForGPU") else None,
         queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
+        failure_reason=failure.reason if failure else FAILED_REASON,
+        failure_message=failure.message if failure else "",
     )
     return InferenceServicePlan(
         status=_status(ctx, conditions, facts),
         deployment=deployment,
+        deployment_initial=initial,
         service=service_intent(isvc),
         hpa=hpa_intent(isvc, autoscaling, runtime.hpa_metric) if autoscaling is not None else None,
         cache_pvc=cache_pvc_intent(ctx.namespace, ctx.config) if storage.uses_cache_pvc else None,
         deletes=tuple(deletes),
         events=tuple(events),
         requeue_after=SELECTOR_MIGRATION_REQUEUE_SECONDS if migrate else None,
-        queue_entry=entry if waiting else None,
     )
 
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from llmkube.api.base import KubeObject
-from llmkube.plan.queue import QueueEntry
+from llmkube.plan.queue import GpuQueue
 
 
 @dataclass(frozen=True)
@@ -17,5 +17,7 @@ class ObservedState:
     hpa: KubeObject | None = None  # the HPA named like the service, if cached
     pods: tuple[KubeObject, ...] = ()  # pods labelled inference.llmkube.dev/service=<name>
     priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # name -> value
-    gpu_queue: tuple[QueueEntry, ...] = ()  # services whose stored phase is WaitingForGPU, cluster-wide
+    # Services whose stored phase is WaitingForGPU, cluster-wide, in queue order. The controller
+    # hands over its live queue (kept in step with the cache); planning only asks it for a rank.
+    gpu_queue: GpuQueue = field(default_factory=GpuQueue)
     endpoint_slices: tuple[KubeObject, ...] = ()  # metal path: slices of the service's namespace

@@ -52,9 +52,14 @@ DEFAULT_PRIORITY = "normal"
 
 def priority_class_name(spec: InferenceServiceSpec) -> str:
     """Always set on the pod: the custom class if given, else the mapping of `priority`."""
-    if spec.priority_class_name:
-        return spec.priority_class_name
-    return _BY_PRIORITY.get(spec.priority or DEFAULT_PRIORITY, _BY_PRIORITY[DEFAULT_PRIORITY]).name
+    return class_for(spec.priority_class_name, spec.priority)
+
+
+def class_for(priority_class_name: str | None, priority: str | None) -> str:
+    """`priority_class_name` from the two spec fields alone (for callers holding the raw object)."""
+    if priority_class_name:
+        return priority_class_name
+    return _BY_PRIORITY.get(priority or DEFAULT_PRIORITY, _BY_PRIORITY[DEFAULT_PRIORITY]).name
 
 
 def effective_priority(class_name: str, observed_values: Mapping[str, int]) -> int | None:

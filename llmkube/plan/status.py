@@ -1,10 +1,10 @@
 """Phase and status of an InferenceService (reference §4.1-§4.3 with decisions #8, #9, #18, #20).
 
 Conditions describe the present: `Available` is True only while replicas serve, `Progressing` is
-False once settled, `Degraded` and `GPUAvailable` disappear when their cause is gone, and Stopped
-says so. They are written with standard semantics (plan/conditions.py): lastTransitionTime moves
-only on a status flip, so planning an unchanged service yields an identical status, and
-`status_changed` tells the controller there is nothing to write.
+False once settled, `Degraded` turns False and `GPUAvailable` True when their cause is gone (never
+removed: the rule is in plan/conditions.py), and Stopped says so. They are written with standard
+semantics: lastTransitionTime moves only on a status flip, so planning an unchanged service yields
+an identical status, and `status_changed` tells the controller there is nothing to write.
 """
 
 from collections.abc import Sequence
@@ -14,8 +14,10 @@ from datetime import datetime
 from llmkube.api.inferenceservice import InferenceServiceSpec, InferenceServiceStatus, Phase
 from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.plan.conditions import (
+    find_condition,
     remove_condition,
     set_condition,
+    settle_condition,
     update_condition_if_present,
 )
 from llmkube.plan.scheduling import INSUFFICIENT_GPU, SchedulingInfo
@@ -27,6 +29,7 @@ READY_MESSAGE = "Inference service is ready and serving requests"
 MODEL_NOT_FOUND = "Model not found"
 WAITING_FOR_MODEL = "Waiting for Model to be Ready"
 FAILED_REASON, INVALID_SPEC_REASON = "Failed", "InvalidSpec"
+RECOVERED_REASON, NOT_WAITING_FOR_GPU = "Recovered", "NotWaitingForGPU"
 SPECULATIVE_MISSING_MODEL = (
     "speculative.enabled is true but speculative.model is empty, "
     "so the speculative decoding flags are skipped"
@@ -131,10 +134,27 @@ def phase_conditions(
         put(AVAILABLE, "False", facts.failure_reason, facts.failure_message)
         put(PROGRESSING, "False", facts.failure_reason, facts.failure_message)
         put(DEGRADED, "True", facts.failure_reason, facts.failure_message)
+    # Causes that are gone: the conditions say so and stay (plan/conditions.py has the rule).
     if phase != "Failed":
-        conditions = remove_condition(conditions, DEGRADED)
+        conditions = settle_condition(
+            conditions,
+            type_=DEGRADED,
+            status="False",
+            reason=RECOVERED_REASON,
+            message=f"No longer failing: the service is {phase}",
+            now=now,
+            observed_generation=generation,
+        )
     if phase != "WaitingForGPU":
-        conditions = remove_condition(conditions, GPU_AVAILABLE)
+        conditions = settle_condition(
+            conditions,
+            type_=GPU_AVAILABLE,
+            status="True",
+            reason=NOT_WAITING_FOR_GPU,
+            message="Not waiting for GPU resources",
+            now=now,
+            observed_generation=generation,
+        )
     return conditions
 
 
@@ -185,7 +205,7 @@ def spec_conditions(
     """VLLMSpecValid (§4.3) and SpecValid (settings that have no effect)."""
     conditions = list(previous or ())
     if runtime != "vllm":
-        conditions = remove_condition(conditions, VLLM_SPEC_VALID)
+        conditions = remove_condition(conditions, VLLM_SPEC_VALID)  # about a runtime it does not use
     else:
         problems = [SPECULATIVE_MISSING_MODEL] if speculative_missing_model else []
         conditions = _put_if_true_or_existing(
@@ -233,3 +253,18 @@ def failed_status(
         failure_message=message,
     )
     return build_status(planned.conditions, facts, generation=generation, now=now)
+
+
+def gpu_queue_wait_seconds(
+    old: InferenceServiceStatus | None, new: InferenceServiceStatus, now: datetime
+) -> float | None:
+    """How long the service waited for GPUs, when `new` is the status that takes it out of the
+    queue: from the moment its GPUAvailable condition turned False (it entered the queue) until
+    `now`. None when it does not leave the queue now, or its entry time is unknown. Read from the
+    stored status, so a wait that spans a controller restart is measured whole."""
+    if old is None or old.phase != "WaitingForGPU" or new.phase == "WaitingForGPU":
+        return None
+    entered = find_condition(old.conditions, GPU_AVAILABLE)
+    if entered is None or entered.status != "False" or entered.last_transition_time is None:
+        return None
+    return max(0.0, (now - entered.last_transition_time).total_seconds())

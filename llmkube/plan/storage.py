@@ -126,6 +126,7 @@ def plan_storage(
         ],
         "volumeMounts": init_mounts,
         "securityContext": init_security_context(spec),
+        "terminationMessagePolicy": "FallbackToLogsOnError",  # curl's error becomes the status message
     }
     return ModelStorage(
         mode="cache" if cached else "emptydir",

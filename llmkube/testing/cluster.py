@@ -4,6 +4,8 @@ tier "api":  etcd + kube-apiserver (RBAC on, service-account keys, token users).
 tier "full": api + kube-controller-manager + kube-scheduler + kwok with fake nodes that
              advertise GPUs, so Deployments get pods that turn Ready, the scheduler reports
              `Insufficient nvidia.com/gpu`, and garbage collection deletes owned objects.
+tier "node": api + controller-manager + scheduler + one real node (containerd, kubelet, kube-proxy)
+             in a private network namespace: see `llmkube.testing.node.NodeCluster`.
 
 Binaries come from `hack/build-k8s.sh` (built through the Go module proxy, cached outside the
 repository). Everything runs on loopback ports in a temporary directory; `stop()` (also on
@@ -21,7 +23,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -31,12 +33,13 @@ import yaml
 from llmkube.testing.pki import ClusterPKI, generate_pki
 from llmkube.testing.rest import KubeRest, RestError, condition_true, wait_until
 
-Tier = Literal["api", "full"]
+Tier = Literal["api", "full", "node"]
 
 K8S_VERSION = "v1.37.2"
 BUILD_COMMAND = "bash hack/build-k8s.sh"
 API_BINARIES = ("etcd", "kube-apiserver")
-FULL_BINARIES = (*API_BINARIES, "kube-controller-manager", "kube-scheduler", "kwok")
+CONTROL_PLANE_BINARIES = (*API_BINARIES, "kube-controller-manager", "kube-scheduler")
+FULL_BINARIES = (*CONTROL_PLANE_BINARIES, "kwok")
 
 ADMIN_USER = "llmkube-admin"
 RESTRICTED_USER = "llmkube-restricted"
@@ -67,7 +70,7 @@ def default_bin_dir() -> Path:
 
 
 def check_binaries(bin_dir: Path, tier: Tier) -> None:
-    names = FULL_BINARIES if tier == "full" else API_BINARIES
+    names = {"api": API_BINARIES, "full": FULL_BINARIES, "node": CONTROL_PLANE_BINARIES}[tier]
     missing = [name for name in names if not os.access(bin_dir / name, os.X_OK)]
     if tier == "full" and not (bin_dir / "kwok-stages.yaml").is_file():
         missing.append("kwok-stages.yaml")
@@ -304,16 +307,24 @@ class LocalCluster:
             _kubeconfig(self.server, ca, CONTROLLER_USER, self._tokens[CONTROLLER_USER])
         )
 
-    def _spawn(self, name: str, args: list[str]) -> _Component:
+    def _child_setup(self) -> Callable[[], None]:
+        """What a component runs between fork and exec (the node tier adds its namespace)."""
+        return _die_with_parent
+
+    def _reach(self, probe: Callable[[], bool]) -> bool:
+        """Run a probe of a component's address (the node tier runs it inside its namespace)."""
+        return probe()
+
+    def _spawn(self, name: str, args: list[str], *, executable: Path | None = None) -> _Component:
         log = self.logs_dir / f"{name}.log"
         handle = log.open("ab")
         process = subprocess.Popen(
-            [str(self.bin_dir / args[0]), *args[1:]],
+            [str(executable or self.bin_dir / args[0]), *args[1:]],
             stdout=handle,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             cwd=self.workdir,
-            preexec_fn=_die_with_parent,
+            preexec_fn=self._child_setup(),
         )
         handle.close()
         component = _Component(name, process, log)
@@ -362,7 +373,7 @@ class LocalCluster:
             except OSError:
                 return False
 
-        self._wait(healthy, "etcd /health")
+        self._wait(lambda: self._reach(healthy), "etcd /health")
 
     # -- faults ----------------------------------------------------------------------------------
     def component(self, name: str) -> subprocess.Popen[bytes]:
@@ -413,63 +424,44 @@ class LocalCluster:
             "--audit-log-format=json",
         ]
 
-    def _start_apiserver(self, *, wait: bool = True) -> None:
+    def _apiserver_args(self) -> list[str]:
         assert self._pki is not None
         pki = self._pki
-        self._spawn(
+        return [
             "kube-apiserver",
-            [
-                "kube-apiserver",
-                f"--etcd-servers={self.etcd_endpoint}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={self.api_port}",
-                f"--cert-dir={self.workdir / 'pki'}",
-                f"--tls-cert-file={pki.serving_cert}",
-                f"--tls-private-key-file={pki.serving_key}",
-                f"--client-ca-file={pki.ca_cert}",
-                f"--token-auth-file={self.workdir / 'tokens.csv'}",
-                "--authorization-mode=Node,RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={pki.sa_pub}",
-                f"--service-account-signing-key-file={pki.sa_key}",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                # Like envtest: pods need no service-account token volume (there is no kubelet).
-                "--disable-admission-plugins=ServiceAccount",
-                "--allow-privileged=true",
-                "--enable-priority-and-fairness=true",
-                "--endpoint-reconciler-type=none",
-                "--v=1",
-                *self._audit_args(),
-                *self.apiserver_args,
-            ],
-        )
-        if wait:
-            self._wait(self.apiserver_ready, "kube-apiserver /readyz")
+            f"--etcd-servers={self.etcd_endpoint}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.api_port}",
+            f"--cert-dir={self.workdir / 'pki'}",
+            f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}",
+            f"--client-ca-file={pki.ca_cert}",
+            f"--token-auth-file={self.workdir / 'tokens.csv'}",
+            "--authorization-mode=Node,RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.sa_pub}",
+            f"--service-account-signing-key-file={pki.sa_key}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            # Like envtest: pods need no service-account token volume (there is no kubelet).
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true",
+            "--enable-priority-and-fairness=true",
+            "--endpoint-reconciler-type=none",
+            "--v=1",
+            *self._audit_args(),
+            *self.apiserver_args,
+        ]
+
+    def _start_apiserver(self, *, wait: bool = True) -> None:
+        self._spawn("kube-apiserver", self._apiserver_args())
+        if not wait:
+            return
+        admin = KubeRest.from_kubeconfig(self.kubeconfig)
+        self._wait(lambda: admin.get_text("/readyz")[0] == 200, "kube-apiserver /readyz")
 
     def _start_full_tier(self) -> None:
-        assert self._pki is not None
-        common = [
-            f"--kubeconfig={self.kubeconfig}",
-            f"--authentication-kubeconfig={self.kubeconfig}",
-            f"--authorization-kubeconfig={self.kubeconfig}",
-            "--leader-elect=false",
-            "--secure-port=0",
-        ]
-        self._spawn(
-            "kube-controller-manager",
-            [
-                "kube-controller-manager",
-                *common,
-                f"--service-account-private-key-file={self._pki.sa_key}",
-                f"--root-ca-file={self._pki.ca_cert}",
-                "--controllers=*",
-                "--use-service-account-credentials=false",
-                "--horizontal-pod-autoscaler-sync-period=5s",
-                "--v=1",
-            ],
-        )
-        self._spawn("kube-scheduler", ["kube-scheduler", *common, "--v=1"])
+        self._start_controllers()
         self._spawn(
             "kwok",
             [
@@ -496,6 +488,34 @@ class LocalCluster:
         # per-namespace model cache) bind, so pods that mount them can schedule.
         for index in range(self.volumes):
             admin.create(local_volume(f"llmkube-local-pv-{index}", self.workdir / "volumes" / str(index)))
+        self._wait_for_controller_manager()
+
+    def _start_controllers(self) -> None:
+        assert self._pki is not None
+        common = [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--secure-port=0",
+        ]
+        self._spawn(
+            "kube-controller-manager",
+            [
+                "kube-controller-manager",
+                *common,
+                f"--service-account-private-key-file={self._pki.sa_key}",
+                f"--root-ca-file={self._pki.ca_cert}",
+                "--controllers=*",
+                "--use-service-account-credentials=false",
+                "--horizontal-pod-autoscaler-sync-period=5s",
+                "--v=1",
+            ],
+        )
+        self._spawn("kube-scheduler", ["kube-scheduler", *common, "--v=1"])
+
+    def _wait_for_controller_manager(self) -> None:
+        admin = self.admin()
 
         def default_service_account() -> bool:
             try:

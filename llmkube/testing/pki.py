@@ -116,3 +116,53 @@ def generate_pki(directory: Path) -> ClusterPKI:
         )
     )
     return pki
+
+
+def issue_certificate(
+    pki: ClusterPKI,
+    name: str,
+    *,
+    common_name: str,
+    organizations: tuple[str, ...] = (),
+    server_names: tuple[str, ...] = (),
+    server_ips: tuple[str, ...] = (),
+) -> tuple[Path, Path]:
+    """A certificate signed by the cluster CA, written as `<name>.crt` / `<name>.key` next to it.
+
+    Kubernetes reads a client's user from the CN and its groups from the O attributes (a node is
+    `system:node:<name>` in `system:nodes`); with server names or addresses it is a serving
+    certificate for them instead."""
+    directory = pki.ca_cert.parent
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+        + [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
+    )
+    serving = bool(server_names or server_ips)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH if serving else ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
+    )
+    if serving:
+        alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in server_names]
+        alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in server_ips]
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
+    cert_path.write_bytes(builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+    _write_key(key_path, key)
+    return cert_path, key_path

@@ -8,6 +8,10 @@ namespace per test. Where the cluster comes from:
   skipped with the reason printed when there is none).
 - otherwise: `LocalCluster` from binaries built by `hack/build-k8s.sh`.
 
+The `node` tier (`node_cluster`, `node_namespace`) is always local: a real kubelet and containerd
+in a private network namespace (`llmkube.testing.node`), for root on Linux; elsewhere its tests are
+skipped with the reason.
+
 Load it with `pytest_plugins = ["llmkube.testing.pytest_plugin"]`.
 """
 
@@ -25,6 +29,7 @@ from typing import Any
 import pytest
 
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError, Tier
+from llmkube.testing.node import HOST_PROGRAMS, NodeCluster, node_tier_unavailable
 from llmkube.testing.rest import KubeRest, RestError, wait_for_crds
 
 K3S_IMAGE = "rancher/k3s:v1.33.5-k3s1"  # pinned: `latest` would change under us
@@ -114,6 +119,45 @@ def full_cluster() -> Iterator[ClusterHandle]:
     for cluster in _provide("full"):
         _started.append(cluster)
         yield cluster
+
+
+def require_node_tier() -> None:
+    """Skip, with the reason, where a real node cannot run: not Linux, not root, no containerd."""
+    if reason := node_tier_unavailable():
+        pytest.skip(reason)
+    if missing := [program for program in HOST_PROGRAMS if not os.access(program, os.X_OK)]:
+        pytest.skip(f"the node tier needs {', '.join(missing)} (install with: bash hack/node-host.sh)")
+
+
+@pytest.fixture(scope="session")
+def node_cluster() -> Iterator[NodeCluster]:
+    """api + controller-manager + scheduler + one real node (kubelet, containerd, kube-proxy, CNI
+    bridge) in a private network namespace, with the locally built images imported."""
+    require_node_tier()
+    try:
+        cluster = NodeCluster().start()
+    except MissingBinaryError as err:
+        pytest.fail(str(err), pytrace=False)
+    _started.append(
+        ClusterHandle(
+            "node",
+            cluster.server,
+            cluster.kubeconfig,
+            cluster.workdir,
+            startup_seconds=cluster.startup_seconds,
+        )
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def node_namespace(node_cluster: NodeCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace on the node tier, deleted after the test (its pods with it)."""
+    handle = ClusterHandle("node", node_cluster.server, node_cluster.kubeconfig, node_cluster.workdir)
+    yield from _fresh_namespace(handle, request)
 
 
 def _fresh_namespace(cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:

@@ -207,6 +207,7 @@ class StatusWatch:
         self.admin, self.kind, self.name, self.namespace = admin, kind, name, namespace
         self.api_version = api_version
         self.statuses: list[dict[str, Any]] = []
+        self.objects: list[dict[str, Any]] = []  # every version seen, whole
         self._connection: http.client.HTTPSConnection | None = None
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
@@ -216,6 +217,7 @@ class StatusWatch:
         selector = f"metadata.name={self.name}"
         listed = self.admin.request("GET", path, query={"fieldSelector": selector})
         for item in listed["items"]:
+            self.objects.append(item)
             self.statuses.append(item.get("status") or {})
         query = urllib.parse.urlencode(
             {
@@ -244,6 +246,7 @@ class StatusWatch:
             for line in response:
                 event = json.loads(line)
                 if event.get("type") in ("ADDED", "MODIFIED"):
+                    self.objects.append(event["object"])
                     self.statuses.append(event["object"].get("status") or {})
         except Exception as error:  # the connection is shut down by stop()
             self.error = error

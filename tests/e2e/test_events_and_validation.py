@@ -50,7 +50,12 @@ async def test_missing_memory_request_is_an_event(operator: RunningController, f
     await eventually(lambda: "MissingMemoryRequest" in reasons(admin, ns, "moe"), what="the warning event")
     (event,) = [e for e in events_for(admin, ns, "moe") if e["reason"] == "MissingMemoryRequest"]
     assert event["type"] == "Warning"
-    assert event["reportingController"] == "llmkube-controller"
+    # One reporter name, the reference's: `kubectl describe` shows it in its From column (it reads
+    # core/v1 Events, where reportingController is reportingComponent and source is empty).
+    assert event["reportingController"] == "inferenceservice-controller"
+    (core,) = [e for e in admin.list("v1", "Event", ns) if e["metadata"]["name"] == event["metadata"]["name"]]
+    assert core["reportingComponent"] == "inferenceservice-controller"
+    assert not (core.get("source") or {}).get("component")
     assert event["regarding"]["apiVersion"] == "inference.llmkube.dev/v1alpha1"
     assert event["note"]  # says what to do
 
@@ -82,4 +87,8 @@ async def test_invalid_quantity_fails_clearly_without_a_hot_loop(
     # Fixing the spec heals it.
     patch_isvc(admin, "bad", ns, {"resources": {"cpu": "2"}})
     await eventually(phase_is(admin, "InferenceService", "bad", ns, "Ready"), what="healed")
-    assert condition_triple(status_of(admin, "InferenceService", "bad", ns), "Degraded") is None
+    assert condition_triple(status_of(admin, "InferenceService", "bad", ns), "Degraded") == (
+        "False",
+        "Recovered",
+        "No longer failing: the service is Ready",
+    )

@@ -12,15 +12,16 @@ from e2e_support import (
     RunningController,
     StatusWatch,
     condition_triple,
-    conditions,
     delete_services_and_wait,
     eventually,
     eventually_equal,
     gpus_idle,
     hf_model,
     isvc,
+    patch_isvc,
     phase_is,
     poll,
+    settled,
     status_of,
 )
 from prometheus_client import REGISTRY
@@ -55,6 +56,18 @@ async def free_the_pods_of(operator: RunningController, name: str, namespace: st
     store = operator.controllers.inference_services.services.store
     await poll(lambda: store.get_object(namespace, name) is None, what=f"{name} gone from the cache")
     operator.cluster.admin().delete("apps/v1", "Deployment", name, namespace)
+
+
+def wait_count(namespace: str, name: str) -> float | None:
+    labels = {"inferenceservice": name, "namespace": namespace}
+    return REGISTRY.get_sample_value("llmkube_gpu_queue_wait_duration_seconds_count", labels)
+
+
+def waited_once(namespace: str, name: str) -> bool:
+    """The service's time in the queue was observed exactly once, and is a plausible duration."""
+    labels = {"inferenceservice": name, "namespace": namespace}
+    total = REGISTRY.get_sample_value("llmkube_gpu_queue_wait_duration_seconds_sum", labels)
+    return wait_count(namespace, name) == 1 and total is not None and 0 < total < 600
 
 
 def queue(admin: Any, namespace: str) -> dict[str, int]:
@@ -177,7 +190,12 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
             what="older-normal Ready once small is gone",
         )
         assert ready["queuePosition"] == 0
-        assert "GPUAvailable" not in conditions(ready)
+        await poll(lambda: waited_once(ns, "older-normal"), what="older-normal's queue wait observed")
+        assert condition_triple(ready, "GPUAvailable") == (
+            "True",
+            "NotWaitingForGPU",
+            "Not waiting for GPU resources",
+        )
         assert the_pod(admin, "older-normal", ns)["spec"]["nodeName"] == "kwok-gpu-1"
         await eventually_equal(
             lambda: queue(admin, ns), {"urgent": 1, "younger-normal": 2}, what="the GPU queue"
@@ -191,5 +209,73 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
         assert REGISTRY.get_sample_value("llmkube_gpu_queue_depth") == 2  # a count, not a position
     finally:
         # The queue and the GPUs are cluster-wide: leave them empty for the next test.
+        await delete_services_and_wait(operator, ns, pods_too=True)
+        await gpus_idle(admin)
+
+
+async def test_the_queue_follows_priority_changes_and_services_leaving_the_middle(
+    operator: RunningController, full_namespace: str
+) -> None:
+    """Transitions of a running queue: a waiting service's priority changes, one in the middle is
+    deleted, another in the middle is stopped; every other service's position follows (decision 6).
+    Four GPUs fit on no node, so these services wait whatever else runs."""
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    await gpus_idle(admin)
+    admin.create(hf_model("gpu-model", hardware={"accelerator": "cuda"}), namespace=ns)
+    try:
+        for index, name in enumerate(("w1", "w2", "w3", "w4")):
+            if index:
+                await a_second_later(admin, f"w{index}", ns)
+            admin.create(gpu_service(name, 4), namespace=ns)
+            await eventually(
+                phase_is(admin, "InferenceService", name, ns, "WaitingForGPU"), what=f"{name} waiting"
+            )
+        await eventually_equal(
+            lambda: queue(admin, ns), {"w1": 1, "w2": 2, "w3": 3, "w4": 4}, what="the GPU queue"
+        )
+
+        # 1. The youngest becomes high priority while it waits: it goes first, the others move back.
+        patch_isvc(admin, "w4", ns, {"priority": "high"})
+        await eventually_equal(
+            lambda: queue(admin, ns), {"w4": 1, "w1": 2, "w2": 3, "w3": 4}, what="the GPU queue"
+        )
+        w4 = status_of(admin, "InferenceService", "w4", ns)
+        assert w4["effectivePriority"] == 100_000
+        assert condition_triple(w4, "Progressing") == (
+            "True",
+            "WaitingForGPU",
+            "Queued at position 1 waiting for GPU",
+        )
+
+        # 2. The service in the middle is deleted: the ones behind it move up.
+        admin.delete(API, "InferenceService", "w1", ns)
+        await eventually_equal(lambda: queue(admin, ns), {"w4": 1, "w2": 2, "w3": 3}, what="the GPU queue")
+
+        # 3. The next one in the middle is stopped (replicas 0): it leaves the queue, w3 moves up.
+        watch = StatusWatch(admin, "InferenceService", "w2", ns).start()
+        try:
+            patch_isvc(admin, "w2", ns, {"replicas": 0})
+            stopped = await eventually(
+                phase_is(admin, "InferenceService", "w2", ns, "Stopped"), what="w2 Stopped"
+            )
+            await eventually_equal(lambda: queue(admin, ns), {"w4": 1, "w3": 2}, what="the GPU queue")
+            await settled(operator.controllers.inference_services.controller)
+        finally:
+            watch.stop()
+        assert stopped["queuePosition"] == 0
+        # One write for the transition: reconciles that run before the cache shows it plan from it.
+        assert len([s for s in watch.statuses if s.get("phase") == "Stopped"]) == 1
+        # Its wait is observed once, when it leaves; the deleted w1's series went with it.
+        await poll(lambda: waited_once(ns, "w2"), what="w2's queue wait observed")
+        assert wait_count(ns, "w1") is None
+        await eventually_equal(lambda: queue(admin, ns), {"w4": 1, "w3": 2}, what="the GPU queue")
+        w3 = status_of(admin, "InferenceService", "w3", ns)
+        assert condition_triple(w3, "Progressing") == (
+            "True",
+            "WaitingForGPU",
+            "Queued at position 2 waiting for GPU",
+        )
+    finally:
         await delete_services_and_wait(operator, ns, pods_too=True)
         await gpus_idle(admin)

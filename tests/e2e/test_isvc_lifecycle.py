@@ -215,7 +215,12 @@ async def test_missing_model_fails_then_the_model_alone_heals_it(
         what="orphan Ready after its Model appeared",
     )
     assert condition_triple(ready, "Available") == ("True", "InferenceReady", READY_MESSAGE)
-    assert "Degraded" not in conditions(ready)  # decision 8: cleared once the cause is gone
+    # Decision 8: cleared once the cause is gone; kept, and False (one condition rule for both kinds).
+    assert condition_triple(ready, "Degraded") == (
+        "False",
+        "Recovered",
+        "No longer failing: the service is Ready",
+    )
     assert (ready["readyReplicas"], ready["desiredReplicas"], ready["modelReady"]) == (1, 1, True)
     current = admin.get(API, "InferenceService", "orphan", ns)
     assert current["metadata"]["generation"] == created["metadata"]["generation"]

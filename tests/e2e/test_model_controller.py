@@ -4,8 +4,9 @@ failures without a hot loop, http(s) sources fingerprinted on a real local serve
 waiting for their claim, and accelerator readiness from the kwok nodes."""
 
 import asyncio
+import contextlib
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from aiohttp import web
 from e2e_support import (
     RunningController,
+    StatusWatch,
     condition_triple,
     conditions,
     eventually,
@@ -28,6 +30,8 @@ from e2e_support import (
     status_of,
 )
 
+from llmkube.controllers.model import gpu_capacity
+from llmkube.kube.controller import Controller
 from llmkube.kube.types import ObjectKey
 
 GGUF_NAME = "Tiny Llama"
@@ -117,6 +121,49 @@ async def test_a_local_file_is_copied_into_the_cache_and_described(
             "Cached model matches the upstream source",
         )
         assert "Degraded" not in conditions(status)
+
+
+@contextlib.contextmanager
+def reconciled_twice_in_a_row(controller: Controller) -> Iterator[None]:
+    """Every reconcile is followed at once by another of the same key: the second one starts before
+    the watch can bring the first one's status writes into the cache (test instrumentation around
+    the real reconcile function)."""
+    inner = controller._reconcile
+
+    async def twice(key: ObjectKey) -> Any:
+        result = await inner(key)
+        await inner(key)
+        return result
+
+    controller._reconcile = twice
+    try:
+        yield
+    finally:
+        controller._reconcile = inner
+
+
+async def test_a_reconcile_before_the_cache_shows_our_writes_writes_nothing_more(
+    operator: RunningController, full_namespace: str, gguf_file: tuple[Path, bytes]
+) -> None:
+    """The copy writes Copying, then Ready/ModelReady. A reconcile that reads the cache before the
+    watch delivered those writes must plan from them, not find the file "already in the cache" and
+    rewrite the Model as Ready/ModelCached (nor stamp new transition times on the same status)."""
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    path, _ = gguf_file
+    watch = StatusWatch(admin, "Model", "fresh", ns).start()
+    try:
+        with reconciled_twice_in_a_row(operator.controllers.models.controller):
+            admin.create(model("fresh", source=str(path)), namespace=ns)
+            await eventually(phase_is(admin, "Model", "fresh", ns, "Ready"), what="fresh Ready")
+            await settled(operator.controllers.models.controller)
+        await asyncio.sleep(1)  # the watch delivers any later write
+    finally:
+        watch.stop()
+    assert watch.phases() == ["Copying", "Ready"]
+    assert len(watch.statuses) == 3  # created with no status, then exactly two status writes
+    status = status_of(admin, "Model", "fresh", ns)
+    assert condition_triple(status, "Available") == ("True", "ModelReady", "Model downloaded and cached")
 
 
 async def test_a_wrong_sha256_fails_the_integrity_check(
@@ -285,3 +332,21 @@ async def test_accelerator_ready_follows_the_nodes_capacity(
         "Source is runtime-resolved (e.g., HuggingFace repo ID); runtime will fetch at startup",
     )
     assert status_of(admin, "Model", "m", full_namespace)["cacheKey"] == ""
+
+
+async def test_nodes_are_cached_with_their_capacity_only(operator: RunningController) -> None:
+    """The Model controller reads a Node's capacity and nothing else: that is all its cache keeps
+    (a GPU Node is tens of KiB; bench/bench_node_cache.py measures the difference), and the GPU
+    capacity it sums is the real one."""
+    admin = operator.cluster.admin()
+    nodes = operator.controllers.models.nodes.store
+    real = {node["metadata"]["name"]: node for node in admin.list("v1", "Node")}
+    cached = {node["metadata"]["name"]: node for node in nodes.objects()}
+    assert set(cached) == set(real)
+    for name, node in cached.items():
+        assert set(node) <= {"apiVersion", "kind", "metadata", "status"}
+        assert set(node["metadata"]) <= {"name", "uid", "resourceVersion"}
+        assert node["metadata"]["uid"] == real[name]["metadata"]["uid"]
+        assert node["status"] == {"capacity": real[name]["status"]["capacity"]}
+    assert gpu_capacity(nodes.objects()) == gpu_capacity(real.values())
+    assert gpu_capacity(nodes.objects())["nvidia.com/gpu"] == 3  # kwok-gpu-0: 2, kwok-gpu-1: 1

@@ -1,7 +1,7 @@
 """Model conditions: types, reasons and messages as the reference writes them (§7.4), with standard
 semantics (design decision 11): `lastTransitionTime` moves only on a flip, and the three primary
-conditions always describe the present — Progressing and Degraded are cleared once the Model is Ready,
-Available is False whenever it is not.
+conditions always describe the present — Progressing and Degraded turn False/Superseded once the Model
+is Ready (never removed: the rule in plan/conditions.py), Available is False whenever it is not.
 """
 
 import json
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from llmkube.api.meta import Condition, ConditionStatus
-from llmkube.plan.conditions import set_condition, update_condition_if_present
+from llmkube.plan.conditions import set_condition, settle_condition
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"
@@ -97,7 +97,7 @@ def _flip_false_if_present(
     generation: int | None,
 ) -> list[Condition]:
     """Set an existing condition to False (refreshing why); a condition never written stays absent."""
-    return update_condition_if_present(
+    return settle_condition(
         conditions,
         type_=type_,
         status="False",

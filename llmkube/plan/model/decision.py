@@ -88,5 +88,4 @@ class ModelDecision:
     action: ModelAction = NO_ACTION
     requeue: Requeue = field(default=NO_REQUEUE)
     error: str | None = None  # set with requeue.backoff: the failure to log and count
-    status_metric: str | None = None  # `llmkube_model_status{phase=...}` label (§8.1)
     reconcile_result: ReconcileResult | None = None  # `llmkube_reconcile_total{result=...}`

@@ -53,12 +53,6 @@ PHASE_READY = "Ready"
 PVC_BOUND = "Bound"
 PVC_MOUNT_ROOT = "/model-source"
 
-# `llmkube_model_status{phase=...}` label values (reference §8.1).
-METRIC_READY = "Ready"
-METRIC_CACHED = "Cached"
-METRIC_RUNTIME_READY = "ready"
-METRIC_FAILED = "Failed"
-
 # Copy failures that will not fix themselves: retried on a fixed interval, never through the rate
 # limiter, whose first retries come milliseconds apart (issue #405).
 _UNRECOVERABLE = frozenset({FetchFailure.NOT_FOUND, FetchFailure.PERMISSION_DENIED, FetchFailure.NOT_A_FILE})
@@ -189,7 +183,6 @@ def _failed(
         status=status,
         requeue=requeue,
         error=message if requeue.backoff else None,
-        status_metric=METRIC_FAILED if count else None,
         reconcile_result="error" if count else None,
     )
 
@@ -246,7 +239,7 @@ def _plan_pvc(inputs: _Inputs) -> ModelDecision:
             ),
         }
     )
-    return ModelDecision(status=status, status_metric=METRIC_READY, reconcile_result="success")
+    return ModelDecision(status=status, reconcile_result="success")
 
 
 # --- sources the workload resolves --------------------------------------------------------------
@@ -279,7 +272,7 @@ def _plan_runtime_resolved(inputs: _Inputs, reason: str, message: str) -> ModelD
     """HuggingFace repo ids (the runtime fetches) and metal local paths (the host agent loads)."""
     base = _without_drift(_rebased(inputs.old, "")).model_copy(update={"gguf": None})
     status = _ready_without_download(inputs, base, "", reason, message)
-    return ModelDecision(status=status, status_metric=METRIC_RUNTIME_READY, reconcile_result="success")
+    return ModelDecision(status=status, reconcile_result="success")
 
 
 def _apply_drift(status: ModelStatus, probe: ProbeOutcome, inputs: _Inputs) -> tuple[ModelStatus, DriftKind]:
@@ -338,9 +331,7 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
     requeue = Requeue(
         after=next_revalidation_in(status.last_revalidated, inputs.now, config.revalidate_interval)
     )
-    return ModelDecision(
-        status=status, requeue=requeue, status_metric=METRIC_RUNTIME_READY, reconcile_result="success"
-    )
+    return ModelDecision(status=status, requeue=requeue, reconcile_result="success")
 
 
 # --- local paths: the controller keeps its own copy ---------------------------------------------
@@ -488,7 +479,6 @@ def _after_copy(
     return ModelDecision(
         status=status,
         requeue=Requeue(after=inputs.config.revalidate_interval),
-        status_metric=METRIC_READY,
         reconcile_result="success",
     )
 
@@ -530,6 +520,4 @@ def _ready_from_cache(inputs: _Inputs, base: ModelStatus, stored: StoredFile) ->
     requeue = Requeue(
         after=next_revalidation_in(status.last_revalidated, inputs.now, inputs.config.revalidate_interval)
     )
-    return ModelDecision(
-        status=status, requeue=requeue, status_metric=METRIC_CACHED, reconcile_result="success"
-    )
+    return ModelDecision(status=status, requeue=requeue, reconcile_result="success")

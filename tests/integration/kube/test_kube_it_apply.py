@@ -12,10 +12,15 @@ from kube_it_helpers import eventually
 
 from llmkube.kube.apply import Applier, ApplyOutcome
 from llmkube.kube.client import ApiClient
+from llmkube.kube.field_policy import FieldPolicy
 from llmkube.kube.informer import Informer
 from llmkube.kube.resource import DEPLOYMENTS, PRIORITY_CLASSES, SERVICES
 
 pytestmark = pytest.mark.integration
+
+# Immutable fields the server names in a rejection's causes, answered by delete + recreate.
+SELECTOR = FieldPolicy(recreate_on=frozenset({"spec.selector"}))
+PRIORITY_CLASS = FieldPolicy(recreate_on=frozenset({"value", "preemptionPolicy"}))
 
 
 def deployment(
@@ -145,7 +150,7 @@ async def test_immutable_selector_change_recreates_the_deployment(
     created = await applier.apply(DEPLOYMENTS, deployment(namespace), None)
     key = f"{namespace}/web"
     observed = await cached_at(deployments, key, created.object["metadata"]["resourceVersion"])
-    result = await applier.apply(DEPLOYMENTS, deployment(namespace, app="web-v2"), observed)
+    result = await applier.apply(DEPLOYMENTS, deployment(namespace, app="web-v2"), observed, policy=SELECTOR)
     assert result.outcome is ApplyOutcome.RECREATED
     assert result.object["metadata"]["uid"] != created.object["metadata"]["uid"]
     assert result.object["spec"]["selector"] == {"matchLabels": {"app": "web-v2"}}
@@ -177,12 +182,16 @@ async def test_priority_class_value_change_recreates(client: ApiClient, namespac
     assert (
         await applier.apply(PRIORITY_CLASSES, priority_class(1000), created.object)
     ).outcome is ApplyOutcome.UNCHANGED
-    changed = await applier.apply(PRIORITY_CLASSES, priority_class(2000), created.object)
+    changed = await applier.apply(
+        PRIORITY_CLASSES, priority_class(2000), created.object, policy=PRIORITY_CLASS
+    )
     assert changed.outcome is ApplyOutcome.RECREATED
     assert changed.object["value"] == 2000
-    policy = priority_class(2000)
-    policy["preemptionPolicy"] = "Never"
-    assert (await applier.apply(PRIORITY_CLASSES, policy, changed.object)).outcome is ApplyOutcome.RECREATED
+    never_preempts = priority_class(2000)
+    never_preempts["preemptionPolicy"] = "Never"
+    assert (
+        await applier.apply(PRIORITY_CLASSES, never_preempts, changed.object, policy=PRIORITY_CLASS)
+    ).outcome is ApplyOutcome.RECREATED
     await client.delete(PRIORITY_CLASSES, name)
 
 

@@ -45,7 +45,12 @@ async def test_a_silent_api_server_bounds_the_backlog_and_the_newest_events_get_
         kubeconfig_through(proxy, api_cluster.kubeconfig, tmp_path / "kubeconfig")
     )
     via_proxy = ApiClient.from_config(config, request_timeout=RequestTimeout(total=2.0, connect=1.0))
-    recorder = EventRecorder(via_proxy, backlog_limit=10, series=SeriesCache(refresh=0.5))
+    recorder = EventRecorder(
+        via_proxy,
+        reporting_controller="thing-controller",
+        backlog_limit=10,
+        series=SeriesCache(refresh=0.5),
+    )
     recorder.start()
     try:
         proxy.stall()  # the server stops answering: every write now waits for its timeout

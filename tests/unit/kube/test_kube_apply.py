@@ -12,6 +12,7 @@ from kube_fakes import RecordingTransport, Reply, status_body
 from llmkube.kube.apply import Applier, ApplyOutcome
 from llmkube.kube.client import APPLY_PATCH, ApiClient
 from llmkube.kube.errors import Invalid
+from llmkube.kube.field_policy import FieldPolicy
 from llmkube.kube.resource import CONFIG_MAPS, PRIORITY_CLASSES
 
 ME = "llmkube-controller"
@@ -93,6 +94,9 @@ IMMUTABLE = status_body(
 )
 
 
+IMMUTABLE_VALUE = FieldPolicy(recreate_on=frozenset({"value"}))
+
+
 def priority_class(value: int) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.k8s.io/v1",
@@ -112,7 +116,7 @@ async def test_an_immutable_field_change_deletes_with_a_uid_precondition_and_rec
         Reply(200, {"kind": "Status", "status": "Success"}),
         Reply(201, priority_class(200)),
     )
-    result = await apply.apply(PRIORITY_CLASSES, priority_class(200), observed)
+    result = await apply.apply(PRIORITY_CLASSES, priority_class(200), observed, policy=IMMUTABLE_VALUE)
     assert result.outcome is ApplyOutcome.RECREATED
     assert [(seen[0], seen[1].split("?")[0]) for seen in transport.seen] == [
         ("PATCH", "https://h:1/apis/scheduling.k8s.io/v1/priorityclasses/high"),
@@ -129,14 +133,14 @@ async def test_no_recreate_of_an_object_the_cache_has_not_seen() -> None:
     and nothing is read or deleted behind the cache's back."""
     apply, transport = applier(Reply(422, IMMUTABLE))
     with pytest.raises(Invalid):
-        await apply.apply(PRIORITY_CLASSES, priority_class(200), None)
+        await apply.apply(PRIORITY_CLASSES, priority_class(200), None, policy=IMMUTABLE_VALUE)
     assert len(transport.seen) == 1
 
 
-async def test_recreate_can_be_refused() -> None:
+async def test_without_a_policy_for_the_field_the_rejection_is_raised() -> None:
     apply, transport = applier(Reply(422, IMMUTABLE))
     with pytest.raises(Invalid):
-        await apply.apply(PRIORITY_CLASSES, priority_class(200), None, recreate_on_immutable=False)
+        await apply.apply(PRIORITY_CLASSES, priority_class(200), None)
     assert len(transport.seen) == 1
 
 

@@ -86,7 +86,10 @@ async def test_recorder_creates_then_patches_a_series() -> None:
         [Reply(201, {"metadata": {"namespace": "team"}}), Reply(200, {}), Reply(200, {})]
     )
     recorder = EventRecorder(
-        ApiClient("https://h:1", transport=transport, clock=clock), reporting_instance="pod-0", clock=clock
+        ApiClient("https://h:1", transport=transport, clock=clock),
+        reporting_controller="thing-controller",
+        reporting_instance="pod-0",
+        clock=clock,
     )
     recorder.start()
     for _ in range(2):
@@ -103,7 +106,7 @@ async def test_recorder_creates_then_patches_a_series() -> None:
         "apiVersion": "inference.llmkube.dev/v1alpha1", "kind": "InferenceService", "namespace": "team",
         "name": "svc", "uid": "uid-svc", "resourceVersion": "9",
     }  # fmt: skip
-    assert (created["reportingController"], created["reportingInstance"]) == ("llmkube-controller", "pod-0")
+    assert (created["reportingController"], created["reportingInstance"]) == ("thing-controller", "pod-0")
     assert (created["type"], created["reason"], created["action"], created["note"]) == (
         "Warning", "InsufficientGPU", "Schedule", "0/3 nodes",
     )  # fmt: skip
@@ -127,7 +130,9 @@ async def test_recorder_creates_then_patches_a_series() -> None:
 async def test_cluster_scoped_objects_get_events_in_default_and_failures_are_swallowed() -> None:
     clock = FakeClock()
     transport = RecordingTransport([Reply(403, status_body(403, "Forbidden"))])
-    recorder = EventRecorder(ApiClient("https://h:1", transport=transport, clock=clock), clock=clock)
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock), reporting_controller="thing", clock=clock
+    )
     priority_class = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
@@ -142,7 +147,9 @@ async def test_cluster_scoped_objects_get_events_in_default_and_failures_are_swa
 async def test_stop_writes_what_is_queued() -> None:
     clock = FakeClock()
     transport = RecordingTransport([Reply(201, {}), Reply(201, {})])
-    recorder = EventRecorder(ApiClient("https://h:1", transport=transport, clock=clock), clock=clock)
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock), reporting_controller="thing", clock=clock
+    )
     recorder.event(REGARDING, "Normal", "Created", "deployment created")
     recorder.event(REGARDING, "Normal", "Scaled", "replicas 2")
     await asyncio.wait_for(recorder.stop(), 1)
@@ -196,7 +203,11 @@ async def test_the_backlog_stays_bounded_while_the_api_is_unreachable() -> None:
     of every series, so the backlog grew with the outage; now a series has one queued refresh."""
     clock = FakeClock()
     transport = BlackHole(clock)
-    recorder = EventRecorder(ApiClient("https://h:1", transport=transport, clock=clock), clock=clock)
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock),
+        reporting_controller="thing-controller",
+        clock=clock,
+    )
     recorder.start()
     series = 40
     largest = 0
@@ -217,7 +228,10 @@ async def test_a_full_backlog_drops_the_oldest_write_and_counts_it() -> None:
     clock = FakeClock()
     transport = BlackHole(clock)
     recorder = EventRecorder(
-        ApiClient("https://h:1", transport=transport, clock=clock), clock=clock, backlog_limit=10
+        ApiClient("https://h:1", transport=transport, clock=clock),
+        reporting_controller="thing-controller",
+        clock=clock,
+        backlog_limit=10,
     )
     before = dropped_events()
     for index in range(25):  # 25 different objects: 25 new Events, none rate-limited

@@ -11,6 +11,7 @@ from llmkube.kube.predicates import (
     all_of,
     annotations_changed,
     any_of,
+    deleted,
     generation_changed,
     has_labels,
     labels_changed,
@@ -95,6 +96,18 @@ PREDICATES = {
     ),
     "negate": (
         negate(labels_changed), "MODIFIED", obj(), obj(labels={"a": "1"}), False
+    ),
+    "deleted: a delete": (
+        deleted, "DELETED", obj(), None, True
+    ),
+    "deleted: a tombstone": (
+        deleted, "DELETED", Tombstone("ns/x", obj()), None, True
+    ),
+    "deleted: an add": (
+        deleted, "ADDED", None, obj(), False
+    ),
+    "deleted: an update": (
+        deleted, "MODIFIED", obj(), obj(), False
     ),
 }  # fmt: skip
 

@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from llmkube.kube.clock import FakeClock, RealClock
 from llmkube.kube.handlers import Watch
 from llmkube.kube.resource import CONFIG_MAPS, PRIORITY_CLASSES
+from llmkube.kube.transform import keep_only
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import DEFAULT_LEASE_NAME, Manager, ManagerConfig, configure_logging
 from llmkube.manager.config import parse_bind_address
@@ -130,6 +131,19 @@ async def test_informers_are_shared_per_resource_scope_and_selector() -> None:
         manager.add_controller("shared-a", noop, watches=[Watch(CONFIG_MAPS)])
     with pytest.raises(ValueError, match="watches nothing"):
         manager.add_controller("empty", noop, watches=[])
+
+
+async def test_a_shared_informer_keeps_the_transform_it_was_created_with() -> None:
+    manager = Manager(quiet_config(), client=make_client(FakeApiServer(), FakeClock()))
+    trimmed = keep_only(("data",))
+    informer = manager.informer(CONFIG_MAPS, transform=trimmed)
+    assert informer.transform is trimmed
+    # A watch of the same informer (no transform of its own) shares it, trimmed.
+    manager.add_controller("trimmed", noop, watches=[Watch(CONFIG_MAPS)])
+    assert manager.informer(CONFIG_MAPS) is informer and len(manager.informers) == 1
+    assert manager.informer(CONFIG_MAPS, transform=trimmed) is informer
+    with pytest.raises(ValueError, match="another transform"):
+        manager.informer(CONFIG_MAPS, transform=keep_only(("metadata", "labels")))
 
 
 async def test_full_run_against_the_fake_server() -> None:

@@ -401,7 +401,10 @@ async def test_transform_strips_other_managers_fields(harness: Harness) -> None:
     await settle()
     cached = harness.informer.store.get("ns/a")
     assert cached is not None
-    assert [entry["manager"] for entry in cached["metadata"]["managedFields"]] == ["llmkube-controller"]
+    assert cached["metadata"]["managedFields"] == [
+        {"manager": "kubectl", "operation": "Update"},  # who else wrote it, without the field set
+        {"manager": "llmkube-controller", "operation": "Apply", "fieldsV1": {"f:data": {"f:k": {}}}},
+    ]
     assert cached["metadata"]["annotations"] == {"keep": "me"}
 
 

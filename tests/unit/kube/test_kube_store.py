@@ -111,21 +111,31 @@ def test_change_accessors() -> None:
     assert added.obj["metadata"]["name"] == "b" and added.old_obj is None
 
 
-def test_strip_for_cache_keeps_only_our_managed_fields() -> None:
+def test_strip_for_cache_keeps_our_managed_fields_and_who_else_updated_the_object() -> None:
     transform = strip_for_cache("me")
     one = obj("a")
     ours = [
-        {"manager": "me", "operation": "Apply"},
-        {"manager": "me", "operation": "Apply", "subresource": "status"},
+        {"manager": "me", "operation": "Apply", "fieldsV1": {"f:data": {}}},
+        {"manager": "me", "operation": "Apply", "subresource": "status", "fieldsV1": {"f:status": {}}},
     ]
     one["metadata"]["managedFields"] = [
-        {"manager": "kubectl"},
+        {"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:data": {}}},
         *ours,
-        {"manager": "me", "operation": "Update"},
+        {
+            "manager": "manager",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": "t",
+            "fieldsV1": {"f:a": {}},
+        },
+        {"manager": "kubelet", "operation": "Update", "subresource": "status", "fieldsV1": {"f:status": {}}},
     ]
-    assert transform(one)["metadata"]["managedFields"] == ours
+    assert transform(one)["metadata"]["managedFields"] == [
+        *ours,
+        {"manager": "manager", "operation": "Update", "apiVersion": "v1"},  # a stub: no field set
+    ]
     two = obj("b")
-    two["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    two["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Apply"}]
     assert "managedFields" not in transform(two)["metadata"]
 
 

@@ -86,8 +86,15 @@ def test_replicas(spec: dict[str, Any], replicas: int | None) -> None:
     assert deployment["spec"].get("replicas") == replicas
 
 
-@pytest.mark.parametrize(("model", "strategy"), [(make_model(), None), (gpu_model(1), {"type": "Recreate"})])
-def test_strategy_recreate_for_gpu_services(model: Any, strategy: dict[str, str] | None) -> None:
+ROLLING_DEFAULT = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+
+
+@pytest.mark.parametrize(
+    ("model", "strategy"), [(make_model(), ROLLING_DEFAULT), (gpu_model(1), {"type": "Recreate"})]
+)
+def test_strategy_recreate_for_gpu_services_and_the_server_default_spelled_out_otherwise(
+    model: Any, strategy: dict[str, Any]
+) -> None:
     deployment = plan(model=model).deployment
     assert deployment is not None and deployment["spec"].get("strategy") == strategy
 
@@ -261,7 +268,7 @@ def test_container_port_resolution_reaches_port_probes_and_args(spec: dict[str, 
     assert args(result)[args(result).index("--port") + 1] == str(port)
 
 
-def test_env_runtime_first_then_user() -> None:
+def test_env_runtime_first_then_user_and_a_user_entry_replaces_the_generated_one() -> None:
     spec = {
         "runtime": "vllm",
         "vllmConfig": {"hfTokenSecretRef": {"name": "hf", "key": "t"}},
@@ -270,9 +277,36 @@ def test_env_runtime_first_then_user() -> None:
             {"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         ],
     }
-    assert env_names(plan(spec)) == ["HF_TOKEN", "HF_TOKEN", "X"]
-    assert container(plan(spec))["env"][-1]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert container(plan(spec))["env"] == [
+        {"name": "HF_TOKEN", "value": "override"},
+        {"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName", "apiVersion": "v1"}}},
+    ]
     assert "env" not in container(plan())
+    # Without a collision, the generated variable comes first.
+    spec["env"] = spec["env"][1:]
+    assert env_names(plan(spec)) == ["HF_TOKEN", "X"]
+    assert container(plan(spec))["env"][0]["valueFrom"] == {"secretKeyRef": {"name": "hf", "key": "t"}}
+
+
+@pytest.mark.parametrize(
+    ("runtime", "config", "name"),
+    [
+        ("tgi", {"tgiConfig": {"hfTokenSecretRef": {"name": "hf", "key": "t"}}}, "HUGGING_FACE_HUB_TOKEN"),
+        ("personaplex", {"image": "i"}, "NO_TORCH_COMPILE"),
+        (
+            "personaplex",
+            {"image": "i", "personaPlexConfig": {"hfTokenSecretRef": {"name": "hf", "key": "t"}}},
+            "HF_TOKEN",
+        ),
+    ],
+)
+def test_every_generated_variable_can_be_replaced_by_the_user(
+    runtime: str, config: dict[str, Any], name: str
+) -> None:
+    mine = {"name": name, "value": "mine"}
+    env = container(plan({"runtime": runtime, **config, "env": [mine]}))["env"]
+    assert [var for var in env if var["name"] == name] == [mine]
+    assert env[-1] == mine
 
 
 @pytest.mark.parametrize(
@@ -369,6 +403,14 @@ def test_the_intent_shares_nothing_with_the_service() -> None:
         (
             {"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
             {"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+        ),
+        (  # the selector is atomic: the server's default apiVersion would count as a difference
+            {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName", "apiVersion": "v1"}}},
+        ),
+        (
+            {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "x", "apiVersion": "v2"}}},
+            {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "x", "apiVersion": "v2"}}},
         ),
     ],
 )

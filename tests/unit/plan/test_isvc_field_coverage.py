@@ -140,7 +140,9 @@ EFFECTS: dict[str, list[str]] = {
     ],
     "spec.command": ["test_isvc_deployment.py::test_command"],
     "spec.args": ["test_isvc_deployment.py::test_generic_args_and_no_args_key_when_unset", IGNORED],
-    "spec.env": ["test_isvc_deployment.py::test_env_runtime_first_then_user"],
+    "spec.env": [
+        "test_isvc_deployment.py::test_env_runtime_first_then_user_and_a_user_entry_replaces_the_generated_one"
+    ],
     "spec.containerPort": [
         "test_isvc_deployment.py::test_container_port_resolution_reaches_port_probes_and_args"
     ],

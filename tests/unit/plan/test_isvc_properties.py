@@ -15,10 +15,14 @@ from llmkube.api.constants import LABEL_MANAGED_BY, LABEL_SERVICE, MANAGED_BY_VA
 from llmkube.api.crds import contract_schema
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.api.model import Model
+from llmkube.controllers.isvc_indexes import priority_class_index
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.deployment import stored_env_var
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
+from llmkube.plan.merge_keys import duplicate_keys, duplicate_merge_keys
 from llmkube.plan.observed import ObservedState
-from llmkube.plan.queue import QueueEntry
+from llmkube.plan.priority import priority_class_name
+from llmkube.plan.queue import GpuQueue, QueueEntry
 from llmkube.plan.status import status_changed
 
 SPEC_SCHEMA = contract_schema()["properties"]["spec"]
@@ -200,7 +204,7 @@ def observations(draw: st.DrawFn, name: str) -> ObservedState:
         hpa=hpa,
         pods=tuple(pods),
         priority_classes=draw(st.sampled_from([{}, {"llmkube-normal": 10_000, "custom": 5}])),
-        gpu_queue=tuple(
+        gpu_queue=GpuQueue(
             draw(
                 st.lists(
                     st.builds(QueueEntry, st.just("ai"), names, st.integers(0, 10**6), st.just(NOW)),
@@ -286,6 +290,8 @@ def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
     spec_doc = data.draw(from_schema(SPEC_SCHEMA).flatmap(mostly_valid), label="spec")
     name = data.draw(names, label="name") if data.draw(st.sampled_from([True] * 5 + [False])) else "n" * 64
     spec = InferenceServiceSpec.model_validate(spec_doc)  # the API types accept every contract-valid spec
+    # The cache index reads the class from the raw document: the same answer as the parsed spec.
+    assert tuple(priority_class_index({"spec": spec_doc})) == (priority_class_name(spec),)
     isvc = InferenceService.model_validate(
         {
             "metadata": {
@@ -315,3 +321,84 @@ def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
     )
     assert not status_changed(result.status, replanned.status)
     assert replanned.deployment == result.deployment and replanned.deletes == result.deletes
+
+    # Whatever happens next (other pods, Deployment, Model), no condition once written is removed:
+    # a stale one says so (the rule in plan/conditions.py; the runtime, hence VLLMSpecValid, is fixed).
+    later_model = data.draw(models, label="later model") if data.draw(st.booleans()) else None
+    later = plan_inference_service(
+        isvc.model_copy(update={"status": result.status}),
+        later_model,
+        data.draw(observations(name), label="later observed"),
+        config,
+    )
+    written = {c.type for c in result.status.conditions or ()}
+    assert written <= {c.type for c in later.status.conditions or ()}
+
+
+# Names the runtimes generate themselves: a user entry of the same name must replace ours.
+GENERATED_ENV = ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "NO_TORCH_COMPILE", "MODEL_PATH", "USER_ONLY"]
+TOKEN_REF = {"name": "hf", "key": "token"}
+
+
+@st.composite
+def colliding(draw: st.DrawFn, spec: dict[str, Any]) -> dict[str, Any]:
+    """A spec whose env reuses generated names, with the runtime configs that generate them."""
+    spec = dict(spec)
+    runtime = draw(st.sampled_from(["vllm", "tgi", "personaplex", spec.get("runtime") or "llamacpp"]))
+    spec["runtime"] = runtime
+    config_field = {"vllm": "vllmConfig", "tgi": "tgiConfig", "personaplex": "personaPlexConfig"}
+    if runtime in config_field and draw(st.booleans()):
+        spec[config_field[runtime]] = {
+            **(spec.get(config_field[runtime]) or {}),
+            "hfTokenSecretRef": TOKEN_REF,
+        }
+    names_drawn = draw(st.lists(st.sampled_from(GENERATED_ENV), unique=True, max_size=3))
+    values = st.sampled_from(
+        [{"value": "mine"}, {}, {"valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    )
+    spec["env"] = [{"name": name, **draw(values)} for name in names_drawn] or spec.get("env")
+    return spec
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example],
+)
+@given(data=st.data())
+def test_no_planned_object_has_two_entries_with_one_merge_key(data: st.DataObject) -> None:
+    """Every keyed list we build (env, ports, volumes, volume mounts, containers, image pull
+    secrets, Service ports, owner references) has unique keys, whatever the user's spec generates
+    next to it, unless the user's own list already repeats a key (reported as invalid input, not
+    ours to resolve)."""
+    spec_doc = data.draw(from_schema(SPEC_SCHEMA).flatmap(mostly_valid).flatmap(colliding), label="spec")
+    spec = InferenceServiceSpec.model_validate(spec_doc)
+    own_repeats = duplicate_keys(spec.env or []) + duplicate_keys(spec.image_pull_secrets or [])
+    event("the user's own list repeats a key" if own_repeats else "the user's lists have unique keys")
+    isvc = InferenceService.model_validate(
+        {
+            "metadata": {
+                "name": "svc",
+                "namespace": "ai",
+                "uid": UID,
+                "generation": 2,
+                "creationTimestamp": NOW,
+            },
+            "spec": spec.to_json(),
+        }
+    )
+    model = data.draw(models, label="model")
+    observed = data.draw(observations("svc"), label="observed")
+    result = plan_inference_service(isvc, model, observed, data.draw(configs, label="config"))
+    for obj in (result.deployment, result.service):
+        if obj is None:
+            continue
+        repeated = duplicate_merge_keys(obj)
+        if own_repeats:
+            continue  # the user's mistake: issue 11 reports it before anything is applied
+        assert repeated == [], repeated
+    if result.deployment is not None and not own_repeats:
+        (container,) = result.deployment["spec"]["template"]["spec"]["containers"]
+        # The user's entries are there, exactly as given, after the generated ones.
+        user_env = [stored_env_var(var) for var in spec.env or []]
+        assert container.get("env", [])[len(container.get("env", [])) - len(user_env) :] == user_env

@@ -143,6 +143,40 @@ def test_hpa_intent() -> None:
     assert "behavior" not in hpa["spec"]
 
 
+@pytest.mark.parametrize(
+    ("replicas", "autoscaling", "initial"),
+    [
+        (None, {"maxReplicas": 4}, 1),
+        (3, {"maxReplicas": 4}, 3),
+        (3, {"minReplicas": 1, "maxReplicas": 5}, 3),
+        (1, {"minReplicas": 2, "maxReplicas": 5}, 2),  # raised to the HPA's minimum
+        (7, {"minReplicas": 1, "maxReplicas": 4}, 4),  # lowered to its maximum
+    ],
+)
+def test_an_autoscaled_deployment_is_created_at_spec_replicas_within_the_hpa_bounds(
+    replicas: int | None, autoscaling: dict[str, Any], initial: int
+) -> None:
+    spec: dict[str, Any] = {"autoscaling": autoscaling}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    result = plan(spec)
+    assert result.deployment is not None and "replicas" not in result.deployment["spec"]
+    # Only when the Deployment is created; afterwards the HPA owns the count.
+    assert result.deployment_initial == {"spec": {"replicas": initial}}
+    assert result.status.desired_replicas == initial
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{}, {"replicas": 3}, {"replicas": 0, "autoscaling": {"maxReplicas": 4}}],
+)
+def test_without_an_hpa_owning_the_count_nothing_is_create_only(spec: dict[str, Any]) -> None:
+    result = plan(spec)
+    assert result.deployment is not None
+    assert result.deployment["spec"]["replicas"] == spec.get("replicas", 1)
+    assert result.deployment_initial is None
+
+
 def test_hpa_min_replicas_defaults_to_1() -> None:
     hpa = plan({"autoscaling": {"maxReplicas": 3, "minReplicas": None}}).hpa
     assert hpa is not None and hpa["spec"]["minReplicas"] == 1

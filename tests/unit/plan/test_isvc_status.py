@@ -8,9 +8,9 @@ from isvc_factories import CREATED, NOW, gpu_model, live_deployment, make_isvc, 
 from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceStatus
-from llmkube.plan.queue import QueueEntry
+from llmkube.plan.queue import GpuQueue, QueueEntry
 from llmkube.plan.scheduling import SchedulingInfo
-from llmkube.plan.status import determine_phase, failed_status, status_changed
+from llmkube.plan.status import determine_phase, failed_status, gpu_queue_wait_seconds, status_changed
 
 GPU_WAIT = SchedulingInfo("InsufficientGPU", "0/1 nodes: 1 Insufficient nvidia.com/gpu.", "nvidia.com/gpu: 1")
 
@@ -272,13 +272,12 @@ def test_desired_with_autoscaling_decision_9(
 def test_waiting_for_gpu_fields_and_queue() -> None:
     older = QueueEntry("ai", "older", 10_000, CREATED - timedelta(hours=1))
     higher = QueueEntry("other", "urgent", 100_000, NOW)
-    result = plan(model=gpu_model(2), observed=observe(pods=(GPU_POD,), gpu_queue=(older, higher)))
+    result = plan(model=gpu_model(2), observed=observe(pods=(GPU_POD,), gpu_queue=GpuQueue((older, higher))))
     status = result.status
     assert status.phase == "WaitingForGPU"
     assert (status.scheduling_status, status.waiting_for) == ("InsufficientGPU", "nvidia.com/gpu: 2")
     assert status.scheduling_message == "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
     assert status.queue_position == 3
-    assert result.queue_entry == QueueEntry("ai", "demo", 10_000, CREATED)
 
 
 def test_waiting_for_amd_gpu_decision_4() -> None:
@@ -306,9 +305,9 @@ def test_no_diagnosis_once_a_replica_is_ready() -> None:
     assert (status.phase, status.scheduling_status, status.queue_position) == ("Progressing", "", 0)
 
 
-def test_queue_position_zero_and_no_entry_when_not_waiting() -> None:
-    result = plan(observed=observe(gpu_queue=(QueueEntry("ai", "demo", 10_000, CREATED),)))
-    assert result.status.queue_position == 0 and result.queue_entry is None
+def test_queue_position_zero_when_not_waiting() -> None:
+    result = plan(observed=observe(gpu_queue=GpuQueue((QueueEntry("ai", "demo", 10_000, CREATED),))))
+    assert result.status.queue_position == 0
 
 
 def previous(phase: str, conditions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -319,42 +318,82 @@ def cond(type_: str, status: str, reason: str, at: str = "2026-01-01T00:00:00Z")
     return {"type": type_, "status": status, "reason": reason, "message": "old", "lastTransitionTime": at}
 
 
-# Transitions (decision #8): conditions always describe the present.
-TRANSITIONS: list[tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, str | None]]] = [
+# Transitions (decision #8): conditions always describe the present, and a condition once written
+# is never removed because its cause went away (the rule in plan/conditions.py): it says so instead.
+RECOVERED = ("False", "Recovered")
+NOT_WAITING = ("True", "NotWaitingForGPU")
+TRANSITIONS: list[
+    tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, tuple[str, str] | None]]
+] = [
     (
         "Ready -> Creating: Available turns False",
         [cond("Available", "True", "InferenceReady")],
         {},
         {"deployment": live_deployment(ready=0)},
-        {"Available": "False", "Progressing": "True"},
+        {"Available": ("False", "Creating"), "Progressing": ("True", "Creating")},
     ),
     (
-        "Failed -> Creating: Degraded is cleared",
+        "Failed -> Creating: Degraded turns False",
         [cond("Degraded", "True", "Failed"), cond("Available", "False", "Failed")],
         {},
         {},
-        {"Degraded": None, "Available": "False"},
+        {"Degraded": RECOVERED, "Available": ("False", "Creating")},
     ),
     (
-        "WaitingForGPU -> Creating: GPUAvailable is cleared",
+        "Failed -> Ready: Degraded turns False",
+        [cond("Degraded", "True", "InvalidSpec")],
+        {},
+        {"deployment": live_deployment(ready=1)},
+        {"Degraded": RECOVERED, "Available": ("True", "InferenceReady")},
+    ),
+    (
+        "WaitingForGPU -> Creating: GPUAvailable turns True",
         [cond("GPUAvailable", "False", "InsufficientGPU"), cond("Progressing", "True", "WaitingForGPU")],
         {},
         {},
-        {"GPUAvailable": None, "Progressing": "True"},
+        {"GPUAvailable": NOT_WAITING, "Progressing": ("True", "Creating")},
+    ),
+    (
+        "WaitingForGPU -> Stopped: GPUAvailable turns True",
+        [cond("GPUAvailable", "False", "InsufficientGPU")],
+        {"replicas": 0},
+        {"deployment": live_deployment(ready=0, replicas=0)},
+        {"GPUAvailable": NOT_WAITING, "Available": ("False", "Stopped")},
+    ),
+    (
+        "WaitingForGPU -> Failed: both stale causes say so at once",
+        [cond("GPUAvailable", "False", "InsufficientGPU")],
+        {"resources": {"cpu": "two"}},
+        {},
+        {"GPUAvailable": NOT_WAITING, "Degraded": ("True", "InvalidSpec")},
+    ),
+    (
+        "never failed, never waited: no Degraded, no GPUAvailable",
+        [cond("Available", "True", "InferenceReady")],
+        {},
+        {"deployment": live_deployment(ready=1)},
+        {"Degraded": None, "GPUAvailable": None},
+    ),
+    (
+        "vLLM -> llama.cpp: VLLMSpecValid is removed (its subject is gone)",
+        [cond("VLLMSpecValid", "False", "SpeculativeMissingModel")],
+        {},
+        {},
+        {"VLLMSpecValid": None},
     ),
     (
         "Ready -> Stopped: Available False/Stopped",
         [cond("Available", "True", "InferenceReady"), cond("Progressing", "False", "Ready")],
         {"replicas": 0},
         {"deployment": live_deployment(ready=0, replicas=0)},
-        {"Available": "False", "Progressing": "False"},
+        {"Available": ("False", "Stopped"), "Progressing": ("False", "Stopped")},
     ),
     (
         "Creating -> Ready: Progressing False",
         [cond("Progressing", "True", "Creating"), cond("Available", "False", "Creating")],
         {},
         {"deployment": live_deployment(ready=1)},
-        {"Progressing": "False", "Available": "True"},
+        {"Progressing": ("False", "Ready"), "Available": ("True", "InferenceReady")},
     ),
 ]
 
@@ -367,13 +406,13 @@ def test_transitions(
     before: list[dict[str, Any]],
     spec: dict[str, Any],
     facts: dict[str, Any],
-    after: dict[str, str | None],
+    after: dict[str, tuple[str, str] | None],
 ) -> None:
     isvc = make_isvc(spec, status=previous("Ready", before))
     result = plan(isvc=isvc, observed=observe(**facts))
-    for type_, status in after.items():
+    for type_, expected in after.items():
         found = condition(result, type_)
-        assert (found[0] if found else None) == status, (type_, found)
+        assert (found[:2] if found else None) == expected, (type_, found)
 
 
 def test_transition_time_moves_only_on_a_flip() -> None:
@@ -435,3 +474,37 @@ def test_failed_status_after_an_apply_error() -> None:
         0,
         False,
     )
+
+
+ENTERED = NOW - timedelta(minutes=5)
+
+
+def waiting_status(gpu_available: dict[str, Any] | None) -> InferenceServiceStatus:
+    conditions = [gpu_available] if gpu_available else []
+    return InferenceServiceStatus.model_validate({"phase": "WaitingForGPU", "conditions": conditions})
+
+
+GPU_FALSE = {
+    "type": "GPUAvailable",
+    "status": "False",
+    "reason": "InsufficientGPU",
+    "message": "Waiting for GPU resources: nvidia.com/gpu: 4",
+    "lastTransitionTime": ENTERED,
+}
+
+
+@pytest.mark.parametrize(
+    ("old", "new_phase", "waited"),
+    [
+        (waiting_status(GPU_FALSE), "Creating", 300.0),  # scheduled: leaves the queue now
+        (waiting_status(GPU_FALSE), "Stopped", 300.0),  # scaled to zero while waiting
+        (waiting_status(GPU_FALSE), "WaitingForGPU", None),  # still waiting (e.g. a new position)
+        (waiting_status(None), "Ready", None),  # entry time unknown: nothing observed
+        (InferenceServiceStatus(phase="Creating"), "Ready", None),  # never waited
+        (None, "WaitingForGPU", None),
+    ],
+)
+def test_gpu_queue_wait_is_measured_from_entering_the_queue_to_leaving_it(
+    old: InferenceServiceStatus | None, new_phase: str, waited: float | None
+) -> None:
+    assert gpu_queue_wait_seconds(old, InferenceServiceStatus(phase=new_phase), NOW) == waited

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmkube.api.meta import Condition
@@ -28,6 +28,7 @@ from llmkube.plan.model import (
     plan_model,
     status_changed,
 )
+from llmkube.plan.model.status import status_metric_label
 from llmkube.plan.source import SourceKind, cache_key
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -78,6 +79,12 @@ def conditions(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
 LOCAL_ROOTS = ("/data",)
 
 
+def metric_label(decision: ModelDecision) -> str | None:
+    """`llmkube_model_status{phase}` as the metrics collector derives it from the written status."""
+    available = conditions(decision).get("Available")
+    return status_metric_label(decision.status.phase, available[1] if available else None)
+
+
 def plan(
     model: Model, facts: ModelFacts | None = None, config: ModelPlanConfig | None = None
 ) -> ModelDecision:
@@ -112,7 +119,7 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Failed",
             ("Degraded", "True", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
             Requeue(after=timedelta(seconds=30)),
-            (None, None),
+            ("Failed", None),  # the gauge shows the phase; the reference counts no reconcile result
         ),
         (
             PVC_SRC,
@@ -120,7 +127,7 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Pending",
             ("Progressing", "True", "PVCNotBound", 'PVC "models" is Pending, waiting for it to be Bound'),
             Requeue(after=timedelta(seconds=10)),
-            (None, None),
+            ("Pending", None),
         ),
         (
             PVC_SRC,
@@ -128,7 +135,7 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Pending",
             ("Progressing", "True", "PVCNotBound", 'PVC "models" is Lost, waiting for it to be Bound'),
             Requeue(after=timedelta(seconds=10)),
-            (None, None),
+            ("Pending", None),
         ),
         (
             PVC_SRC,
@@ -153,7 +160,7 @@ def test_pvc_source(
     assert conditions(decision) == {condition[0]: condition[1:]}
     assert decision.action.kind is ActionKind.NONE
     assert decision.requeue == requeue
-    assert (decision.status_metric, decision.reconcile_result) == metric
+    assert (metric_label(decision), decision.reconcile_result) == metric
     assert decision.error is None
 
 
@@ -243,7 +250,7 @@ def test_runtime_resolved_sources_are_ready_at_once(
     assert conditions(decision) == {"Available": ("True", reason, message)}
     assert decision.action.kind is ActionKind.NONE
     assert decision.requeue == Requeue()
-    assert (decision.status_metric, decision.reconcile_result) == ("ready", "success")
+    assert (metric_label(decision), decision.reconcile_result) == ("ready", "success")
 
 
 def test_runtime_resolved_clears_progress_and_state_of_an_earlier_local_source() -> None:
@@ -308,7 +315,7 @@ def test_http_becomes_ready_with_baseline_and_header_metadata() -> None:
         ),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (decision.status_metric, decision.reconcile_result) == ("ready", "success")
+    assert (metric_label(decision), decision.reconcile_result) == ("ready", "success")
     assert status.last_updated == NOW
     assert {c.observed_generation for c in status.conditions or ()} == {3}
 
@@ -455,7 +462,7 @@ def test_local_copy_success_is_ready_and_in_sync() -> None:
         "Available": ("True", "ModelReady", "Model downloaded and cached"),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (decision.status_metric, decision.reconcile_result, decision.error) == ("Ready", "success", None)
+    assert (metric_label(decision), decision.reconcile_result, decision.error) == ("Ready", "success", None)
 
 
 @pytest.mark.parametrize(
@@ -480,7 +487,7 @@ def test_local_copy_failures(failure: FetchFailure, reason: str, requeue: Requeu
     }
     assert decision.requeue == requeue
     assert decision.error == (result.message if error else None)
-    assert (decision.status_metric, decision.reconcile_result) == ("Failed", "error")
+    assert (metric_label(decision), decision.reconcile_result) == ("Failed", "error")
 
 
 def test_a_retried_copy_keeps_degraded_until_the_outcome_is_known() -> None:
@@ -537,7 +544,7 @@ def test_verified_cache_is_ready_with_model_cached() -> None:
         "Available": ("True", "ModelCached", "Model found in cache"),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (decision.status_metric, decision.reconcile_result) == ("Cached", "success")
+    assert (metric_label(decision), decision.reconcile_result) == ("Cached", "success")
 
 
 @pytest.mark.parametrize("failure", [FetchFailure.NOT_FOUND, FetchFailure.INTEGRITY_MISMATCH])
@@ -571,7 +578,8 @@ def test_ready_cache_not_due_is_left_alone() -> None:
     assert not status_changed(ready, decision.status)
     assert conditions(decision)["Available"][1] == "ModelReady"  # not rewritten to ModelCached
     assert decision.requeue == Requeue(after=HOUR - (NOW - T0))
-    assert (decision.status_metric, decision.reconcile_result) == ("Cached", "success")
+    # The gauge follows the stored status, so it reads the same before and after a restart.
+    assert (metric_label(decision), decision.reconcile_result) == ("Ready", "success")
 
 
 def test_ready_cache_with_a_legacy_name_is_renamed_without_rehashing() -> None:
@@ -689,6 +697,7 @@ FILE_RESULTS: list[StoredFile | FetchError] = [
 ]
 
 
+@settings(deadline=None)  # a property of the planner, not of its speed (the machine may be busy)
 @given(
     source=st.sampled_from([LOCAL_SRC, HTTP_SRC, PVC_SRC, "org/repo", "x.gguf", "pvc://bad", "/m.gguf"]),
     previous=st.sampled_from(["none", "local", "http", "failed"]),
@@ -745,3 +754,29 @@ def test_the_reconcile_loop_ends_without_repeating_an_action(
     ModelStatus.model_validate(decision.status.model_dump())
     # Nothing ever asks for a backoff and a timed requeue at once.
     assert not (decision.requeue.backoff and decision.requeue.after)
+    # No condition once written is removed (a stale one turns False), except SourceDrifted, whose
+    # subject (this source's drift) no longer exists for a new or unprobeable source.
+    kept = {c.type for c in (earlier.conditions if earlier else None) or ()} - {"SourceDrifted"}
+    assert kept <= {c.type for c in decision.status.conditions or ()}
+
+
+@pytest.mark.parametrize(
+    ("phase", "available_reason", "label"),
+    [
+        (None, None, None),  # no status yet: no series
+        ("Ready", "ModelCached", "Cached"),
+        ("Ready", "ModelReady", "Ready"),
+        ("Ready", "PVCModelReady", "Ready"),
+        ("Ready", "RuntimeResolved", "ready"),
+        ("Ready", "WorkloadResolved", "ready"),
+        ("Ready", "MetalAgentManaged", "ready"),
+        ("Ready", None, "Ready"),
+        ("Failed", "CopyFailed", "Failed"),
+        ("Copying", None, "Copying"),
+        ("Pending", "PVCNotBound", "Pending"),
+    ],
+)
+def test_status_metric_label_from_the_stored_status(
+    phase: str | None, available_reason: str | None, label: str | None
+) -> None:
+    assert status_metric_label(phase, available_reason) == label

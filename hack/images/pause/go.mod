@@ -1,0 +1,3 @@
+module llmkube.dev/pause
+
+go 1.26

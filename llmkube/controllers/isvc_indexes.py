@@ -1,0 +1,44 @@
+"""The secondary indexes of the InferenceService controller's caches: how a change to a Model, a
+PriorityClass, a Pod or an EndpointSlice finds the services it concerns without a scan."""
+
+from collections.abc import Iterable
+
+from llmkube.kube.types import Obj
+from llmkube.plan.names import CACHE_PVC_NAME, service_name
+from llmkube.plan.priority import class_for
+
+# Indexes on the InferenceService cache.
+BY_MODEL = "modelRef"
+BY_SERVICE_NAME = "serviceName"
+BY_PRIORITY_CLASS = "priorityClass"
+# Index on pods and metal EndpointSlices.
+BY_SERVICE_LABEL = "service"
+BY_SLICE_SERVICE = "sliceService"
+SLICE_SERVICE_LABEL = "kubernetes.io/service-name"
+# The per-namespace model cache claims, and nothing else of the cluster's claims.
+CACHE_CLAIM_SELECTOR = f"metadata.name={CACHE_PVC_NAME}"
+
+
+def _namespaced(obj: Obj, value: str) -> tuple[str, ...]:
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    return (f"{namespace}/{value}",)
+
+
+def service_name_index(obj: Obj) -> Iterable[str]:
+    # EndpointSlices name the Service (dots replaced by dashes); this maps back to every service
+    # with that Service name, dots included (decision #14).
+    return _namespaced(obj, service_name((obj.get("metadata") or {}).get("name") or ""))
+
+
+def priority_class_index(obj: Obj) -> Iterable[str]:
+    # Read from the two fields that decide it: validating the whole service on every cache event
+    # would cost far more than the index is worth.
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return ()
+    custom, priority = spec.get("priorityClassName"), spec.get("priority")
+    return (
+        class_for(
+            custom if isinstance(custom, str) else None, priority if isinstance(priority, str) else None
+        ),
+    )

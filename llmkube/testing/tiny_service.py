@@ -1,0 +1,118 @@
+"""A tiny llama.cpp service that really serves, for the node tier's tests and `llmkube run`.
+
+Two parts, both plain objects to apply:
+- `model_server(namespace)`: a Deployment + Service that write the tiny test GGUF and serve it over
+  HTTP (with byte ranges) from the controller image, so a Model's source is an ordinary http URL
+  inside the cluster and nothing is downloaded from outside;
+- `tiny_llamacpp(namespace, name, source)`: a Model for that URL and an InferenceService with the
+  llamacpp runtime on the locally built llama-server image. The model-downloader init container
+  fetches the file into the namespace's model cache and llama-server loads it.
+"""
+
+from typing import Any
+
+from llmkube.api.constants import API_VERSION
+from llmkube.testing.images import CONTROLLER, LLAMA_SERVER
+
+MODEL_SERVER = "tiny-model-server"
+MODEL_FILE = "tiny-llama.gguf"
+MODEL_SERVER_PORT = 8080
+
+Obj = dict[str, Any]
+
+
+def model_server(namespace: str, *, cluster_ip: str | None = None, image: str = CONTROLLER.ref) -> list[Obj]:
+    labels = {"app.kubernetes.io/name": MODEL_SERVER}
+    command = ["python", "-m", "llmkube.testing.fileserver", "/srv", "--port", str(MODEL_SERVER_PORT)]
+    deployment: Obj = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": MODEL_SERVER, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": 5,
+                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [
+                        {
+                            "name": "files",
+                            "image": image,
+                            "imagePullPolicy": "Never",
+                            "command": [*command, "--tiny-gguf", MODEL_FILE],
+                            "ports": [{"name": "http", "containerPort": MODEL_SERVER_PORT}],
+                            "readinessProbe": {
+                                "httpGet": {"path": f"/{MODEL_FILE}", "port": MODEL_SERVER_PORT},
+                                "periodSeconds": 1,
+                            },
+                            "volumeMounts": [{"name": "files", "mountPath": "/srv"}],
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                        }
+                    ],
+                    "volumes": [{"name": "files", "emptyDir": {}}],
+                },
+            },
+        },
+    }
+    service: Obj = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": MODEL_SERVER, "namespace": namespace, "labels": labels},
+        "spec": {
+            "selector": labels,
+            "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
+            **({"clusterIP": cluster_ip} if cluster_ip else {}),
+        },
+    }
+    return [deployment, service]
+
+
+def model_url(cluster_ip: str, file: str = MODEL_FILE) -> str:
+    return f"http://{cluster_ip}/{file}"
+
+
+def tiny_llamacpp(
+    namespace: str,
+    name: str,
+    source: str,
+    *,
+    image: str = LLAMA_SERVER.ref,
+    context_size: int = 256,
+    replicas: int = 1,
+    **spec: Any,
+) -> list[Obj]:
+    model: Obj = {
+        "apiVersion": API_VERSION,
+        "kind": "Model",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"source": source, "format": "gguf", "hardware": {"accelerator": "cpu"}},
+    }
+    isvc: Obj = {
+        "apiVersion": API_VERSION,
+        "kind": "InferenceService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "modelRef": name,
+            "runtime": "llamacpp",
+            "image": image,
+            "replicas": replicas,
+            "contextSize": context_size,
+            "resources": {"cpu": "500m", "memory": "256Mi"},
+            "endpoint": {"port": 8080, "path": "/v1/chat/completions", "type": "ClusterIP"},
+            **spec,
+        },
+    }
+    return [model, isvc]
+
+
+def chat_request(prompt: str = "Hello, who are you?", max_tokens: int = 8) -> Obj:
+    # A fixed seed and a low temperature: the same (gibberish) answer every time.
+    messages = [{"role": "user", "content": prompt}]
+    return {"messages": messages, "max_tokens": max_tokens, "seed": 42, "temperature": 0}

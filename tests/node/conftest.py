@@ -1,0 +1,68 @@
+"""Fixtures of the node tier: the controller deployed from `manifests/` (image swapped by the test
+overlay) and a pod serving the tiny GGUF over HTTP inside the cluster."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from node_support import (
+    CONTROLLER_NAMESPACE,
+    OVERLAY,
+    TIMINGS,
+    Stopwatch,
+    deployment_available,
+    eventually_http,
+    wait_for,
+)
+
+from llmkube.testing.node import NodeCluster
+from llmkube.testing.tiny_service import MODEL_SERVER, model_server, model_url
+
+MODELS_NAMESPACE = "tiny-models"
+
+
+@pytest.fixture(scope="session")
+def controller(node_cluster: NodeCluster) -> str:
+    """`kubectl apply --server-side -k` of the project's manifests through the test overlay, and the
+    controller Deployment Available: its pods run the image in-cluster. Returns its namespace."""
+    watch = Stopwatch()
+    node_cluster.kubectl_run("apply", "--server-side", "-k", str(OVERLAY))
+    admin = node_cluster.admin()
+    wait_for(
+        lambda: deployment_available(admin, "llmkube-controller", CONTROLLER_NAMESPACE),
+        within=240,
+        what="the llmkube-controller Deployment Available",
+    )
+    TIMINGS["kubectl apply -k manifests -> controller Deployment Available (s)"] = watch.seconds()
+    return CONTROLLER_NAMESPACE
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    cluster_ip: str
+
+    def url(self, file: str | None = None) -> str:
+        return model_url(self.cluster_ip, file) if file else model_url(self.cluster_ip)
+
+
+@pytest.fixture(scope="session")
+def model_source(node_cluster: NodeCluster) -> ModelSource:
+    """A pod that writes the tiny GGUF and serves it (byte ranges, ETags) behind a Service."""
+    admin = node_cluster.admin()
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MODELS_NAMESPACE}})
+    for obj in model_server(MODELS_NAMESPACE):
+        admin.apply(obj)
+    wait_for(
+        lambda: deployment_available(admin, MODEL_SERVER, MODELS_NAMESPACE), within=120, what="model server"
+    )
+    service: dict[str, Any] = admin.get("v1", "Service", MODEL_SERVER, MODELS_NAMESPACE)
+    source = ModelSource(service["spec"]["clusterIP"])
+    eventually_http(node_cluster, source.url())  # through kube-proxy's rules, from the node
+    return source
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if TIMINGS:
+        terminalreporter.write_sep("-", "node tier timings")
+        for what, seconds in TIMINGS.items():
+            terminalreporter.write_line(f"{what}: {seconds}")

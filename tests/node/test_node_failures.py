@@ -1,0 +1,93 @@
+"""Failures made visible on a real node: each InferenceService that cannot run ends in phase Failed
+with the kubelet's reason and a message naming the real cause, and the controller does not spin."""
+
+import time
+from typing import Any
+
+from conftest import ModelSource
+from node_support import API, controller_metrics, controller_pods, metric_samples, wait_for
+
+from llmkube.testing.node import NodeCluster
+from llmkube.testing.rest import KubeRest
+from llmkube.testing.tiny_service import tiny_llamacpp
+
+MISSING_IMAGE = "localhost/llmkube-missing:1"
+
+
+def status(admin: KubeRest, name: str, namespace: str) -> dict[str, Any]:
+    return admin.get(API, "InferenceService", name, namespace).get("status") or {}
+
+
+def condition(state: dict[str, Any], type_: str) -> tuple[str, str, str] | None:
+    for c in state.get("conditions") or ():
+        if c["type"] == type_:
+            return c["status"], c["reason"], c["message"]
+    return None
+
+
+def reconciles(node: NodeCluster) -> float:
+    total = 0.0
+    for pod in controller_pods(node.admin()):
+        for labels, value in metric_samples(
+            controller_metrics(node, pod), "controller_runtime_reconcile_total"
+        ):
+            if labels.get("controller") == "inferenceservice":
+                total += value
+    return total
+
+
+def test_each_failure_names_its_real_cause_without_a_hot_loop(
+    node_cluster: NodeCluster, controller: str, model_source: ModelSource, node_namespace: str
+) -> None:
+    admin, ns = node_cluster.admin(), node_namespace
+    url = model_source.url()
+    cases = {
+        # Not on the node, and no registry to pull from (InferenceService has no pull policy: the
+        # kubelet tries, fails, and backs off).
+        "missing-image": (
+            tiny_llamacpp(ns, "missing-image", url, image=MISSING_IMAGE),
+            ("ErrImagePull", "ImagePullBackOff"),
+            [MISSING_IMAGE],
+        ),
+        # llama-server rejects the flag and exits: its last words land in the status.
+        "bad-args": (
+            tiny_llamacpp(ns, "bad-args", url, extraArgs=["--no-such-flag"]),
+            ("CrashLoopBackOff",),
+            ["exit code 1", "--no-such-flag"],
+        ),
+        # The URL answers 404: curl in the model-downloader init container says so and exits 22.
+        "download-404": (
+            tiny_llamacpp(ns, "download-404", model_source.url("missing.gguf")),
+            ("ModelDownloadFailed",),
+            ["model-downloader", "exit code 22", "404"],
+        ),
+    }
+    for objects, _, _ in cases.values():
+        for obj in objects:
+            admin.apply(obj)
+
+    for name, (_, reasons, words) in cases.items():
+
+        def failed(name: str = name, reasons: tuple[str, ...] = reasons) -> dict[str, Any] | None:
+            state = status(admin, name, ns)
+            available = condition(state, "Available")
+            return state if state.get("phase") == "Failed" and available and available[1] in reasons else None
+
+        state = wait_for(failed, within=180, what=f"{name}: Failed with {reasons}")
+        _, reason, message = condition(state, "Degraded") or ("", "", "")
+        print(f"{name}: phase {state['phase']}, Degraded {reason}: {message}")
+        assert reason in reasons, state
+        for word in words:
+            assert word in message, (name, message)
+        assert condition(state, "Available")[:2] == ("False", reason)  # type: ignore[index]
+
+    # No hot loop: the kubelet retries with a growing back-off, and so do the status writes.
+    versions: dict[str, set[str]] = {name: set() for name in cases}
+    before = reconciles(node_cluster)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        for name in cases:
+            versions[name].add(admin.get(API, "InferenceService", name, ns)["metadata"]["resourceVersion"])
+        time.sleep(0.5)
+    assert all(len(seen) <= 4 for seen in versions.values()), {n: len(v) for n, v in versions.items()}
+    assert reconciles(node_cluster) - before <= 30

@@ -1,0 +1,69 @@
+"""`llmkube run` (what `make run` starts) on a machine that allows a real node: the tiny llama.cpp
+sample really serves, and the curl line it prints gets a completion from the user's shell."""
+
+import json
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from node_support import TIMINGS, Stopwatch
+
+from llmkube.testing.cluster import free_port
+from llmkube.testing.node_cleanup import mounts_below
+from llmkube.testing.pytest_plugin import require_node_tier
+
+
+def test_llmkube_run_serves_the_sample_from_a_loopback_url(tmp_path: Path) -> None:
+    require_node_tier()
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    stderr = (tmp_path / "stderr.log").open("w")
+    watch = Stopwatch()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llmkube.cli",
+            "run",
+            "--serve-port",
+            str(free_port()),
+            "--log-format",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env=env,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdout is not None
+    stdout = process.stdout
+    threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
+    seen: list[str] = []
+    try:
+        while not any(line.strip().startswith("curl ") for line in seen):
+            try:
+                seen.append(lines.get(timeout=420 - watch.seconds()))
+            except (queue.Empty, ValueError):
+                raise AssertionError("no curl line from llmkube run:\n" + "".join(seen)) from None
+        TIMINGS["llmkube run -> sample Ready and answering (s)"] = watch.seconds()
+        curl = next(line.strip() for line in seen if line.strip().startswith("curl "))
+        assert "http://127.0.0.1:" in curl
+        # Exactly what a user would paste, from this machine's own network.
+        result = subprocess.run(shlex.split(curl), capture_output=True, text=True, timeout=60, check=True)
+        answer = json.loads(result.stdout)
+        assert answer["usage"]["completion_tokens"] > 0
+        assert answer["choices"][0]["message"]["role"] == "assistant"
+        kubeconfig = next(line.split("KUBECONFIG=", 1)[1].strip() for line in seen if "KUBECONFIG=" in line)
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=120)
+        stderr.close()
+    assert code == 0, (tmp_path / "stderr.log").read_text()[-3000:]
+    log = (tmp_path / "stderr.log").read_text()
+    assert "llmkube run: using a real node" in log
+    assert mounts_below(str(Path(kubeconfig).parent / "node")) == []
