@@ -170,14 +170,14 @@ def rbac_files() -> dict[Path, str]:
         NAMESPACE_SCOPED / "cluster_role.yaml": _documents(
             _role("ClusterRole", "llmkube-controller-cluster-reads", None, rules([Scope.CLUSTER])),
             _binding("ClusterRoleBinding", "llmkube-controller-cluster-reads", None, "ClusterRole"),
-            comment=["# A namespace-scoped install still reads these cluster-scoped kinds (and writes none)."],
+            comment=["# A namespace-scoped install still reads these cluster-scoped kinds (writes none)."],
         ),
         NAMESPACE_SCOPED / "role.yaml": _documents(
             _role("Role", "llmkube-controller", WATCHED_NAMESPACE, rules([Scope.WATCHED])),
             _binding("RoleBinding", "llmkube-controller", WATCHED_NAMESPACE, "Role"),
             comment=[
-                f"# The controller's rights in the one namespace it watches ({WATCHED_NAMESPACE}: set your own,",
-                "# see kustomization.yaml beside this file).",
+                f"# The controller's rights in the one namespace it watches ({WATCHED_NAMESPACE}:",
+                "# set your own, see kustomization.yaml beside this file).",
             ],
         ),
     }

@@ -156,9 +156,7 @@ def granted(
     )
 
 
-def rules(
-    scopes: Iterable[Scope], *, manages_priority_classes: bool = False
-) -> tuple[Permission, ...]:
+def rules(scopes: Iterable[Scope], *, manages_priority_classes: bool = False) -> tuple[Permission, ...]:
     """The permissions of these scopes; the priority-class writer's only when asked for (it is a
     role of its own)."""
     wanted = set(scopes)

@@ -5,12 +5,24 @@ import contextlib
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from fault_support import install
+from fault_support import LONG, install
 
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError
 from llmkube.testing.rest import RestError
+
+
+FAULTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The long variants (make fault-long) may take longer than the suite's 300 s per test.
+    if LONG:
+        for item in items:
+            if FAULTS in Path(str(item.fspath)).parents and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(1200))
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,10 @@ RATE = float(os.environ.get("LLMKUBE_SOAK_RATE", "10"))
 SAMPLE_EVERY = max(5.0, min(60.0, SECONDS / 60))
 NAMESPACES = 10  # services spread over a few namespaces, as in a real cluster
 
-pytestmark = pytest.mark.skipif(not SECONDS, reason="the soak runs with `make soak` (LLMKUBE_SOAK_SECONDS)")
+pytestmark = [
+    pytest.mark.skipif(not SECONDS, reason="the soak runs with `make soak` (LLMKUBE_SOAK_SECONDS)"),
+    pytest.mark.timeout(SECONDS + 1800),  # creating, converging and catching up come on top
+]
 
 
 @pytest.fixture(scope="module")
