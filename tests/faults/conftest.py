@@ -13,7 +13,6 @@ from fault_support import LONG, install
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError
 from llmkube.testing.rest import RestError
 
-
 FAULTS = Path(__file__).parent
 
 
