@@ -55,6 +55,9 @@ async def sample(manager: Manager, period: float) -> None:
             "writes": manager.client.mutating_requests(),
             "queued": sum(len(c.queue) for c in controllers),
             "gc_objects": len(gc.get_objects()),
+            "by_request": {
+                f"{r.verb} {r.rbac_resource}": n for r, n in sorted(manager.client.api_requests.items())
+            },
         }
         sys.stdout.write(orjson.dumps(line).decode() + "\n")
         sys.stdout.flush()
