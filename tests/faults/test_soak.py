@@ -180,6 +180,8 @@ async def test_soak(soak_cluster: LocalCluster) -> None:
             lambda: applied(admin, wanted) == len(wanted), within=300, what="every change applied"
         )
         lag = time.monotonic() - caught_up_from
+        made = sum(len(admin.list("v1", "Service", f"soak-{i}")) for i in range(NAMESPACES))
+        assert made == SERVICES, f"{made} Services for {SERVICES} InferenceServices"
         await asyncio.sleep(SAMPLE_EVERY)
     finally:
         await controller.stop()
