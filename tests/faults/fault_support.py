@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from llmkube.api.crds import all_crds
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
 from llmkube.plan.model.decision import ModelPlanConfig
-from llmkube.testing.cluster import LocalCluster
+from llmkube.testing.audit import AuditEntry, read_audit
+from llmkube.testing.cluster import CONTROLLER_USER, LocalCluster
 from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_for_crds, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,3 +216,34 @@ async def quiesced(client: Any, *, quiet_for: float = 3.0, within: float = 60.0)
 def watches_open(manager: Manager) -> bool:
     """Every informer of the manager has its watch open."""
     return all(informer.reflector.stats.watching for informer in manager.informers)
+
+
+# -- writes, as the API server counted them (audit log) -------------------------------------
+
+
+def writes_in(cluster: LocalCluster, namespace: str, since: datetime) -> list[AuditEntry]:
+    """The controller identity's writes in `namespace` since `since`, refused ones included: the
+    server's count survives a controller killed with SIGKILL (its own counters do not)."""
+    assert cluster.audit_log is not None, "a cluster started with audit=True"
+    return [
+        entry
+        for entry in read_audit(cluster.audit_log, user=CONTROLLER_USER, since=since)
+        if entry.mutating and entry.namespace == namespace
+    ]
+
+
+async def writes_settle(
+    cluster: LocalCluster, namespace: str, since: datetime, quiet_for: float = 3.0
+) -> int:
+    """Wait until the API server has seen no write of the controller in `namespace` for `quiet_for`
+    seconds; returns how many it saw since `since`."""
+    loop = asyncio.get_running_loop()
+    last, stable_since = -1, loop.time()
+    for _ in range(600):
+        count = len(writes_in(cluster, namespace, since))
+        if count != last:
+            last, stable_since = count, loop.time()
+        elif loop.time() - stable_since >= quiet_for:
+            return count
+        await asyncio.sleep(0.2)
+    raise AssertionError("the controller kept writing")

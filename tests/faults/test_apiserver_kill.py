@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from datetime import UTC, datetime
 
 from fault_support import (
@@ -23,10 +24,10 @@ from fault_support import (
     poll,
     quiesced,
     watches_open,
+    writes_in,
 )
 
-from llmkube.testing.audit import read_audit
-from llmkube.testing.cluster import CONTROLLER_USER, LocalCluster
+from llmkube.testing.cluster import LocalCluster
 
 #: client-go's reflector backoff: 0.8 s doubling to a 30 s cap, jittered up to twice that
 LONGEST_RETRY = 60.0
@@ -69,18 +70,15 @@ async def test_an_apiserver_kill_9_is_ridden_out(fault_cluster: LocalCluster, fa
         ready, watching = await kill_and_restart(fault_cluster, controller, down)
         settled = await converged(admin, ns, within=180)
         await quiesced(controller.client)
-        writes = [
-            entry
-            for entry in read_audit(fault_cluster.audit_log, user=CONTROLLER_USER, since=since)
-            if entry.mutating and entry.namespace == ns
-        ]
+        writes = writes_in(fault_cluster, ns, since)
         untouched = [entry for entry in writes if entry.name.startswith("before-")]
         assert untouched == [], "services that had converged were written again after the restart"
         figures = [
             f"down {down:.0f}s, ready again in {ready:.1f}s, every watch of the controller open again "
             f"{watching:.1f}s later, {len(during)} new services converged {watching + settled:.1f}s after "
             f"the API server was ready ({len(writes)} writes for them in all, "
-            f"{sum(e.code >= 400 for e in writes)} refused), 0 writes for the {len(first)} converged ones"
+            f"failed: {dict(Counter(e.code for e in writes if e.code >= 400))}), "
+            f"0 writes for the {len(first)} converged ones"
         ]
 
         if LONG:  # killed again once everything converged: the relist finds nothing to do

@@ -12,12 +12,12 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fault_support import converged, create_services, isvc, long_or
+from fault_support import converged, create_services, isvc, long_or, writes_in, writes_settle
 
 from llmkube.kube.leader_state import JITTER_FACTOR
 from llmkube.manager import DEFAULT_LEASE_NAME
-from llmkube.testing.audit import AuditEntry, read_audit, writes_by_resource
-from llmkube.testing.cluster import CONTROLLER_NAMESPACE, CONTROLLER_USER, LocalCluster
+from llmkube.testing.audit import writes_by_resource
+from llmkube.testing.cluster import CONTROLLER_NAMESPACE, LocalCluster
 from llmkube.testing.controller_process import ControllerProcess
 from llmkube.testing.rest import RestError
 
@@ -33,32 +33,6 @@ def controller_args(kubeconfig: Path, cache: Path, *extra: str) -> list[str]:
         "--manage-priority-classes=false",  # the fault cluster's installer owns them
         *extra,
     ]
-
-
-def writes_in(cluster: LocalCluster, namespace: str, since: datetime) -> list[AuditEntry]:
-    assert cluster.audit_log is not None
-    return [
-        entry
-        for entry in read_audit(cluster.audit_log, user=CONTROLLER_USER, since=since)
-        if entry.mutating and entry.namespace == namespace
-    ]
-
-
-async def writes_settle(
-    cluster: LocalCluster, namespace: str, since: datetime, quiet_for: float = 3.0
-) -> int:
-    """Wait until the API server has seen no write of the controller in `namespace` for `quiet_for`
-    seconds; returns how many it saw since `since`."""
-    loop = asyncio.get_running_loop()
-    last, stable_since = -1, loop.time()
-    for _ in range(600):
-        count = len(writes_in(cluster, namespace, since))
-        if count != last:
-            last, stable_since = count, loop.time()
-        elif loop.time() - stable_since >= quiet_for:
-            return count
-        await asyncio.sleep(0.2)
-    raise AssertionError("the controller kept writing")
 
 
 async def test_sigkill_again_and_again_while_converging(
