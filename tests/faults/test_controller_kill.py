@@ -144,10 +144,15 @@ async def test_the_standby_takes_over_a_killed_leader_within_the_lease(
     finally:
         await leader.kill()
         await standby.kill()
+    # The standby counts the lease from when it saw the last renewal, and looks every retry period
+    # plus up to JITTER_FACTOR x that (client-go's JitterUntil): it may see the last renewal one such
+    # poll late and the expiry one poll late, so at worst lease + 2 x 2.2 x retry after the kill, plus
+    # the requests themselves. A flat "lease + 3 s" holds in about 99 % of kills with a 1 s retry period
+    # (simulated), not in all: the figure printed shows the margin.
+    bound = lease + 2 * (1 + JITTER_FACTOR) * retry + 0.5
     print(
         f"\nleader kill -9 (lease {lease}s, renew deadline {renew}s, retry {retry}s): the standby held the "
-        f"lease {failover:.1f}s after the kill and ran its controllers {working:.1f}s after it"
+        f"lease {failover:.1f}s after the kill (lease + {failover - lease:.1f}s; bound lease + "
+        f"{bound - lease:.1f}s) and ran its controllers {working:.1f}s after it"
     )
-    # The standby counts the lease from when it saw the last renewal, and looks every retry period
-    # (jittered up to 1.2 x): at worst lease + 2 x 1.2 x retry after the kill (client-go's contract).
-    assert failover <= lease + 2 * JITTER_FACTOR * retry + 1.0
+    assert failover <= bound
