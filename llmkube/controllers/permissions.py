@@ -113,6 +113,13 @@ PERMISSIONS: tuple[Permission, ...] = (
         PODS, ("list", "watch"), Scope.WATCHED, "pods of our services: readiness and scheduling diagnosis"
     ),
     Permission(
+        PODS,
+        ("get",),
+        Scope.WATCHED,
+        "the model-downloader's last log lines, read while it runs: the download's progress in status",
+        subresource="log",
+    ),
+    Permission(
         ENDPOINT_SLICES, ("list", "watch"), Scope.WATCHED, "the metal agent's EndpointSlices: metal readiness"
     ),
     Permission(

@@ -4,6 +4,7 @@ then handed to our own aiohttp transport.  kubernetes_asyncio is used for nothin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 from dataclasses import dataclass, field
@@ -14,6 +15,9 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config import incluster_config, kube_config
 
 __all__ = ["AuthProvider", "ClientConfig", "ConfigurationAuth", "StaticAuth", "load_client_config"]
+
+
+_SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
 class AuthProvider(Protocol):
@@ -70,6 +74,8 @@ class ClientConfig:
     auth: AuthProvider
     ssl_context: ssl.SSLContext | None = None
     tls_server_name: str | None = None
+    #: the namespace the kubeconfig context names (or the pod's own, in-cluster); None if neither
+    namespace: str | None = None
 
 
 def _ssl_context(configuration: Any) -> ssl.SSLContext | None:
@@ -89,6 +95,20 @@ def in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and token.exists()
 
 
+def _pod_namespace() -> str | None:
+    """The namespace of the pod we run in (a tiny file the kubelet mounts; read once)."""
+    with contextlib.suppress(OSError):
+        return Path(_SERVICE_ACCOUNT_NAMESPACE).read_text().strip() or None
+    return None
+
+
+def _context_namespace(context: Any) -> str | None:
+    """`contexts[].context.namespace` of the active context (the loader hands it as a dict)."""
+    inner = context.get("context") if isinstance(context, dict) else None
+    value = inner.get("namespace") if isinstance(inner, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 async def load_client_config(
     kubeconfig: str | Path | None = None, context: str | None = None
 ) -> ClientConfig:
@@ -96,8 +116,10 @@ async def load_client_config(
     otherwise ``$KUBECONFIG`` / ``~/.kube/config``."""
     configuration = Configuration()
     loader: Any | None = None
+    namespace: str | None = None
     if kubeconfig is None and context is None and in_cluster():
         incluster_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        namespace = _pod_namespace()
     else:
         loader = await kube_config.load_kube_config(
             config_file=str(kubeconfig) if kubeconfig is not None else None,
@@ -105,9 +127,11 @@ async def load_client_config(
             client_configuration=configuration,
             persist_config=False,
         )
+        namespace = _context_namespace(loader.current_context)
     return ClientConfig(
         host=str(configuration.host).rstrip("/"),
         auth=ConfigurationAuth(configuration, loader),
         ssl_context=_ssl_context(configuration),
         tls_server_name=configuration.tls_server_name,
+        namespace=namespace,
     )

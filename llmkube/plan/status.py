@@ -29,6 +29,7 @@ READY_MESSAGE = "Inference service is ready and serving requests"
 MODEL_NOT_FOUND = "Model not found"
 WAITING_FOR_MODEL = "Waiting for Model to be Ready"
 FAILED_REASON, INVALID_SPEC_REASON = "Failed", "InvalidSpec"
+MODEL_NOT_FOUND_REASON, WAITING_FOR_MODEL_REASON = "ModelNotFound", "WaitingForModel"
 RECOVERED_REASON, NOT_WAITING_FOR_GPU = "Recovered", "NotWaitingForGPU"
 SPECULATIVE_MISSING_MODEL = (
     "speculative.enabled is true but speculative.model is empty, "
@@ -49,6 +50,22 @@ class StatusFacts:
     queue_position: int = 0
     failure_reason: str = FAILED_REASON
     failure_message: str = ""
+    # Replicas serve, but their Model is missing or not Ready: (reason, message). Degraded says so
+    # for a missing Model, Progressing for one being fetched again; Available follows the replicas.
+    model_problem: tuple[str, str] | None = None
+    # A pod is still fetching the model (plan/download.py): how far it got.
+    download: str = ""
+
+
+def reason_column(facts: StatusFacts) -> str:
+    """`status.schedulingStatus`, shown as REASON by `kubectl get isvc -o wide`: the scheduler's
+    diagnosis while pods wait, why a service failed or waits for its Model, or what its serving
+    replicas lack."""
+    if facts.scheduling is not None:
+        return facts.scheduling.status
+    if facts.phase in ("Failed", "Pending"):
+        return facts.failure_reason
+    return facts.model_problem[0] if facts.model_problem else ""
 
 
 def determine_phase(ready: int, desired: int, scheduling: SchedulingInfo | None) -> Phase:
@@ -68,7 +85,11 @@ def build_status(
     previous: Sequence[Condition] | None, facts: StatusFacts, *, generation: int | None, now: datetime
 ) -> InferenceServiceStatus:
     info = facts.scheduling
+    # Only a service in the GPU queue has a position: QUEUE is blank, not 0, for the others (the
+    # field is left out rather than set to null, so the object reads the same wherever it goes).
+    queued = {"queue_position": facts.queue_position} if facts.phase == "WaitingForGPU" else {}
     return InferenceServiceStatus(
+        **queued,
         phase=facts.phase,
         conditions=phase_conditions(previous, facts, generation=generation, now=now),
         replicas=facts.running,
@@ -77,8 +98,7 @@ def build_status(
         endpoint=facts.endpoint,
         model_ready=facts.model_ready,
         effective_priority=facts.effective_priority,
-        queue_position=facts.queue_position,
-        scheduling_status=info.status if info else "",
+        scheduling_status=reason_column(facts),
         scheduling_message=info.message if info else "",
         waiting_for=info.waiting_for if info else "",
         last_updated=now,
@@ -114,6 +134,8 @@ def phase_conditions(
         info = facts.scheduling
         if info is not None:
             put(AVAILABLE, "False", info.status, info.message or info.status)
+        elif facts.download:
+            put(AVAILABLE, "False", "Downloading", facts.download)
         else:
             put(AVAILABLE, "False", "Creating", f"No replica is ready yet (0/{desired})")
         put(PROGRESSING, "True", "Creating", progress)
@@ -155,6 +177,9 @@ def phase_conditions(
             now=now,
             observed_generation=generation,
         )
+    if facts.model_problem is not None:
+        reason, message = facts.model_problem
+        put(DEGRADED if reason == MODEL_NOT_FOUND_REASON else PROGRESSING, "True", reason, message)
     return conditions
 
 

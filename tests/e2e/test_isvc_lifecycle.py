@@ -85,8 +85,7 @@ async def test_cpu_service_goes_pending_creating_ready(
             "endpoint": "",
             "modelReady": False,
             "effectivePriority": 10000,
-            "queuePosition": 0,
-            "schedulingStatus": "",
+            "schedulingStatus": "WaitingForModel",
             "schedulingMessage": "",
             "waitingFor": "",
         }
@@ -136,7 +135,6 @@ async def test_cpu_service_goes_pending_creating_ready(
         "endpoint": endpoint,
         "modelReady": True,
         "effectivePriority": 10000,
-        "queuePosition": 0,
         "schedulingStatus": "",
         "schedulingMessage": "",
         "waitingFor": "",
@@ -194,14 +192,14 @@ async def test_missing_model_fails_then_the_model_alone_heals_it(
         "endpoint": "",
         "modelReady": False,
         "effectivePriority": 10000,
-        "queuePosition": 0,
-        "schedulingStatus": "",
+        "schedulingStatus": "ModelNotFound",  # the REASON column
         "schedulingMessage": "",
         "waitingFor": "",
     }
-    assert condition_triple(failed, "Degraded") == ("True", "Failed", "Model not found")
-    assert condition_triple(failed, "Available") == ("False", "Failed", "Model not found")
-    assert condition_triple(failed, "Progressing") == ("False", "Failed", "Model not found")
+    missing = f'Model "later" not found in namespace "{ns}"'
+    assert condition_triple(failed, "Degraded") == ("True", "ModelNotFound", missing)
+    assert condition_triple(failed, "Available") == ("False", "ModelNotFound", missing)
+    assert condition_triple(failed, "Progressing") == ("False", "ModelNotFound", missing)
     assert admin.list("apps/v1", "Deployment", ns) == []
 
     # Only the Model appears: no edit of the service, the Model watch brings it back.

@@ -4,8 +4,8 @@ The controller runs in-process as a fresh ServiceAccount bound to nothing but th
 once per install shape (cluster-wide: the ClusterRole; namespace-scoped: a Role in the watched
 namespace plus cluster-wide reads), through a scenario that makes it use every permission it has:
 owned objects created, changed and deleted (HPA turned off, a switch to metal), the model cache
-claim, a pvc:// Model's claim read, Events created and patched as a series, the PriorityClasses
-created and repaired (an immutable value: delete + create), leader election. Then:
+claim, a pvc:// Model's claim read, a downloader's log read, Events created and patched as a series,
+the PriorityClasses created and repaired (an immutable value: delete + create), leader election. Then:
 
 * no request was refused (403), and
 * the verbs it used, by (verb, group, resource), are exactly those the list in
@@ -33,6 +33,7 @@ from llmkube.controllers.permissions import PERMISSIONS, granted
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
 from llmkube.plan.priority import PRIORITY_CLASSES
+from llmkube.plan.storage import INIT_CONTAINER_NAME
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError
 from llmkube.testing.identities import service_account_kubeconfig
 from llmkube.testing.rest import KubeRest, RestError, wait_for_crds, wait_until
@@ -280,12 +281,51 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
     await eventually(lambda: repaired(low) and repaired(batch), what="the classes repaired")
 
 
+async def read_a_download_log(admin: KubeRest, namespace: str, client: Any) -> None:
+    """A pod of a service sits in its model-downloader: the controller reads the downloader's last
+    log lines (pods/log get). No kubelet here, so the pod is made by hand and the API server cannot
+    serve the log (it answers 400, after authorizing the read): the request is what counts."""
+    ns = namespace
+    if not exists(admin, "v1", "ServiceAccount", "default", ns):  # no controller-manager in this tier
+        admin.create(
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}, namespace=ns
+        )
+    admin.create(isvc("fetching", modelRef="remote"), namespace=ns)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "fetching-0", "labels": {"inference.llmkube.dev/service": "fetching"}},
+        "spec": {
+            "initContainers": [{"name": INIT_CONTAINER_NAME, "image": "busybox"}],
+            "containers": [{"name": "server", "image": "busybox"}],
+        },
+    }
+    admin.create(pod, namespace=ns)
+    running = {"name": INIT_CONTAINER_NAME, "image": "busybox", "imageID": "", "ready": False}
+    status = {
+        "status": {
+            "phase": "Pending",
+            "initContainerStatuses": [{**running, "restartCount": 0, "state": {"running": {}}}],
+        }
+    }
+    admin.request(
+        "PATCH", admin.path_for("v1", "Pod", ns, "fetching-0") + "/status", status, content_type=MERGE
+    )
+
+    def log_read() -> bool:
+        return any((r.verb, r.group, r.rbac_resource) == ("get", "", "pods/log") for r in client.api_requests)
+
+    await eventually(log_read, what="the downloader's log read")
+    admin.delete("v1", "Pod", "fetching-0", ns)
+
+
 @pytest.mark.parametrize("running", list(INSTALLS), indirect=True)
 async def test_the_controller_uses_exactly_what_its_rbac_grants(
     running: Running, cluster: LocalCluster
 ) -> None:
     await exercise_every_permission(cluster.admin(), running.namespace)
     client = running.manager.client
+    await read_a_download_log(cluster.admin(), running.namespace, client)
     await running.stop()  # the lease release (an update) counts too
 
     refused = {code: n for (_, code), n in client.request_counts.items() if code == "403"}

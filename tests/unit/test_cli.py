@@ -1,5 +1,6 @@
 """The command line: what it prints and how flags become configuration."""
 
+import argparse
 from datetime import timedelta
 
 import pytest
@@ -106,3 +107,24 @@ def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pyt
     explicit = build_parser().parse_args(["run", "--model-local-roots="])
     _local_roots_for_run(explicit)
     assert controllers_config(explicit).model.local_source_roots == ()
+
+
+def _flags(parser: argparse.ArgumentParser, path: str = "llmkube") -> list[tuple[str, str, str | None]]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _flags(sub, f"{path} {name}")
+        elif action.option_strings and not isinstance(
+            action, (argparse._HelpAction, argparse._VersionAction)
+        ):
+            found.append((path, action.option_strings[-1], action.help))
+        elif not action.option_strings and action.dest != "help":
+            found.append((path, action.dest, action.help))
+    return found
+
+
+def test_every_flag_and_argument_of_every_command_has_help_text() -> None:
+    flags = _flags(build_parser())
+    assert len(flags) > 80  # controller, cluster and user commands alike
+    assert [(command, flag) for command, flag, text in flags if not text] == []

@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from llmkube.api.model import GGUFMetadata
 from llmkube.plan.model import gguf_metadata_from_fields
+from llmkube.plan.model.gguf_metadata import TENSOR_BYTES_FIELD, TOKEN_COUNT_FIELD
 
 _MAGIC = gguf.GGUF_MAGIC.to_bytes(4, "little")  # b"GGUF"
 
@@ -65,12 +66,18 @@ class IncompleteHeaderError(HeaderError):
 
 
 def _scalar_fields(reader: gguf.GGUFReader) -> dict[str, object]:
-    # Arrays (the tokenizer vocabulary, often 100k+ strings) are never needed and are slow to convert.
-    return {
+    # Arrays (the tokenizer vocabulary, often 100k+ strings) are slow to convert: only their length
+    # is read, from the field's index. The tensor infos give the bytes of the weights.
+    fields: dict[str, object] = {
         name: field.contents()
         for name, field in reader.fields.items()
         if field.types and field.types[0] is not gguf.GGUFValueType.ARRAY
     }
+    tokens = reader.fields.get("tokenizer.ggml.tokens")
+    if tokens is not None:
+        fields[TOKEN_COUNT_FIELD] = len(tokens.data)
+    fields[TENSOR_BYTES_FIELD] = sum(int(tensor.n_bytes) for tensor in reader.tensors)
+    return fields
 
 
 def read_gguf_metadata(path: str, *, valid_bytes: int | None = None) -> GGUFMetadata:

@@ -13,6 +13,7 @@ from llmkube.controllers.modelsource import (
     read_gguf_metadata_or_none,
 )
 from llmkube.controllers.modelsource.ggufheader import FAST_READER_ACTIVE, _ArrayBackedReader
+from llmkube.testing.synthetic_gguf import Shape, write
 
 
 def test_reads_every_status_field(make_gguf: GGUFFactory) -> None:
@@ -27,10 +28,29 @@ def test_reads_every_status_field(make_gguf: GGUFFactory) -> None:
         embedding_size=16,
         layer_count=2,
         head_count=4,
+        tensor_bytes=8 * 16 * 4,  # the one float32 tensor
         tensor_count=1,
         file_version=3,
         license="apache-2.0",
     )
+
+
+def test_reads_what_the_memory_fit_estimate_needs(make_gguf: GGUFFactory, tmp_path: Path) -> None:
+    """KV heads and head sizes from the header, the vocabulary's size from the tokenizer array's
+    index (never converted), and the weights' bytes from the tensor infos."""
+    path = tmp_path / "shaped.gguf"
+    shape = Shape(embedding=64, layers=2, heads=4, kv_heads=2, feed_forward=128, vocab=300, type="f16")
+    write(path, shape)
+    metadata = read_gguf_metadata(str(path))
+    assert (metadata.head_count, metadata.head_count_kv, metadata.vocab_size) == (4, 2, 300)
+    assert (metadata.key_length, metadata.value_length) == (None, None)  # the header leaves them out
+    embedding, kv_width, ffn, vocab, f16, f32 = 64, 2 * 16, 128, 300, 2, 4
+    per_layer = 2 * embedding * f32 + (2 * embedding * embedding + 2 * kv_width * embedding) * f16
+    per_layer += 3 * ffn * embedding * f16
+    expected = 2 * vocab * embedding * f16 + 2 * per_layer + embedding * f32
+    assert metadata.tensor_bytes == expected
+    big_vocabulary = read_gguf_metadata(str(make_gguf(vocabulary=5000)))
+    assert big_vocabulary.vocab_size == 5000
 
 
 def test_missing_keys_stay_unset(make_gguf: GGUFFactory) -> None:
