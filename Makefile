@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries tools node-prereqs test test-unit lint crds run clean faults fault-long soak
+.PHONY: all venv k8s-binaries tools node-prereqs test test-unit lint lock crds run clean faults fault-long soak
 
 all: lint test
 
@@ -57,6 +57,14 @@ lint: venv
 	$(BIN)/ruff format --check llmkube tests bench hack
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/hadolint Dockerfile hack/images/pause/Containerfile
+	@# The node tier's stand-ins install Debian packages unpinned on purpose (DL3008): a pinned version
+	@# leaves the mirror with the next security update, and the test images would stop building.
+	$(BIN)/hadolint --ignore DL3008 hack/images/*.Containerfile
+
+## Pin the image's requirements with hashes (requirements/*.txt) after a change in pyproject.toml.
+lock: venv
+	$(BIN)/python hack/lock-requirements.py
 
 ## Regenerate manifests/crd from the API types (never edit those files by hand).
 crds: venv

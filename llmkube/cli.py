@@ -49,6 +49,19 @@ def _print_version(_: argparse.Namespace) -> int:
     return 0
 
 
+def _require_testing_extra(command: str) -> None:
+    """A local cluster (certificates, a tiny GGUF model) needs the `testing` extra, which the
+    controller image leaves out: say so rather than fail on an import deep inside."""
+    try:
+        import cryptography  # noqa: F401
+        import gguf  # noqa: F401
+    except ImportError as missing:
+        raise SystemExit(
+            f"llmkube {command}: a local cluster needs the 'testing' extra ({missing.name} is not "
+            "installed): pip install 'llmkube[testing]'"
+        ) from None
+
+
 def _ensure_binaries(tier: str) -> Path:
     from llmkube.testing.cluster import MissingBinaryError, Tier, check_binaries, default_bin_dir
 
@@ -94,6 +107,7 @@ def _wait_for_interrupt() -> None:
 
 
 def _cluster(args: argparse.Namespace) -> int:
+    _require_testing_extra("cluster")
     from llmkube.testing.cluster import LocalCluster
 
     _ensure_binaries(args.tier)
@@ -115,6 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG")
     if kubeconfig or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return _controller(args)
+    _require_testing_extra("run")
     from llmkube.testing.cluster import LocalCluster
     from llmkube.testing.real_run import choose_run_tier
 
@@ -240,6 +255,7 @@ def _controller(args: argparse.Namespace) -> int:
     import asyncio
 
     from llmkube.controllers.setup import setup_controllers
+    from llmkube.kube.config import ConfigError
     from llmkube.kube.leader_election import LeadershipLost
     from llmkube.manager import CacheSyncTimeout, Manager
 
@@ -262,6 +278,9 @@ def _controller(args: argparse.Namespace) -> int:
         # Expected ways to stop: exit non-zero and let the Deployment restart the pod.
         print(f"llmkube controller stopped: {stopped}", file=sys.stderr)
         return 1
+    except ConfigError as unusable:  # the kubeconfig or in-cluster configuration, with its reason
+        print(f"llmkube controller: cannot connect to the cluster: {unusable}", file=sys.stderr)
+        return 2
     return 0
 
 

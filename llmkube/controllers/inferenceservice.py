@@ -69,7 +69,8 @@ from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_s
 from llmkube.plan.names import service_name
 from llmkube.plan.objects import controlled_by
 from llmkube.plan.observed import ObservedState
-from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed
+from llmkube.plan.rollout import rollout_of
+from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed, with_rollout
 from llmkube.plan.storage import INIT_CONTAINER_NAME
 
 log = structlog.get_logger("llmkube.controllers.inferenceservice")
@@ -216,7 +217,7 @@ class InferenceServiceController:
         plan = plan_inference_service(isvc, model, observed, self.config)
 
         try:
-            await self._converge(isvc, plan, observed)
+            applied_deployment = await self._converge(isvc, plan, observed)
         except ApiError as error:
             if namespace_terminating(error):
                 # Its namespace is going away, and the service with it: nothing to create or report.
@@ -236,7 +237,12 @@ class InferenceServiceController:
             raise
         for event in plan.events:
             self.host.recorder.event(raw, event.type, event.reason, event.message)
-        await self._write_status(isvc, raw, plan.status)
+        status = plan.status
+        if applied_deployment is not None:  # a rollout the plan, made from the cache, cannot know of
+            status = with_rollout(
+                status, rollout_of(applied_deployment), generation=isvc.metadata.generation, now=now
+            )
+        await self._write_status(isvc, raw, status)
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
 
     async def _download_log(self, namespace: str, pod: str) -> str | None:
@@ -286,8 +292,10 @@ class InferenceServiceController:
 
     async def _converge(
         self, isvc: InferenceService, plan: InferenceServicePlan, facts: ObservedState
-    ) -> None:
+    ) -> Obj | None:
+        """Apply and delete what the plan says; returns the Deployment when this changed it."""
         namespace = isvc.metadata.namespace or ""
+        changed_deployment: Obj | None = None
         if plan.cache_pvc is not None:
             await self._ensure_cache_pvc(namespace, plan.cache_pvc)
         observed = {"deployment": facts.deployment, "service": facts.service, "hpa": facts.hpa}
@@ -324,6 +332,8 @@ class InferenceServiceController:
                     name=isvc.metadata.name,
                     fields=result.reasons[:5],
                 )
+                if resource is DEPLOYMENTS:
+                    changed_deployment = result.object
         for ref in plan.deletes:
             resource = _RESOURCES_BY_KIND[ref.kind]
             try:
@@ -331,6 +341,7 @@ class InferenceServiceController:
                 log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
             except NotFound:
                 pass  # already gone: that is what we wanted
+        return changed_deployment
 
     async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
         """Create the shared cache claim when missing; never update or delete it (it is not ours
@@ -359,15 +370,16 @@ class InferenceServiceController:
                 self.metrics.ready_duration.labels(name, namespace).observe(
                     max(0.0, (now - created).total_seconds())
                 )
-            self.metrics.reconcile_total.labels(ISVC_CONTROLLER, "success").inc()
         waited = gpu_queue_wait_seconds(old, status, now)
         if waited is not None:
             self.metrics.gpu_queue_wait.labels(name, namespace).observe(waited)
         log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
 
     async def _publish_state_metrics(self) -> None:
-        """While the controllers run (the leader), the phase and queue gauges report this cache."""
-        withdraw = self.metrics.state.publish_services(self.services.store, self.gpu_queue.identities)
+        """While the controllers run (the leader), the per-service and queue gauges report this cache."""
+        withdraw = self.metrics.state.publish_services(
+            self.services.store, self.gpu_queue.identities, self.models.store
+        )
         try:
             await asyncio.Event().wait()
         finally:

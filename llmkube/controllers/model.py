@@ -191,8 +191,6 @@ class ModelController:
             self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(seconds)
 
         decision = await drive_model_plan(model, facts, self.config, TimedCopies(io, copied), write_status)
-        if decision.reconcile_result:
-            self.metrics.reconcile_total.labels(MODEL_CONTROLLER, decision.reconcile_result).inc()
         if decision.requeue.backoff:
             # The failure is in status already; retry through the per-item rate limiter.
             log.warning("model not ready, retrying with backoff", error=decision.error)

@@ -41,6 +41,7 @@ from llmkube.plan.observed import ObservedState
 from llmkube.plan.pod_failures import diagnose_pod_failure
 from llmkube.plan.priority import effective_priority, priority_class_name
 from llmkube.plan.queue import QueueEntry, queue_position
+from llmkube.plan.rollout import rollout_of
 from llmkube.plan.runtimes import (
     RuntimeDefaults,
     RuntimeInputs,
@@ -368,6 +369,7 @@ def _workload_plan(
         queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
         failure_reason=failure.reason if failure else FAILED_REASON,
         failure_message=failure.message if failure else "",
+        rollout=rollout_of(current),
         download=download.message() if download is not None else "",
     )
     return InferenceServicePlan(

@@ -91,7 +91,8 @@ async def test_cpu_service_goes_pending_creating_ready(
         }
         assert condition_triple(pending, "Progressing") == ("True", "Pending", WAITING_FOR_MODEL)
         assert condition_triple(pending, "Available") == ("False", "Pending", WAITING_FOR_MODEL)
-        assert set(conditions(pending)) == {"Available", "Progressing"}
+        assert condition_triple(pending, "Ready")[:2] == ("False", "Pending")
+        assert set(conditions(pending)) == {"Available", "Progressing", "Ready", "Reconciling"}
         assert admin.get_or_none("apps/v1", "Deployment", "tiny", ns) is None  # nothing before the gate
 
         # Bind the claim: the Model turns Ready and that alone moves the service on.
@@ -141,7 +142,9 @@ async def test_cpu_service_goes_pending_creating_ready(
     }
     assert condition_triple(ready, "Available") == ("True", "InferenceReady", READY_MESSAGE)
     assert condition_triple(ready, "Progressing") == ("False", "Ready", "All 1 replicas are ready")
-    assert set(conditions(ready)) == {"Available", "Progressing"}
+    assert condition_triple(ready, "Ready")[:2] == ("True", "Ready")
+    assert condition_triple(ready, "Reconciling")[0] == "False"
+    assert set(conditions(ready)) == {"Available", "Progressing", "Ready", "Reconciling"}
     assert {c["observedGeneration"] for c in ready["conditions"]} == {generation}
 
     # What was built: the claim mounted read-only, no init container, CPU requests only, a CPU node.

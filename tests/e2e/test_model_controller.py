@@ -179,7 +179,9 @@ async def test_a_wrong_sha256_fails_the_integrity_check(
     mismatch = f"SHA256 mismatch: expected {wrong}, got {hashlib.sha256(data).hexdigest()}"
     assert condition_triple(status, "Degraded") == ("True", "IntegrityCheckFailed", mismatch)
     assert condition_triple(status, "Progressing") == ("False", "IntegrityCheckFailed", mismatch)
-    assert set(conditions(status)) == {"Degraded", "Progressing"}  # never Available
+    assert condition_triple(status, "Stalled") == ("True", "IntegrityCheckFailed", mismatch)
+    # never Available
+    assert set(conditions(status)) == {"Degraded", "Progressing", "Ready", "Reconciling", "Stalled"}
     assert "path" not in status and "sha256" not in status
     # The bytes that failed the check are not left in the cache for a pod to use.
     cache_dir = operator.model_cache / source_key(f"file://{path}")

@@ -1,7 +1,9 @@
 """The command line: what it prints and how flags become configuration."""
 
 import argparse
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import yaml
@@ -96,8 +98,6 @@ def test_local_model_roots(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
 
 
 def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pathlib import Path
-
     from llmkube.cli import _local_roots_for_run
 
     monkeypatch.delenv("LLMKUBE_MODEL_LOCAL_ROOTS", raising=False)
@@ -107,6 +107,33 @@ def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pyt
     explicit = build_parser().parse_args(["run", "--model-local-roots="])
     _local_roots_for_run(explicit)
     assert controllers_config(explicit).model.local_source_roots == ()
+
+
+@pytest.mark.parametrize(("command", "missing"), [("cluster", "gguf"), ("run", "cryptography")])
+def test_local_cluster_commands_name_the_extra_they_need(
+    command: str, missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image installs no `testing` extra; `llmkube cluster`/`run` there say what to install."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setitem(sys.modules, missing, None)  # what the import system does for an absent package
+    with pytest.raises(SystemExit) as stopped:
+        main([command])
+    assert str(stopped.value) == (
+        f"llmkube {command}: a local cluster needs the 'testing' extra ({missing} is not installed): "
+        "pip install 'llmkube[testing]'"
+    )
+
+
+def test_an_unusable_kubeconfig_stops_the_controller_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: gone\n")
+    assert main(["controller", f"--kubeconfig={kubeconfig}", "--metrics-bind-address=0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "llmkube controller: cannot connect to the cluster: context 'gone' is not in the kubeconfig"
+    )
 
 
 def _flags(parser: argparse.ArgumentParser, path: str = "llmkube") -> list[tuple[str, str, str | None]]:
