@@ -58,4 +58,6 @@ async def test_a_silent_watch_is_noticed_and_reopened(
         f"\nsilent watch (read timeout {read_timeout:.0f}s): {silenced} streams silenced; every watch "
         f"reopened {noticed:.1f}s later; the service created meanwhile converged {settled:.1f}s after that"
     )
-    assert read_timeout <= noticed <= read_timeout + 35  # the timeout, plus at most one retry backoff
+    # The read timeout counts from the last byte a watch received, a little before the silence began;
+    # at most one retry backoff after it, every watch is open again.
+    assert read_timeout - 1.0 <= noticed <= read_timeout + 35
