@@ -125,6 +125,7 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _local_roots_for_run(args)
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG")
     if kubeconfig or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return _controller(args)
@@ -164,6 +165,13 @@ def _loopback_endpoints(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def _local_roots_for_run(args: argparse.Namespace) -> None:
+    """`llmkube run` is a developer's own controller: unless told otherwise it may read local
+    models from the developer's home directory (in a cluster, local sources stay disabled)."""
+    if args.model_local_roots is None:
+        args.model_local_roots = str(Path.home())
+
+
 def _run_on_node(args: argparse.Namespace) -> int:
     from llmkube.testing.node import NodeCluster
     from llmkube.testing.real_run import SAMPLE_NAME, TinyDemo
@@ -194,6 +202,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
     from llmkube.controllers.setup import ControllersConfig
     from llmkube.plan.config import OperatorConfig
     from llmkube.plan.model.decision import ModelPlanConfig
+    from llmkube.plan.model.local_roots import normalized_roots
 
     intel = os.environ.get("LLMKUBE_INTEL_GPU_RESOURCE") or "gpu.intel.com/i915"
     return ControllersConfig(
@@ -211,6 +220,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             cache_path=args.model_cache_path,
             revalidate_interval=timedelta(seconds=args.model_revalidate_interval),
             intel_gpu_resource=intel,
+            local_source_roots=normalized_roots((args.model_local_roots or "").split(",")),
         ),
         isvc_workers=args.workers,
         model_workers=max(1, args.workers // 2),
@@ -251,10 +261,10 @@ def _controller(args: argparse.Namespace) -> int:
 
     try:
         process_config = manager_config(args)
-    except ValueError as invalid:  # e.g. leader election timings that client-go would refuse
+        config = controllers_config(args)
+    except ValueError as invalid:  # leader election timings client-go would refuse, a relative root
         print(f"llmkube controller: {invalid}", file=sys.stderr)
         return 2
-    config = controllers_config(args)
 
     def setup(manager: Manager) -> None:
         setup_controllers(manager, config)
@@ -419,6 +429,14 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=3600.0,
         help="seconds between checks of a Ready Model's source for upstream changes (default 3600)",
+    )
+    parser.add_argument(
+        "--model-local-roots",
+        default=env("LLMKUBE_MODEL_LOCAL_ROOTS"),
+        metavar="DIR[,DIR...]",
+        help="the only directories local-path Models (file://..., /...) may be read from, symbolic "
+        "links leading out of them refused; empty (the default of `controller`) refuses every local "
+        "source. `run` defaults to your home directory",
     )
     parser.add_argument(
         "--model-copy-bytes-per-second",

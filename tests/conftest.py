@@ -17,5 +17,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         elif TESTS / "e2e" in path.parents:
             item.add_marker(pytest.mark.e2e)
+        elif TESTS / "faults" in path.parents:
+            item.add_marker(pytest.mark.faults)
         elif TESTS / "node" in path.parents:
             item.add_marker(pytest.mark.node)

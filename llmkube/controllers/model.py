@@ -149,7 +149,10 @@ class ModelController:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(headers={"User-Agent": "llmkube-controller"})
         return ModelSourceIO(
-            session=self._session, stop=self._stop_io, copy_bytes_per_second=self._copy_bytes_per_second
+            session=self._session,
+            stop=self._stop_io,
+            copy_bytes_per_second=self._copy_bytes_per_second,
+            local_roots=self.config.local_source_roots,
         )
 
     async def reconcile(self, key: ObjectKey) -> Result | None:

@@ -116,7 +116,9 @@ class Applier:
         try:
             stored, status = await self.client.apply(resource, body, field_manager=self.field_manager)
         except Invalid as error:
-            if not policy.answers_by_recreate(error):
+            # Without a cached copy (it exists, yet our cache has not seen it) there is no uid to
+            # guard the delete with: fail, and let the retry find it in the cache.
+            if not policy.answers_by_recreate(error) or observed is None:
                 raise
             stored = await self._recreate(resource, body, observed, error)
             self.recent.record(key, digest, based_on, _version(stored))
@@ -217,10 +219,9 @@ class Applier:
             return stored
         return observed
 
-    async def _recreate(self, resource: Resource, body: Obj, observed: Obj | None, error: Invalid) -> Obj:
+    async def _recreate(self, resource: Resource, body: Obj, observed: Obj, error: Invalid) -> Obj:
         meta = body["metadata"]
-        current = observed or await self.client.get(resource, meta["name"], meta.get("namespace"))
-        uid = (current.get("metadata") or {}).get("uid")
+        uid = (observed.get("metadata") or {}).get("uid")
         log.info(
             "immutable field changed: deleting and recreating",
             resource=str(resource),

@@ -2,7 +2,9 @@
 
 One instance per process (one connection pool).  Every request is counted in
 ``rest_client_requests_total{code,method,host}`` and in :attr:`ApiClient.request_counts`, which
-tests use to prove that a converged controller makes no mutating request.  With leader election,
+tests use to prove that a converged controller makes no mutating request, and by what it asks
+for in RBAC's terms in :attr:`ApiClient.api_requests` (verb, group, resource, subresource), which
+tests compare with the controller's RBAC.  With leader election,
 :attr:`ApiClient.write_guard` is asked before every mutating request (leadership.py), so nothing
 is written without the lease.
 """
@@ -24,6 +26,7 @@ from llmkube.kube import metrics, yaml_json
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.config import AuthProvider, ClientConfig, StaticAuth
 from llmkube.kube.errors import ApiError, Unauthorized, error_from_response
+from llmkube.kube.request_info import ApiRequest, api_request
 from llmkube.kube.resource import Resource
 from llmkube.kube.transport import AiohttpTransport, HttpResponse, RequestTimeout, Transport, TransportError
 from llmkube.kube.types import Obj
@@ -95,6 +98,8 @@ class ApiClient:
         self._clock = clock or RealClock()
         #: (method, status code or "<error>") -> number of requests made by this client.
         self.request_counts: Counter[tuple[str, str]] = Counter()
+        #: what each request asked for, as RBAC reads it -> number of requests (any outcome)
+        self.api_requests: Counter[ApiRequest] = Counter()
         #: asked before every POST/PUT/PATCH/DELETE (each attempt, retries included)
         self.write_guard: WriteGuard | None = None
 
@@ -153,12 +158,14 @@ class ApiClient:
         refresh and retry (rotated service-account token, expired exec-plugin token)."""
         query = _encode_params(params)
         url = f"{self.host}{path}?{query}" if query else f"{self.host}{path}"
+        asked = api_request(method, path, params)
         refreshed = False
         attempt = 0
         while True:
             attempt += 1
             if self.write_guard is not None and method in MUTATING_METHODS:
                 self.write_guard.check_write(method, path)  # also before a retry: time has passed
+            self.api_requests[asked] += 1
             headers = {"User-Agent": self._user_agent, "Accept": "application/json"}
             headers.update(await self._auth.headers())
             if content_type is not None:
@@ -180,6 +187,9 @@ class ApiClient:
                     raise
                 status = response.status
                 self._count(method, str(status))
+                if status == 201 and content_type == APPLY_PATCH:
+                    # An apply that created the object was authorized as a create as well.
+                    self.api_requests[asked._replace(verb="create")] += 1
                 if 200 <= status < 300:
                     yield response
                     return

@@ -114,6 +114,8 @@ class ReflectorStats:
     watch_events: int = 0
     bookmarks: int = 0
     failures: int = 0
+    #: a WATCH is open right now (the server accepted it; it has not ended)
+    watching: bool = False
 
 
 class Reflector:
@@ -281,6 +283,7 @@ class Reflector:
                 field_selector=self.field_selector,
                 read_timeout=self._read_timeout,
             ) as response:
+                self.stats.watching = True
                 splitter = LineSplitter()
                 async with Watchdog(self._clock, self._inactivity_timeout) as watchdog:
                     async for chunk in response.iter_chunks():
@@ -296,6 +299,8 @@ class Reflector:
             # A stream cut after it did work is an ordinary end: resume from the last RV.
             self._log.info("watch stream ended", reason=repr(exc), events=delivered)
             return
+        finally:
+            self.stats.watching = False
         if delivered == 0 and self._clock.monotonic() - started < 1.0:
             raise VeryShortWatch(f"watch of {self.resource} closed within a second without events")
         self._healthy()

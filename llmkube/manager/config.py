@@ -48,6 +48,9 @@ class ManagerConfig:
     cache_sync_timeout: float = 120.0
     #: /readyz fails once any watch has been failing continuously for this long
     watch_failure_tolerance: float = 120.0
+    #: a watch that delivers nothing for this long (the API server sends a bookmark about every
+    #: minute) is taken for dead and reopened: a silently stalled connection is noticed by then
+    watch_read_timeout: float = 90.0
     field_manager: str = FIELD_MANAGER
     #: the `reportingController` of every Event (what `kubectl describe` shows under From)
     event_reporter: str = EVENT_REPORTER

@@ -165,6 +165,7 @@ class Manager:
                 transform=transform,
                 field_manager=self.config.field_manager,
                 clock=self._clock,
+                read_timeout=self.config.watch_read_timeout,
             )
             self._informers[key] = informer
         elif transform is not None and informer.transform is not transform:

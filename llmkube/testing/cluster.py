@@ -214,6 +214,8 @@ class LocalCluster:
         bin_dir: Path | None = None,
         start_timeout: float = 90.0,
         volumes: int = 40,
+        apiserver_args: tuple[str, ...] = (),
+        audit: bool = False,
     ) -> None:
         self.tier: Tier = tier
         self.nodes = nodes if tier == "full" else ()
@@ -233,6 +235,10 @@ class LocalCluster:
         self.restricted_kubeconfig = self.workdir / "restricted.kubeconfig"
         self.controller_kubeconfig = self.workdir / "controller.kubeconfig"
         self.startup_seconds: dict[str, float] = {}
+        #: extra kube-apiserver flags (e.g. `--watch-cache=false` for tests that need etcd's own 410s)
+        self.apiserver_args = apiserver_args
+        #: with `audit`, every request of the controller identity is written to `audit_log`
+        self.audit_log: Path | None = self.workdir / "audit.log" if audit else None
         self._pki: ClusterPKI | None = None
         self._stopped = False
 
@@ -383,6 +389,55 @@ class LocalCluster:
 
         self._wait(lambda: self._reach(healthy), "etcd /health")
 
+    # -- faults ----------------------------------------------------------------------------------
+    def component(self, name: str) -> subprocess.Popen[bytes]:
+        """The running process of a component (the latest one, after restarts)."""
+        for component in reversed(self.components):
+            if component.name == name:
+                return component.process
+        raise KeyError(name)
+
+    def kill_apiserver(self, signum: signal.Signals = signal.SIGKILL) -> None:
+        """Kill kube-apiserver (by default with SIGKILL: no graceful shutdown) and wait for it."""
+        process = self.component("kube-apiserver")
+        process.send_signal(signum)
+        process.wait(timeout=30)
+
+    def restart_apiserver(self, *, wait: bool = True) -> None:
+        """Start kube-apiserver again on the same port with the same etcd (after `kill_apiserver`).
+        Call it from the thread that started the cluster: a child is sent SIGTERM when the thread
+        that spawned it ends (PR_SET_PDEATHSIG). With `wait=False`, poll `apiserver_ready()`."""
+        self.components = [
+            c for c in self.components if c.name != "kube-apiserver" or c.process.poll() is None
+        ]
+        self._start_apiserver(wait=wait)
+
+    def apiserver_ready(self) -> bool:
+        try:
+            return self.admin().get_text("/readyz")[0] == 200
+        except OSError:
+            return False
+
+    def _audit_args(self) -> list[str]:
+        if self.audit_log is None:
+            return []
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "omitStages": ["RequestReceived"],
+                    "rules": [{"level": "Metadata", "users": [CONTROLLER_USER]}, {"level": "None"}],
+                }
+            )
+        )
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+        ]
+
     def _apiserver_args(self) -> list[str]:
         assert self._pki is not None
         pki = self._pki
@@ -408,10 +463,14 @@ class LocalCluster:
             "--enable-priority-and-fairness=true",
             "--endpoint-reconciler-type=none",
             "--v=1",
+            *self._audit_args(),
+            *self.apiserver_args,
         ]
 
-    def _start_apiserver(self) -> None:
+    def _start_apiserver(self, *, wait: bool = True) -> None:
         self._spawn("kube-apiserver", self._apiserver_args())
+        if not wait:
+            return
         admin = KubeRest.from_kubeconfig(self.kubeconfig)
         self._wait(lambda: admin.get_text("/readyz")[0] == 200, "kube-apiserver /readyz")
 

@@ -13,6 +13,7 @@ import pytest
 from e2e_support import RunningController
 
 from llmkube.api.crds import all_crds
+from llmkube.controllers.permissions import PERMISSIONS, granted
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
 from llmkube.plan.config import OperatorConfig
@@ -43,7 +44,10 @@ async def operator(
     model_cache = tmp_path_factory.mktemp("model-cache")
     config = ControllersConfig(
         operator=OperatorConfig(),
-        model=ModelPlanConfig(cache_path=str(model_cache)),
+        # Local-path Models may come from the tests' temporary directories (--model-local-roots).
+        model=ModelPlanConfig(
+            cache_path=str(model_cache), local_source_roots=(str(tmp_path_factory.getbasetemp()),)
+        ),
         isvc_workers=4,
         model_workers=2,
     )
@@ -75,4 +79,9 @@ async def operator(
     await asyncio.wait_for(task, timeout=30)
     assert running.requests_with_code("403") == 0, (
         "the controller was refused something its RBAC should grant"
+    )
+    # Everything the controller asked for in the whole e2e run is in the list its roles are made of.
+    used = {(r.verb, r.group, r.rbac_resource) for r in running.client.api_requests}
+    assert not used - granted(PERMISSIONS), (
+        f"not in llmkube.controllers.permissions: {used - granted(PERMISSIONS)}"
     )

@@ -25,7 +25,6 @@ from llmkube.controllers.setup import Controllers, ControllersConfig, setup_cont
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig
 from llmkube.plan.config import OperatorConfig
-from llmkube.plan.model.decision import ModelPlanConfig
 
 # name -> (phase, running pods) once converged
 EXPECTED = {
@@ -152,9 +151,7 @@ async def start_second_controller(operator: RunningController, namespace: str) -
             graceful_shutdown_timeout=10,
         )
     )
-    config = ControllersConfig(
-        operator=OperatorConfig(), model=ModelPlanConfig(cache_path=str(operator.model_cache))
-    )
+    config = ControllersConfig(operator=OperatorConfig(), model=operator.controllers.models.config)
     holder: dict[str, Controllers] = {}
 
     def setup(m: Manager) -> None:

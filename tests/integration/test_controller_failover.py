@@ -21,7 +21,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from controller_process import ControllerProcess, controller_args
 
 from llmkube.api.crds import all_crds
 from llmkube.kube.client import ApiClient
@@ -30,6 +29,7 @@ from llmkube.kube.config import load_client_config
 from llmkube.kube.errors import Conflict, NotFound
 from llmkube.kube.resource import LEASES
 from llmkube.manager import DEFAULT_LEASE_NAME
+from llmkube.testing.controller_process import ControllerProcess, controller_args
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 

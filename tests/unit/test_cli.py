@@ -97,6 +97,31 @@ def test_leader_election_timings_client_go_would_refuse_are_refused(
     assert "greater than the renew deadline" in capsys.readouterr().err
 
 
+def test_local_model_roots(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LLMKUBE_MODEL_LOCAL_ROOTS", raising=False)
+    default = controllers_config(build_parser().parse_args(["controller"]))
+    assert default.model.local_source_roots == ()  # in a cluster: local sources refused
+    given = build_parser().parse_args(["controller", "--model-local-roots=/data/models/,/mnt/weights"])
+    assert controllers_config(given).model.local_source_roots == ("/data/models", "/mnt/weights")
+    monkeypatch.setenv("LLMKUBE_MODEL_LOCAL_ROOTS", "/srv/models")
+    from_env = build_parser().parse_args(["controller"])
+    assert controllers_config(from_env).model.local_source_roots == ("/srv/models",)
+    assert main(["controller", "--model-local-roots=models"]) == 2
+    assert "--model-local-roots: 'models' is not an absolute path" in capsys.readouterr().err
+
+
+def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmkube.cli import _local_roots_for_run
+
+    monkeypatch.delenv("LLMKUBE_MODEL_LOCAL_ROOTS", raising=False)
+    args = build_parser().parse_args(["run"])
+    _local_roots_for_run(args)
+    assert controllers_config(args).model.local_source_roots == (str(Path.home()),)
+    explicit = build_parser().parse_args(["run", "--model-local-roots="])
+    _local_roots_for_run(explicit)
+    assert controllers_config(explicit).model.local_source_roots == ()
+
+
 @pytest.mark.parametrize(("command", "missing"), [("cluster", "gguf"), ("run", "cryptography")])
 def test_local_cluster_commands_name_the_extra_they_need(
     command: str, missing: str, monkeypatch: pytest.MonkeyPatch

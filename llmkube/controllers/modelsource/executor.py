@@ -60,13 +60,15 @@ class ModelSourceIO:
     """The I/O side of the Model controller. `session` is the controller's one aiohttp session;
     `stop` stops every copy and hash in flight (set when the controller shuts down: a copy is not
     worth holding up a shutdown or a hand-over for, the next leader starts it afresh);
-    `copy_bytes_per_second` caps the disk bandwidth of each copy (None: no cap)."""
+    `copy_bytes_per_second` caps the disk bandwidth of each copy (None: no cap); `local_roots` are
+    the only directories local sources are read from (--model-local-roots, normalized)."""
 
     session: aiohttp.ClientSession
     probe_timeout: aiohttp.ClientTimeout = DEFAULT_PROBE_TIMEOUT
     header_options: HeaderReadOptions = field(default_factory=HeaderReadOptions)
     stop: StopFlag | None = None
     copy_bytes_per_second: float | None = None
+    local_roots: tuple[str, ...] = ()
 
     async def observe_cached_file(self, model: Model, config: ModelPlanConfig) -> CachedFile | None:
         """What `<cache>/<cacheKey>/` holds for a controller-cached (local, non-metal) Model."""
@@ -105,13 +107,14 @@ class ModelSourceIO:
             action.model_dir,
             action.model_name,
             action.expected_sha256,
+            roots=self.local_roots,
             bytes_per_second=self.copy_bytes_per_second,
             stop=self.stop,
         )
 
     async def _probe(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
         if action.source_kind is SourceKind.LOCAL:
-            return replace(facts, probe=await probe_local_fingerprint(action.source))
+            return replace(facts, probe=await probe_local_fingerprint(action.source, self.local_roots))
         probe_task = probe_http_fingerprint(self.session, action.source, client_timeout=self.probe_timeout)
         if not action.read_header:
             return replace(facts, probe=await probe_task)

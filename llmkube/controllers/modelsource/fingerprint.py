@@ -5,9 +5,11 @@ Every failure comes back as a typed, indeterminate ProbeOutcome; nothing raises.
 
 import os
 import stat
+from collections.abc import Sequence
 
 import aiohttp
 
+from llmkube.controllers.modelsource.confined import EscapesRoots, open_beneath_roots
 from llmkube.controllers.modelsource.oserrors import describe
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.model import Fingerprint, ProbeFailure, ProbeOutcome
@@ -65,10 +67,21 @@ async def probe_http_fingerprint(
     return ProbeOutcome(fingerprint=fingerprint)
 
 
-def probe_local_fingerprint_sync(path: str) -> ProbeOutcome:
-    """stat the source. Only its size is compared: a same-size rewrite goes unnoticed (as upstream)."""
+def _stat_beneath(path: str, roots: Sequence[str]) -> os.stat_result:
+    descriptor = open_beneath_roots(path, roots)
     try:
-        info = os.stat(path)
+        return os.fstat(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def probe_local_fingerprint_sync(path: str, roots: Sequence[str]) -> ProbeOutcome:
+    """stat the source (opened without following a link out of `roots`). Only its size is compared:
+    a same-size rewrite goes unnoticed (as upstream)."""
+    try:
+        info = _stat_beneath(path, roots)
+    except EscapesRoots as error:
+        return ProbeOutcome(failure=ProbeFailure.PERMISSION_DENIED, detail=f"{path}: {error.detail}")
     except (FileNotFoundError, NotADirectoryError) as error:
         return ProbeOutcome(failure=ProbeFailure.NOT_FOUND, detail=f"stat {path}: {describe(error)}")
     except PermissionError as error:
@@ -83,6 +96,6 @@ def probe_local_fingerprint_sync(path: str) -> ProbeOutcome:
     return ProbeOutcome(fingerprint=fingerprint)
 
 
-async def probe_local_fingerprint(path: str) -> ProbeOutcome:
+async def probe_local_fingerprint(path: str, roots: Sequence[str]) -> ProbeOutcome:
     # stat can block for seconds (or for ever) on a hung network filesystem: never wait for it.
-    return await run_in_daemon_thread(probe_local_fingerprint_sync, path)
+    return await run_in_daemon_thread(probe_local_fingerprint_sync, path, roots)

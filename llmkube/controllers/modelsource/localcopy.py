@@ -13,6 +13,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import BinaryIO
 
 from llmkube.controllers.modelsource.cachefiles import (
@@ -22,10 +23,12 @@ from llmkube.controllers.modelsource.cachefiles import (
     remove_stale_temp_files,
     rename_no_replace,
 )
+from llmkube.controllers.modelsource.confined import EscapesRoots, open_beneath_roots
 from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata_or_none
 from llmkube.controllers.modelsource.oserrors import describe, fetch_failure_for
 from llmkube.kube.blocking import StopFlag, run_blocking
 from llmkube.plan.model import LEGACY_BASENAME, FetchError, FetchFailure, StoredFile
+from llmkube.plan.model.local_roots import msg_escapes_roots
 from llmkube.plan.source import canonical_basename
 
 CHUNK_SIZE = 8 * 1024 * 1024
@@ -98,17 +101,33 @@ def _remove_quietly(path: str) -> None:
         os.unlink(path)
 
 
+def open_local_source(source_path: str, roots: Sequence[str]) -> BinaryIO | FetchError:
+    """The source, opened without following a link out of `roots` (see `confined`)."""
+    try:
+        descriptor = open_beneath_roots(source_path, roots)
+    except EscapesRoots as error:
+        return FetchError(FetchFailure.ESCAPES_ROOTS, msg_escapes_roots(source_path, roots, error.detail))
+    except OSError as error:
+        return _failure(error, f"failed to open local model file {source_path}")
+    try:
+        return os.fdopen(descriptor, "rb")
+    except OSError as error:  # EISDIR: the path names a directory
+        os.close(descriptor)
+        return _failure(error, f"failed to open local model file {source_path}")
+
+
 def copy_local_model_sync(
     source_path: str,
     model_dir: str,
     model_name: str,
     expected_sha256: str | None = None,
     *,
+    roots: Sequence[str],
     chunk_size: int = CHUNK_SIZE,
     bytes_per_second: float | None = None,
     stop: StopFlag | None = None,
 ) -> StoredFile | FetchError:
-    """Copy `source_path` into `model_dir` under its canonical name.
+    """Copy `source_path` (which must lie under one of `roots`) into `model_dir` under its canonical name.
 
     The bytes go to a temp file in the same directory (same filesystem, so the final rename is
     atomic), hashed while copied, size-checked against the source, checked against `spec.sha256`,
@@ -117,10 +136,9 @@ def copy_local_model_sync(
     under a `*.gguf` name. Temp files that a killed process left behind are swept first.
     """
     stop = stop or StopFlag()
-    try:
-        source = open(source_path, "rb")  # noqa: SIM115 - the with below closes it
-    except OSError as error:
-        return _failure(error, f"failed to open local model file {source_path}")
+    source = open_local_source(source_path, roots)
+    if isinstance(source, FetchError):
+        return source
     with source:
         try:
             source_stat = os.fstat(source.fileno())
@@ -218,6 +236,7 @@ async def copy_local_model(
     model_name: str,
     expected_sha256: str | None = None,
     *,
+    roots: Sequence[str],
     bytes_per_second: float | None = None,
     stop: StopFlag | None = None,
 ) -> StoredFile | FetchError:
@@ -225,7 +244,13 @@ async def copy_local_model(
     file; `stop` (e.g. the controller's shutdown flag) stops it as well."""
     return await run_blocking(
         lambda flag: copy_local_model_sync(
-            source_path, model_dir, model_name, expected_sha256, bytes_per_second=bytes_per_second, stop=flag
+            source_path,
+            model_dir,
+            model_name,
+            expected_sha256,
+            roots=roots,
+            bytes_per_second=bytes_per_second,
+            stop=flag,
         ),
         parent=stop,
         name="model-copy",

@@ -27,6 +27,9 @@ class ModelPlanConfig:
     intel_gpu_resource: str = DEFAULT_INTEL_GPU_RESOURCE  # LLMKUBE_INTEL_GPU_RESOURCE
     # Read the GGUF header of http(s) sources with Range requests before the first Ready.
     read_remote_gguf: bool = True
+    # --model-local-roots, normalized (local_roots.normalized_roots): the only directories local
+    # sources may be read from. Empty (the default) refuses every local source the controller would read.
+    local_source_roots: tuple[str, ...] = ()
 
     @property
     def effective_cache_path(self) -> str:

@@ -53,6 +53,8 @@ class FetchFailure(enum.Enum):
     SIZE_MISMATCH = "SizeMismatch"  # fewer or more bytes than the source announced
     INTEGRITY_MISMATCH = "IntegrityMismatch"  # SHA-256 differs from spec.sha256 (the copy was deleted)
     IO_ERROR = "IOError"  # anything else (disk full, EIO, ...): possibly transient
+    # A symbolic link (or a directory swapped for one) leads out of --model-local-roots.
+    ESCAPES_ROOTS = "EscapesRoots"
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from llmkube.plan.model.decision import (
 )
 from llmkube.plan.model.drift import DriftKind, decide_drift, next_revalidation_in, revalidation_due
 from llmkube.plan.model.facts import FetchError, FetchFailure, ModelFacts, ProbeOutcome, StoredFile
+from llmkube.plan.model.local_roots import local_source_violation
 from llmkube.plan.model.size import RUNTIME_RESOLVED_SIZE, format_size
 from llmkube.plan.model.status import status_changed
 from llmkube.plan.source import (
@@ -100,7 +101,16 @@ def plan_model(
     elif kind is SourceKind.HTTP:
         decision = _plan_http(inputs)
     elif is_controller_cached(model):
-        decision = _plan_local(inputs)
+        violation = local_source_violation(
+            model.spec.source, local_path(model.spec.source), inputs.config.local_source_roots
+        )
+        if violation is None:
+            decision = _plan_local(inputs)
+        else:
+            # Nothing is read, and nothing is retried: only a spec edit (or a restart with other
+            # roots, which reconciles everything) can change the verdict.
+            base = _rebased(inputs.old, "")
+            decision = _failed(inputs, base, cond.INVALID_SOURCE, violation, NO_REQUEUE)
     elif kind is SourceKind.LOCAL:  # a local path on a metal model: the host agent reads it
         decision = _plan_runtime_resolved(inputs, cond.METAL_AGENT_MANAGED, cond.MSG_METAL_AGENT_MANAGED)
     else:
@@ -428,6 +438,11 @@ def _after_copy(
     inputs: _Inputs, base: ModelStatus, layout: _LocalLayout, result: StoredFile | FetchError
 ) -> ModelDecision:
     if isinstance(result, FetchError):
+        if result.kind is FetchFailure.ESCAPES_ROOTS:
+            # The files on disk can change without a spec edit: look again on the fixed interval.
+            return _failed(
+                inputs, base, cond.INVALID_SOURCE, result.message, Requeue(after=FETCH_FAILURE_REQUEUE)
+            )
         if result.kind is FetchFailure.INTEGRITY_MISMATCH:
             # The same bytes will fail the same way: retry on the fixed interval, not in a tight backoff.
             return _failed(

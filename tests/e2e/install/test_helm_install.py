@@ -181,12 +181,45 @@ def test_values_reach_the_deployment(helm_env: dict[str, str]) -> None:
     assert pod["priorityClassName"] == "system-cluster-critical"
     quota = [d for d in docs if d["kind"] == "ResourceQuota"]
     assert quota and quota[0]["metadata"]["namespace"] == "platform"
+    # One watched namespace: the controller's rights are a Role there, bound to its ServiceAccount.
     binding = next(
-        d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "llmkube-controller"
+        d for d in docs if d["kind"] == "RoleBinding" and d["metadata"]["name"] == "llmkube-controller"
     )
+    assert binding["metadata"]["namespace"] == "team-a"
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "llmkube-controller", "namespace": "platform"}
     ]
+    assert not [
+        d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "llmkube-controller"
+    ]
+
+
+def test_a_watched_namespace_renders_the_namespace_scoped_component(
+    helm_env: dict[str, str], tmp_path: Path
+) -> None:
+    """watchNamespace gives what kustomize gives with components/namespace-scoped (its namespace
+    llmkube-workloads): the same RBAC objects, rule for rule, and no cluster-wide write."""
+    rbac = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    component = {
+        key: doc
+        for key, doc in by_key(documents(kustomize_overlay(tmp_path, "components/namespace-scoped"))).items()
+        if key[0] in rbac
+    }
+    chart = {
+        key: doc
+        for key, doc in by_key(template(helm_env, "watchNamespace=llmkube-workloads")).items()
+        if key[0] in rbac
+    }
+    assert sorted(chart, key=str) == sorted(component, key=str)
+    for key, expected in component.items():
+        assert without_labels(chart[key]) == without_labels(expected), key
+    deployment = the_deployment(documents(kustomize_overlay(tmp_path, "components/namespace-scoped")))
+    env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["LLMKUBE_NAMESPACE"] == "llmkube-workloads"
+    writes = {"create", "update", "patch", "delete", "deletecollection", "*"}
+    for (kind, name, _), doc in component.items():
+        if kind == "ClusterRole" and not name.startswith(("llmkube-viewer", "llmkube-editor")):
+            assert not {verb for rule in doc["rules"] for verb in rule["verbs"]} & writes, name
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kube_it_etcd import compact
 from kube_it_gate import WatchGate
 from kube_it_helpers import eventually
 
@@ -21,6 +20,7 @@ from llmkube.kube.reflector import Reflector
 from llmkube.kube.resource import CONFIG_MAPS, EVENTS
 from llmkube.kube.store import Change, Tombstone
 from llmkube.kube.transport import AiohttpTransport
+from llmkube.testing.etcd import compact
 
 pytestmark = pytest.mark.integration
 

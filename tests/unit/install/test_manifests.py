@@ -49,7 +49,7 @@ def test_installs_from_manifests_leave_the_priority_classes_to_the_installer() -
     assert "priorityclasses" in (MANIFESTS / "kustomization.yaml").read_text()
     (role,) = documents("rbac/cluster_role.yaml")
     verbs = {v for rule in role["rules"] if "priorityclasses" in rule["resources"] for v in rule["verbs"]}
-    assert verbs == {"get", "list", "watch"}, "without the writer role the controller cannot write a class"
+    assert verbs == {"list", "watch"}, "without the writer role the controller cannot write a class"
 
 
 def test_pdb_and_anti_affinity_select_the_controller_pods() -> None:

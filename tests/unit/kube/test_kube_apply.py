@@ -128,6 +128,15 @@ async def test_an_immutable_field_change_deletes_with_a_uid_precondition_and_rec
     assert delete_options["propagationPolicy"] == "Background"
 
 
+async def test_no_recreate_of_an_object_the_cache_has_not_seen() -> None:
+    """No cached copy, no uid to guard the delete with: the 422 is raised (the retry has the cache),
+    and nothing is read or deleted behind the cache's back."""
+    apply, transport = applier(Reply(422, IMMUTABLE))
+    with pytest.raises(Invalid):
+        await apply.apply(PRIORITY_CLASSES, priority_class(200), None, policy=IMMUTABLE_VALUE)
+    assert len(transport.seen) == 1
+
+
 async def test_without_a_policy_for_the_field_the_rejection_is_raised() -> None:
     apply, transport = applier(Reply(422, IMMUTABLE))
     with pytest.raises(Invalid):

@@ -24,6 +24,7 @@ from llmkube.kube.errors import (
     TooManyRequests,
     error_from_response,
 )
+from llmkube.kube.request_info import ApiRequest
 from llmkube.kube.resource import CONFIG_MAPS, DEPLOYMENTS, PRIORITY_CLASSES
 from llmkube.kube.transport import TransportError
 
@@ -187,6 +188,8 @@ async def test_429_is_retried_after_the_servers_delay() -> None:
     await clock.advance(2.0)
     assert (await task)["metadata"]["name"] == "x"
     assert client.request_counts == {("GET", "429"): 2, ("GET", "200"): 1}
+    # In RBAC's terms: three attempts at `get configmaps` (each one is authorized).
+    assert client.api_requests == {ApiRequest("get", "", "configmaps", ""): 3}
 
 
 async def test_429_gives_up_after_max_retries() -> None:

@@ -293,6 +293,20 @@ async def test_connection_failures_back_off_exponentially_then_recover(harness: 
     assert harness.server.open_watches == 1
     assert harness.lists() == ["0"]  # refused connections only re-watch, they never relist
     assert harness.informer.reflector.stats.failures == 6
+    assert harness.informer.reflector.stats.watching  # the watch is open again
+
+
+async def test_watching_says_whether_a_watch_is_open(harness: Harness) -> None:
+    harness.informer.start()
+    await settle()
+    assert harness.informer.reflector.stats.watching
+    await harness.clock.advance(5)
+    harness.server.faults.append(fail_once(exception=CONNECTION_REFUSED, when=is_watch))
+    harness.server.end_watches()  # a normal end: re-watch at once, which is refused
+    await settle()
+    assert not harness.informer.reflector.stats.watching  # backing off
+    await harness.clock.advance(2)  # the first retry comes within 0.8..1.6 s
+    assert harness.informer.reflector.stats.watching
 
 
 async def test_inactivity_watchdog_reconnects_a_silent_watch(harness: Harness) -> None:

@@ -29,9 +29,14 @@ T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-async def io() -> AsyncIterator[ModelSourceIO]:
+async def io(tmp_path: Path) -> AsyncIterator[ModelSourceIO]:
     async with aiohttp.ClientSession() as session:
-        yield ModelSourceIO(session=session)
+        yield ModelSourceIO(session=session, local_roots=(str(tmp_path),))
+
+
+def local_config(tmp_path: Path, cache: Path) -> ModelPlanConfig:
+    """Local sources allowed under the test's directory (--model-local-roots), cached in `cache`."""
+    return ModelPlanConfig(cache_path=str(cache), local_source_roots=(str(tmp_path),))
 
 
 def make_model(source: str, refresh: str = "IfNotPresent", **spec: Any) -> Model:
@@ -79,7 +84,7 @@ async def test_local_model_is_copied_once_then_served_from_cache(
     io: ModelSourceIO, make_gguf: GGUFFactory, tmp_path: Path
 ) -> None:
     source = make_gguf("src.gguf", name="Tiny Llama")
-    config = ModelPlanConfig(cache_path=str(tmp_path / "cache"))
+    config = local_config(tmp_path, tmp_path / "cache")
     store = StatusStore()
     model, decision = await reconcile(make_model(f"file://{source}"), io, config, store, T0)
 
@@ -104,7 +109,7 @@ async def test_on_change_refetches_a_grown_source(
     io: ModelSourceIO, make_gguf: GGUFFactory, tmp_path: Path
 ) -> None:
     source = make_gguf("src.gguf", name="Tiny Llama")
-    config = ModelPlanConfig(cache_path=str(tmp_path / "cache"))
+    config = local_config(tmp_path, tmp_path / "cache")
     store = StatusStore()
     model, _ = await reconcile(make_model(str(source), "OnChange"), io, config, store, T0)
     first_sha = store.writes[-1].sha256
@@ -122,9 +127,9 @@ async def test_on_change_refetches_a_grown_source(
 
 
 async def test_missing_local_source_fails_without_hot_loop(io: ModelSourceIO, tmp_path: Path) -> None:
-    config = ModelPlanConfig(cache_path=str(tmp_path / "cache"))
+    config = local_config(tmp_path, tmp_path / "cache")
     store = StatusStore()
-    _, decision = await reconcile(make_model("/nowhere/m.gguf"), io, config, store, T0)
+    _, decision = await reconcile(make_model(str(tmp_path / "nowhere" / "m.gguf")), io, config, store, T0)
     assert [s.phase for s in store.writes] == ["Copying", "Failed"]
     assert conditions(store.writes[-1])["Degraded"] == ("True", "CopyFailed")
     assert (decision.requeue, decision.error) == (Requeue(after=timedelta(minutes=5)), None)
@@ -208,7 +213,7 @@ async def test_refetch_clears_only_model_files_before_copying(io: ModelSourceIO,
     real = model_dir / "real.gguf"
     real.write_text("x")
     refetch = ModelAction(
-        kind=ActionKind.REFETCH, source="/nowhere", model_dir=str(model_dir), model_name="m"
+        kind=ActionKind.REFETCH, source=str(tmp_path / "nowhere"), model_dir=str(model_dir), model_name="m"
     )
     facts = await io.perform(refetch, ModelFacts())
     assert isinstance(facts.copy, FetchError)
@@ -251,7 +256,7 @@ async def test_the_loop_guard_stops_an_executor_that_reports_nothing(tmp_path: P
         await drive_model_plan(
             make_model("/data/m.gguf"),
             ModelFacts(),
-            ModelPlanConfig(cache_path=str(tmp_path)),
+            ModelPlanConfig(cache_path=str(tmp_path), local_source_roots=("/data",)),
             forgetful,
             store.write,
         )

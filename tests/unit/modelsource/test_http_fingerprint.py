@@ -87,7 +87,7 @@ def test_parse_content_length(value: str | None, parsed: int | None) -> None:
 async def test_local_probe_reports_the_size(tmp_path: Path) -> None:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"x" * 300)
-    outcome = await probe_local_fingerprint(str(model))
+    outcome = await probe_local_fingerprint(str(model), (str(tmp_path),))
     assert outcome.fingerprint == Fingerprint(content_length=300)
 
 
@@ -103,5 +103,5 @@ async def test_local_probe_reports_the_size(tmp_path: Path) -> None:
 def test_local_probe_failures(tmp_path: Path, relative: str, failure: ProbeFailure) -> None:
     (tmp_path / "file").write_text("x")
     (tmp_path / "empty").write_bytes(b"")
-    outcome = probe_local_fingerprint_sync(str(tmp_path / relative))
+    outcome = probe_local_fingerprint_sync(str(tmp_path / relative), (str(tmp_path),))
     assert (outcome.fingerprint, outcome.failure) == (None, failure)

@@ -16,6 +16,11 @@ from llmkube.kube.blocking import StopFlag, StopRequested
 from llmkube.plan.model import FetchError, FetchFailure, StoredFile
 
 
+def roots_at(directory: Path) -> tuple[str, ...]:
+    """Local sources under the test's own directory are allowed (--model-local-roots)."""
+    return (str(directory),)
+
+
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -29,7 +34,9 @@ async def test_copy_lands_under_the_canonical_name_with_hash_size_and_metadata(
 ) -> None:
     source = make_gguf(name="Tiny Llama 1B", vocabulary=500)
     cache = tmp_path / "cache" / "0123456789abcdef"
-    result = await copy_local_model(str(source), str(cache), "my-model", sha256_of(source).upper())
+    result = await copy_local_model(
+        str(source), str(cache), "my-model", sha256_of(source).upper(), roots=roots_at(tmp_path)
+    )
     assert isinstance(result, StoredFile)
     assert result.path == str(cache / "Tiny-Llama-1B.gguf")
     assert (result.size, result.source_size) == (source.stat().st_size, source.stat().st_size)
@@ -41,7 +48,7 @@ async def test_copy_lands_under_the_canonical_name_with_hash_size_and_metadata(
 def test_a_file_that_is_not_gguf_is_named_after_the_model(tmp_path: Path) -> None:
     source = tmp_path / "weights.bin"
     source.write_bytes(b"safetensors or whatever" * 100)
-    result = copy_local_model_sync(str(source), str(tmp_path / "cache"), "my.model")
+    result = copy_local_model_sync(str(source), str(tmp_path / "cache"), "my.model", roots=roots_at(tmp_path))
     assert isinstance(result, StoredFile)
     assert (Path(result.path).name, result.gguf) == ("my.model.gguf", None)
 
@@ -49,7 +56,7 @@ def test_a_file_that_is_not_gguf_is_named_after_the_model(tmp_path: Path) -> Non
 def test_sha256_mismatch_deletes_the_copy(make_gguf: GGUFFactory, tmp_path: Path) -> None:
     source = make_gguf()
     cache = tmp_path / "cache"
-    result = copy_local_model_sync(str(source), str(cache), "m", "0" * 64)
+    result = copy_local_model_sync(str(source), str(cache), "m", "0" * 64, roots=roots_at(tmp_path))
     assert isinstance(result, FetchError)
     assert result.kind is FetchFailure.INTEGRITY_MISMATCH
     assert result.message == f"SHA256 mismatch: expected {'0' * 64}, got {sha256_of(source)}"
@@ -67,7 +74,7 @@ def test_sha256_mismatch_deletes_the_copy(make_gguf: GGUFFactory, tmp_path: Path
 def test_unusable_sources(tmp_path: Path, relative_source: str, kind: FetchFailure) -> None:
     source = tmp_path / relative_source
     cache = tmp_path / "cache"
-    result = copy_local_model_sync(str(source), str(cache), "m")
+    result = copy_local_model_sync(str(source), str(cache), "m", roots=roots_at(tmp_path))
     assert isinstance(result, FetchError)
     assert result.kind is kind
     assert result.message.startswith(f"failed to open local model file {source}: ")
@@ -75,7 +82,7 @@ def test_unusable_sources(tmp_path: Path, relative_source: str, kind: FetchFailu
 
 
 def test_device_files_are_not_models(tmp_path: Path) -> None:
-    result = copy_local_model_sync("/dev/null", str(tmp_path / "cache"), "m")
+    result = copy_local_model_sync("/dev/null", str(tmp_path / "cache"), "m", roots=("/dev",))
     assert isinstance(result, FetchError)
     assert (result.kind, result.message) == (
         FetchFailure.NOT_A_FILE,
@@ -87,7 +94,7 @@ def test_device_files_are_not_models(tmp_path: Path) -> None:
 def test_size_mismatch_leaves_no_partial_file(tmp_path: Path) -> None:
     # procfs reports size 0 for files that read as hundreds of bytes: a real source whose size lies.
     cache = tmp_path / "cache"
-    result = copy_local_model_sync("/proc/self/status", str(cache), "m")
+    result = copy_local_model_sync("/proc/self/status", str(cache), "m", roots=("/proc",))
     assert isinstance(result, FetchError)
     assert result.kind is FetchFailure.SIZE_MISMATCH
     assert result.message.startswith("copy incomplete: expected 0 bytes, got ")
@@ -98,7 +105,7 @@ def test_size_mismatch_leaves_no_partial_file(tmp_path: Path) -> None:
 def test_read_error_mid_copy_leaves_no_partial_file(tmp_path: Path) -> None:
     # Reading our own address space at offset 0 opens fine and then fails with EIO.
     cache = tmp_path / "cache"
-    result = copy_local_model_sync("/proc/self/mem", str(cache), "m")
+    result = copy_local_model_sync("/proc/self/mem", str(cache), "m", roots=("/proc",))
     assert isinstance(result, FetchError)
     assert result.kind is FetchFailure.IO_ERROR
     assert result.message == "failed to copy model file /proc/self/mem: Input/output error"
@@ -108,7 +115,7 @@ def test_read_error_mid_copy_leaves_no_partial_file(tmp_path: Path) -> None:
 def test_cache_directory_that_cannot_be_created(make_gguf: GGUFFactory, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
-    result = copy_local_model_sync(str(make_gguf()), str(blocker / "cache"), "m")
+    result = copy_local_model_sync(str(make_gguf()), str(blocker / "cache"), "m", roots=roots_at(tmp_path))
     assert isinstance(result, FetchError)
     assert result.kind is FetchFailure.NOT_FOUND  # ENOTDIR
     assert result.message.startswith(f"failed to create a file in the model cache {blocker / 'cache'}")
@@ -118,7 +125,7 @@ def test_cache_directory_that_cannot_be_created(make_gguf: GGUFFactory, tmp_path
 def test_permission_denied(make_gguf: GGUFFactory, tmp_path: Path) -> None:
     source = make_gguf()
     source.chmod(0)
-    result = copy_local_model_sync(str(source), str(tmp_path / "cache"), "m")
+    result = copy_local_model_sync(str(source), str(tmp_path / "cache"), "m", roots=roots_at(tmp_path))
     assert isinstance(result, FetchError)
     assert result.kind is FetchFailure.PERMISSION_DENIED
     assert listing(tmp_path / "cache") == []
@@ -127,13 +134,13 @@ def test_permission_denied(make_gguf: GGUFFactory, tmp_path: Path) -> None:
 # Run as root, then give up every capability (capset may always *reduce* one's own set), so the
 # DAC check applies like in a container that drops capabilities: mode 000 really is unreadable.
 DROP_CAPABILITIES_AND_COPY = """
-import ctypes, struct, sys
+import ctypes, os, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
 if libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24))) != 0:
     print("capset-failed"); sys.exit(0)
 from llmkube.controllers.modelsource import copy_local_model_sync
-result = copy_local_model_sync(sys.argv[1], sys.argv[2], "m")
+result = copy_local_model_sync(sys.argv[1], sys.argv[2], "m", roots=(os.path.dirname(sys.argv[1]),))
 print(result.kind.value, "|", result.message)
 """
 
@@ -164,11 +171,11 @@ def test_canonical_rename_never_overwrites(make_gguf: GGUFFactory, tmp_path: Pat
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "Tiny.gguf").write_bytes(b"someone else's file")
-    first = copy_local_model_sync(str(source), str(cache), "m")
+    first = copy_local_model_sync(str(source), str(cache), "m", roots=roots_at(tmp_path))
     assert isinstance(first, StoredFile)
     assert first.path == str(cache / "model.gguf")  # the legacy name, since the canonical one is taken
     assert (cache / "Tiny.gguf").read_bytes() == b"someone else's file"
-    second = copy_local_model_sync(str(source), str(cache), "m")
+    second = copy_local_model_sync(str(source), str(cache), "m", roots=roots_at(tmp_path))
     assert isinstance(second, FetchError)
     assert second.kind is FetchFailure.IO_ERROR
     assert "not overwriting" in second.message
@@ -244,7 +251,9 @@ async def wait_for_temp_file(cache: Path) -> None:
 async def test_a_cancelled_copy_stops_and_removes_its_partial_file(tmp_path: Path) -> None:
     cache = tmp_path / "cache" / "key"
     copy = asyncio.create_task(
-        copy_local_model(str(sparse_source(tmp_path)), str(cache), "m", bytes_per_second=SLOW)
+        copy_local_model(
+            str(sparse_source(tmp_path)), str(cache), "m", roots=roots_at(tmp_path), bytes_per_second=SLOW
+        )
     )
     await wait_for_temp_file(cache)
     copy.cancel()  # a lost lease or a shutdown cancels the reconcile doing the copy
@@ -261,7 +270,9 @@ def test_a_stopped_copy_raises_and_leaves_no_partial_file(tmp_path: Path) -> Non
     stop.set()
     cache = tmp_path / "cache"
     with pytest.raises(StopRequested):
-        copy_local_model_sync(str(sparse_source(tmp_path)), str(cache), "m", stop=stop)
+        copy_local_model_sync(
+            str(sparse_source(tmp_path)), str(cache), "m", roots=roots_at(tmp_path), stop=stop
+        )
     assert listing(cache) == []
     with pytest.raises(StopRequested):
         verify_cached_file_sync(str(sparse_source(tmp_path)), "m", stop=stop)
@@ -274,7 +285,9 @@ from llmkube.controllers.modelsource import copy_local_model
 source, cache, rate = sys.argv[1], sys.argv[2], float(sys.argv[3])
 
 async def main():
-    copy = asyncio.create_task(copy_local_model(source, cache, "m", bytes_per_second=rate))
+    copy = asyncio.create_task(
+        copy_local_model(source, cache, "m", roots=(os.path.dirname(source),), bytes_per_second=rate)
+    )
     while not (os.path.isdir(cache) and any(name.endswith(".tmp") for name in os.listdir(cache))):
         await asyncio.sleep(0.02)
     copy.cancel()  # what the manager's shutdown does to an in-flight reconcile

@@ -83,6 +83,10 @@ def conditions(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
     }
 
 
+#: local sources under /data may be read (--model-local-roots=/data)
+LOCAL_ROOTS = ("/data",)
+
+
 def summary(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
     return {
         c.type: (c.status, c.reason, c.message) for c in decision.status.conditions or () if c.type in SUMMARY
@@ -92,6 +96,7 @@ def summary(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
 def plan(
     model: Model, facts: ModelFacts | None = None, config: ModelPlanConfig | None = None
 ) -> ModelDecision:
+    config = config or ModelPlanConfig(local_source_roots=LOCAL_ROOTS)
     return plan_model(model, facts or ModelFacts(), NOW, config)
 
 
@@ -484,7 +489,10 @@ def test_local_without_cache_starts_copying() -> None:
 
 @pytest.mark.parametrize(("cache_path", "root"), [("/var/cache/llm", "/var/cache/llm"), ("", "/models")])
 def test_local_cache_directory_follows_the_operator_flag(cache_path: str, root: str) -> None:
-    decision = plan(make_model("/data/llama.gguf"), config=ModelPlanConfig(cache_path=cache_path))
+    decision = plan(
+        make_model("/data/llama.gguf"),
+        config=ModelPlanConfig(cache_path=cache_path, local_source_roots=LOCAL_ROOTS),
+    )
     assert decision.action.model_dir == f"{root}/{cache_key('/data/llama.gguf')}"
 
 
@@ -615,9 +623,10 @@ def test_unreadable_cache_fails_with_backoff() -> None:
 
 
 def local_ready(path: str = COPIED.path, at: datetime = T0, gguf: GGUFMetadata | None = META) -> ModelStatus:
-    copying = plan_model(make_model(LOCAL_SRC), ModelFacts(), at, None).status
+    config = ModelPlanConfig(local_source_roots=LOCAL_ROOTS)
+    copying = plan_model(make_model(LOCAL_SRC), ModelFacts(), at, config).status
     stored = StoredFile(path=path, size=2048, sha256=SHA, gguf=gguf, source_size=2048)
-    return plan_model(make_model(LOCAL_SRC, status=copying), ModelFacts(copy=stored), at, None).status
+    return plan_model(make_model(LOCAL_SRC, status=copying), ModelFacts(copy=stored), at, config).status
 
 
 def test_ready_cache_not_due_is_left_alone() -> None:
@@ -781,7 +790,7 @@ def test_the_reconcile_loop_ends_without_repeating_an_action(
     facts = ModelFacts(cached_file=cached, pvc_phase=pvc_phase)
     performed: list[ActionKind] = []
     for _ in range(5):
-        decision = plan_model(model, facts, at, None)
+        decision = plan_model(model, facts, at, ModelPlanConfig(local_source_roots=LOCAL_ROOTS))
         if decision.action.kind is ActionKind.NONE:
             break
         performed.append(decision.action.kind)

@@ -25,6 +25,8 @@ def controller_args(kubeconfig: Path, namespace: str, cache: Path, *extra: str) 
         "--health-probe-bind-address=0",
         "--log-format=json",
         f"--model-cache-path={cache}",
+        # the tests keep their model files beside the cache
+        f"--model-local-roots={cache.parent}",
         *extra,
     ]
 

@@ -1,0 +1,181 @@
+"""Every API call the controller makes, as RBAC permissions: the one list its roles are made from.
+
+`hack/gen-install-files.py` writes the controller's RBAC (manifests/rbac, the namespace-scoped
+component, the chart's copies) from `PERMISSIONS`, and the tests hold the list to what the
+controller really does: every request it makes must be granted here (the e2e suite counts them by
+verb and resource), and every verb granted here must be used (a scenario on the real control plane
+exercises each one and fails on a verb nobody used). Add a call, add it here; stop making one,
+take it out.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from llmkube.controllers.resources import (
+    DEPLOYMENTS,
+    ENDPOINT_SLICES,
+    HORIZONTAL_POD_AUTOSCALERS,
+    INFERENCE_SERVICES,
+    MODELS,
+    NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PODS,
+    PRIORITY_CLASSES,
+    RUNTIME_CLASSES,
+    SERVICES,
+)
+from llmkube.kube.resource import EVENTS, LEASES, Resource
+
+__all__ = ["PERMISSIONS", "VERB_ORDER", "Permission", "Scope", "granted", "rules"]
+
+#: RBAC's usual order, so generated rules read the same everywhere.
+VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+class Scope(enum.Enum):
+    #: cluster-scoped kinds: always a ClusterRole
+    CLUSTER = "cluster"
+    #: namespaced kinds in the namespaces the controller watches: a ClusterRole for a cluster-wide
+    #: install, a Role in the watched namespace for a namespace-scoped one
+    WATCHED = "watched"
+    #: the leader-election Lease, in the controller's own namespace
+    LEASE = "lease"
+
+
+@dataclass(frozen=True)
+class Permission:
+    resource: Resource
+    verbs: tuple[str, ...]
+    scope: Scope
+    #: why the controller needs it (written into the generated role as a comment)
+    why: str
+    subresource: str = ""
+    #: only for --manage-priority-classes=true (the priorityclass-writer role)
+    manages_priority_classes: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = set(self.verbs) - set(VERB_ORDER)
+        if unknown:
+            raise ValueError(f"unknown verbs {sorted(unknown)} for {self.rbac_resource}")
+
+    @property
+    def rbac_resource(self) -> str:
+        return f"{self.resource.plural}/{self.subresource}" if self.subresource else self.resource.plural
+
+    def rule(self) -> dict[str, list[str]]:
+        return {
+            "apiGroups": [self.resource.group],
+            "resources": [self.rbac_resource],
+            "verbs": [verb for verb in VERB_ORDER if verb in self.verbs],
+        }
+
+
+_OWNED_WHY = (
+    "owned {kind}s, cached by label: get before creating one (never take over an object someone else "
+    "made), server-side apply (patch; create when missing), delete when no longer wanted (metal)"
+)
+
+PERMISSIONS: tuple[Permission, ...] = (
+    Permission(INFERENCE_SERVICES, ("list", "watch"), Scope.WATCHED, "the primary objects, from the cache"),
+    Permission(
+        INFERENCE_SERVICES, ("patch",), Scope.WATCHED, "status, by server-side apply", subresource="status"
+    ),
+    Permission(MODELS, ("list", "watch"), Scope.WATCHED, "Models, from the cache"),
+    Permission(MODELS, ("patch",), Scope.WATCHED, "status, by server-side apply", subresource="status"),
+    Permission(
+        DEPLOYMENTS,
+        ("get", "list", "watch", "create", "patch", "delete"),
+        Scope.WATCHED,
+        _OWNED_WHY.format(kind="Deployment") + " or when its immutable selector must change",
+    ),
+    Permission(
+        SERVICES,
+        ("get", "list", "watch", "create", "patch", "delete"),
+        Scope.WATCHED,
+        _OWNED_WHY.format(kind="Service") + "; a JSON patch puts back ports someone replaced",
+    ),
+    Permission(
+        HORIZONTAL_POD_AUTOSCALERS,
+        ("get", "list", "watch", "create", "patch", "delete"),
+        Scope.WATCHED,
+        _OWNED_WHY.format(kind="HorizontalPodAutoscaler") + " or autoscaling turned off",
+    ),
+    Permission(
+        PERSISTENT_VOLUME_CLAIMS,
+        ("get", "list", "watch", "create"),
+        Scope.WATCHED,
+        "the per-namespace model cache claim: cached by name, created when missing, never changed or "
+        "deleted (it outlives every service); get: the claim a pvc:// Model names",
+    ),
+    Permission(
+        PODS, ("list", "watch"), Scope.WATCHED, "pods of our services: readiness and scheduling diagnosis"
+    ),
+    Permission(
+        PODS,
+        ("get",),
+        Scope.WATCHED,
+        "the model-downloader's last log lines, read while it runs: the download's progress in status",
+        subresource="log",
+    ),
+    Permission(
+        ENDPOINT_SLICES, ("list", "watch"), Scope.WATCHED, "the metal agent's EndpointSlices: metal readiness"
+    ),
+    Permission(
+        EVENTS,
+        ("create", "patch"),
+        Scope.WATCHED,
+        "Events (events.k8s.io/v1): created, and patched as a series when they repeat",
+    ),
+    Permission(NODES, ("list", "watch"), Scope.CLUSTER, "GPU capacity, for Models' acceleratorReady"),
+    Permission(
+        PRIORITY_CLASSES,
+        ("list", "watch"),
+        Scope.CLUSTER,
+        "each service's effective priority; with --manage-priority-classes, the five llmkube-* classes",
+    ),
+    Permission(
+        PRIORITY_CLASSES,
+        ("create", "patch", "delete"),
+        Scope.CLUSTER,
+        "the five llmkube-* classes (--manage-priority-classes=true): server-side apply, and delete + "
+        "create to repair an immutable value or preemption policy",
+        manages_priority_classes=True,
+    ),
+    Permission(
+        RUNTIME_CLASSES,
+        ("list", "watch"),
+        Scope.CLUSTER,
+        "RuntimeClass names, so a service naming one that does not exist is told so",
+    ),
+    Permission(
+        LEASES,
+        ("get", "create", "update"),
+        Scope.LEASE,
+        "leader election: read the Lease, create it once, renew/take over/release by update",
+    ),
+)
+
+
+def granted(
+    permissions: Iterable[Permission] = PERMISSIONS,
+) -> frozenset[tuple[str, str, str]]:
+    """(verb, group, resource[/subresource]) for each verb of each permission."""
+    return frozenset(
+        (verb, permission.resource.group, permission.rbac_resource)
+        for permission in permissions
+        for verb in permission.verbs
+    )
+
+
+def rules(scopes: Iterable[Scope], *, manages_priority_classes: bool = False) -> tuple[Permission, ...]:
+    """The permissions of these scopes; the priority-class writer's only when asked for (it is a
+    role of its own)."""
+    wanted = set(scopes)
+    return tuple(
+        permission
+        for permission in PERMISSIONS
+        if permission.scope in wanted and permission.manages_priority_classes == manages_priority_classes
+    )

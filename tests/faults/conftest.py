@@ -1,0 +1,54 @@
+"""The fault suite's control plane: a full tier of its own (its API server gets killed), with the
+API server auditing the controller identity's requests (how writes are counted across SIGKILLs)."""
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fault_support import LONG, install
+
+from llmkube.testing.cluster import LocalCluster, MissingBinaryError
+from llmkube.testing.rest import RestError
+
+FAULTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The long variants (make fault-long) may take longer than the suite's 300 s per test.
+    if LONG:
+        for item in items:
+            if FAULTS in Path(str(item.fspath)).parents and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(1200))
+
+
+@pytest.fixture(scope="session")
+def fault_cluster() -> Iterator[LocalCluster]:
+    if os.environ.get("LLMKUBE_TEST_KUBECONFIG") or os.environ.get("LLMKUBE_TEST_CLUSTER"):
+        pytest.skip(
+            "the fault suite kills control-plane processes: it needs a local control plane of its own"
+        )
+    try:
+        cluster = LocalCluster("full", audit=True).start()
+    except MissingBinaryError as err:
+        pytest.fail(str(err), pytrace=False)
+    try:
+        install(cluster)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def fault_namespace(fault_cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    base = "".join(ch if ch.isalnum() else "-" for ch in request.node.name.lower())[:40].strip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    admin = fault_cluster.admin()
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(RestError):
+            admin.delete("v1", "Namespace", name)

@@ -1,0 +1,91 @@
+"""The controller's roles, read back from the shipped files, grant exactly the permissions listed in
+llmkube.controllers.permissions: for the cluster-wide install and for the namespace-scoped one.
+(tests/integration/test_rbac_least_privilege.py shows the controller uses each of them, and nothing
+else.)"""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from llmkube.controllers.permissions import PERMISSIONS, Scope, granted, rules
+
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
+WRITES = {"create", "update", "patch", "delete", "deletecollection", "*"}
+
+
+def roles(relative: str) -> list[dict[str, Any]]:
+    docs = yaml.safe_load_all((MANIFESTS / relative).read_text())
+    return [doc for doc in docs if doc and doc["kind"] in ("Role", "ClusterRole")]
+
+
+def grants(*relatives: str) -> set[tuple[str, str, str]]:
+    found = set()
+    for relative in relatives:
+        for role in roles(relative):
+            for rule in role["rules"]:
+                assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+                for group in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        for verb in rule["verbs"]:
+                            assert "*" not in (group, resource, verb), (
+                                f"wildcard in {role['metadata']['name']}"
+                            )
+                            found.add((verb, group, resource))
+    return found
+
+
+ALWAYS = ("rbac/leader_election_role.yaml", "rbac/priorityclass-writer/cluster_role.yaml")
+
+
+@pytest.mark.parametrize(
+    "install",
+    [
+        ("rbac/cluster_role.yaml",),
+        ("components/namespace-scoped/role.yaml", "components/namespace-scoped/cluster_role.yaml"),
+    ],
+    ids=["cluster-wide", "namespace-scoped"],
+)
+def test_each_install_grants_exactly_the_listed_permissions(install: tuple[str, ...]) -> None:
+    assert grants(*install, *ALWAYS) == granted(PERMISSIONS)
+
+
+def test_the_namespace_scoped_install_writes_nothing_cluster_wide() -> None:
+    for role in roles("components/namespace-scoped/cluster_role.yaml"):
+        verbs = {verb for rule in role["rules"] for verb in rule["verbs"]}
+        assert not verbs & WRITES
+    (role,) = roles("components/namespace-scoped/role.yaml")
+    assert role["kind"] == "Role"
+    assert grants("components/namespace-scoped/role.yaml") == granted(rules([Scope.WATCHED]))
+
+
+def test_the_leader_election_role_is_a_role_in_the_controllers_namespace() -> None:
+    (role,) = roles("rbac/leader_election_role.yaml")
+    assert (role["kind"], role["metadata"]["namespace"]) == ("Role", "llmkube-system")
+    assert grants("rbac/leader_election_role.yaml") == {
+        ("get", "coordination.k8s.io", "leases"),
+        ("create", "coordination.k8s.io", "leases"),
+        ("update", "coordination.k8s.io", "leases"),
+    }
+
+
+def test_no_core_events_and_no_unused_verbs_of_the_old_role() -> None:
+    """What the role used to grant and the controller never used (issue 11, item 8)."""
+    everything = grants("rbac/cluster_role.yaml", *ALWAYS)
+    for unused in [
+        ("create", "", "events"),
+        ("update", "apps", "deployments"),
+        ("update", "", "services"),
+        ("update", "autoscaling", "horizontalpodautoscalers"),
+        ("get", "inference.llmkube.dev", "inferenceservices/status"),
+        ("update", "inference.llmkube.dev", "inferenceservices/status"),
+        ("patch", "", "persistentvolumeclaims"),
+        ("list", "coordination.k8s.io", "leases"),
+        ("watch", "coordination.k8s.io", "leases"),
+        ("patch", "coordination.k8s.io", "leases"),
+        ("delete", "coordination.k8s.io", "leases"),
+        ("update", "scheduling.k8s.io", "priorityclasses"),
+        ("get", "scheduling.k8s.io", "priorityclasses"),
+    ]:
+        assert unused not in everything, unused
