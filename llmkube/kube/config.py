@@ -1,19 +1,43 @@
-"""Where the API server is and how to authenticate: loaded through kubernetes_asyncio's config
-loaders (in-cluster service account, or kubeconfig with token, client certificate or exec plugin),
-then handed to our own aiohttp transport.  kubernetes_asyncio is used for nothing else."""
+"""Where the API server is and how to authenticate, handed to our own aiohttp transport.
+
+The in-cluster service account and kubeconfigs with a token, client certificate or basic auth are
+read directly (kubeconfig.py); a kubeconfig that needs a credential plugin (``exec``,
+``auth-provider``), a proxy, or several files merged goes through kubernetes_asyncio's loaders,
+imported only then (they cost ~37 MiB of memory to import). kubernetes_asyncio is used for nothing
+else."""
 
 from __future__ import annotations
 
 import os
 import ssl
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import incluster_config, kube_config
+import yaml
 
-__all__ = ["AuthProvider", "ClientConfig", "ConfigurationAuth", "StaticAuth", "load_client_config"]
+from llmkube.kube.kubeconfig import (
+    IN_CLUSTER_CA_FILE,
+    IN_CLUSTER_TOKEN_FILE,
+    ClusterSettings,
+    FileOrData,
+    KubeconfigError,
+    TokenFileAuth,
+    in_cluster_host,
+    kubeconfig_paths,
+    needs_full_loader,
+    settings_from_kubeconfig,
+)
+
+__all__ = [
+    "AuthProvider",
+    "ClientConfig",
+    "ConfigurationAuth",
+    "StaticAuth",
+    "TokenFileAuth",
+    "load_client_config",
+]
 
 
 class AuthProvider(Protocol):
@@ -84,9 +108,62 @@ def _ssl_context(configuration: Any) -> ssl.SSLContext | None:
     return context
 
 
+def _settings_ssl_context(settings: ClusterSettings) -> ssl.SSLContext | None:
+    if not settings.host.startswith("https"):
+        return None
+    ca = settings.ca
+    context = ssl.create_default_context(
+        cafile=str(ca.path) if ca is not None and ca.path is not None else None,
+        cadata=ca.data.decode() if ca is not None and ca.data is not None else None,
+    )
+    if settings.client_certificate is not None:
+        with tempfile.TemporaryDirectory(prefix="llmkube-tls-") as scratch:
+            # ssl loads a certificate chain from files only; they live just long enough to be read.
+            certificate = _as_file(settings.client_certificate, Path(scratch) / "client.crt")
+            key = _as_file(settings.client_key, Path(scratch) / "client.key") if settings.client_key else None
+            context.load_cert_chain(str(certificate), keyfile=str(key) if key else None)
+    if not settings.verify_tls:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _as_file(value: FileOrData, scratch: Path) -> Path:
+    if value.path is not None:
+        return value.path
+    assert value.data is not None
+    scratch.touch(mode=0o600)
+    scratch.write_bytes(value.data)
+    return scratch
+
+
 def in_cluster() -> bool:
-    token = Path(incluster_config.SERVICE_TOKEN_FILENAME)
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and token.exists()
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(IN_CLUSTER_TOKEN_FILE).exists()
+
+
+def _from_settings(settings: ClusterSettings) -> ClientConfig:
+    return ClientConfig(
+        host=settings.host,
+        auth=TokenFileAuth(
+            token=settings.token, token_file=settings.token_file, basic_auth=settings.basic_auth
+        ),
+        ssl_context=_settings_ssl_context(settings),
+        tls_server_name=settings.tls_server_name,
+    )
+
+
+def _read_directly(kubeconfig: str | Path | None, context: str | None) -> ClusterSettings | None:
+    """The settings when this kubeconfig can be read without kubernetes_asyncio, else None."""
+    paths = kubeconfig_paths(kubeconfig, os.environ)
+    if len(paths) != 1 or not paths[0].is_file():
+        return None  # merging several files, and the error for a missing one, are the full loader's
+    try:
+        config = yaml.safe_load(paths[0].read_text())
+        if not isinstance(config, dict) or needs_full_loader(config, context):
+            return None
+        return settings_from_kubeconfig(config, context, paths[0].parent)
+    except (yaml.YAMLError, KubeconfigError, ValueError):
+        return None  # the full loader reports it in its own words
 
 
 async def load_client_config(
@@ -94,17 +171,32 @@ async def load_client_config(
 ) -> ClientConfig:
     """An explicit kubeconfig wins; otherwise the in-cluster service account when running in a pod;
     otherwise ``$KUBECONFIG`` / ``~/.kube/config``."""
-    configuration = Configuration()
-    loader: Any | None = None
     if kubeconfig is None and context is None and in_cluster():
-        incluster_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        loader = await kube_config.load_kube_config(
-            config_file=str(kubeconfig) if kubeconfig is not None else None,
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
+        return _from_settings(
+            ClusterSettings(
+                host=in_cluster_host(os.environ),
+                ca=FileOrData(path=Path(IN_CLUSTER_CA_FILE)),
+                token_file=Path(IN_CLUSTER_TOKEN_FILE),
+            )
         )
+    settings = _read_directly(kubeconfig, context)
+    if settings is not None:
+        return _from_settings(settings)
+    return await _load_with_plugins(kubeconfig, context)
+
+
+async def _load_with_plugins(kubeconfig: str | Path | None, context: str | None) -> ClientConfig:
+    # Imported here: only kubeconfigs that run a credential plugin (or merge files) pay for it.
+    from kubernetes_asyncio.client import Configuration
+    from kubernetes_asyncio.config import kube_config
+
+    configuration = Configuration()
+    loader = await kube_config.load_kube_config(
+        config_file=str(kubeconfig) if kubeconfig is not None else None,
+        context=context,
+        client_configuration=configuration,
+        persist_config=False,
+    )
     return ClientConfig(
         host=str(configuration.host).rstrip("/"),
         auth=ConfigurationAuth(configuration, loader),

@@ -12,7 +12,7 @@ from llmkube.controllers.modelsource import (
     read_gguf_metadata,
     read_gguf_metadata_or_none,
 )
-from llmkube.controllers.modelsource.ggufheader import FAST_READER_ACTIVE, _ArrayBackedReader
+from llmkube.controllers.modelsource.ggufreader import FAST_READER_ACTIVE, _ArrayBackedReader
 
 
 def test_reads_every_status_field(make_gguf: GGUFFactory) -> None:
