@@ -40,6 +40,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import statistics
 import sys
 import time
@@ -291,7 +292,7 @@ async def phases(
     # Restart against the converged cluster.
     audit.settle()
     written = audit.total
-    restarted = RunningOperator(operator.spec, kubeconfig, log)
+    restarted = RunningOperator(operator.spec, kubeconfig, log, start="restart")
     try:
         result["restart_ready_seconds"] = round(
             await wait_for(restarted.ready, args.limit, "restart ready", 0.05), 2
@@ -417,6 +418,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--crds", action="append", type=Path, default=[], help="its CRDs (file or dir)")
     parser.add_argument("--rbac", action="append", type=Path, default=[], help="its RBAC (file or dir)")
     parser.add_argument("--ready-url", default="http://127.0.0.1:{health_port}/readyz")
+    parser.add_argument(
+        "--llmkube-prefix",
+        default="",
+        help="run llmkube under this command, e.g. a profiler: 'py-spy record -f raw -o /tmp/{start}.txt --'",
+    )
     return parser.parse_args()
 
 
@@ -424,6 +430,9 @@ async def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     args = parse_args()
     ours = llmkube_operator()
+    if args.llmkube_prefix:
+        ours.command = f"{args.llmkube_prefix} {ours.command}"
+        ours.stop_signal = signal.SIGINT
     operators = [] if args.no_llmkube else [ours]
     if args.operator:
         if not args.command or not args.crds:

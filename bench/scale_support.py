@@ -203,7 +203,7 @@ def model(index: int) -> dict[str, Any]:
         "apiVersion": API,
         "kind": "Model",
         "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"source": f"https://models.invalid/{name}.gguf"},
+        "spec": {"source": f"bench-org/{name}-GGUF"},  # a Hugging Face repo: resolved by the runtime
     }
 
 
@@ -435,6 +435,8 @@ class OperatorSpec:
     rbac: list[Path]
     ready_url: str = "http://127.0.0.1:{health_port}/readyz"
     metrics_url: str = "http://127.0.0.1:{metrics_port}/metrics"
+    #: what stops it (a profiler wrapped around it writes its output on SIGINT, not SIGTERM)
+    stop_signal: signal.Signals = signal.SIGTERM
 
 
 def llmkube_operator() -> OperatorSpec:
@@ -453,13 +455,14 @@ def llmkube_operator() -> OperatorSpec:
 
 
 class RunningOperator:
-    def __init__(self, spec: OperatorSpec, kubeconfig: Path, log: Path) -> None:
+    def __init__(self, spec: OperatorSpec, kubeconfig: Path, log: Path, start: str = "first") -> None:
         self.spec = spec
         self.metrics_port, self.health_port = free_port(), free_port()
         ports = {
             "kubeconfig": str(kubeconfig),
             "metrics_port": self.metrics_port,
             "health_port": self.health_port,
+            "start": start,
         }
         self.ready_url = spec.ready_url.format(**ports)
         self.metrics_url = spec.metrics_url.format(**ports)
@@ -500,7 +503,8 @@ class RunningOperator:
 
     def stop(self, timeout: float = 60.0) -> None:
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            # The whole session: a wrapper (a profiler) and the operator under it.
+            os.killpg(self.process.pid, self.spec.stop_signal)
             try:
                 self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
