@@ -101,11 +101,12 @@ class InferenceServiceController:
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
         self.models = host.informer(MODELS)
         manager = host.applier.field_manager
+        # Read only by their owner's reconcile: kept as JSON bytes (kube/store.py), trimmed first.
         self.deployments = host.informer(
-            DEPLOYMENTS, label_selector=MANAGED_SELECTOR, transform=deployment_cache(manager)
+            DEPLOYMENTS, label_selector=MANAGED_SELECTOR, transform=deployment_cache(manager), compact=True
         )
         self.k8s_services = host.informer(
-            SERVICES, label_selector=MANAGED_SELECTOR, transform=service_cache(manager)
+            SERVICES, label_selector=MANAGED_SELECTOR, transform=service_cache(manager), compact=True
         )
         self.hpas = host.informer(HORIZONTAL_POD_AUTOSCALERS, label_selector=MANAGED_SELECTOR)
         self.pods = host.informer(PODS, label_selector=SERVICE_PODS_SELECTOR, transform=POD_CACHE)
