@@ -138,6 +138,12 @@ def by_field(*path: str, namespaced: bool = True) -> IndexFunc:
     return index
 
 
+def _encoded(obj: Obj) -> bytes:
+    # orjson's output keeps its over-allocated buffer (up to several times the JSON's length): copy
+    # it into an exactly sized bytes object before keeping it.
+    return bytes(memoryview(orjson.dumps(obj)))
+
+
 def _decoded(stored: Obj | bytes) -> Obj:
     if isinstance(stored, bytes):
         obj: Obj = orjson.loads(stored)
@@ -205,7 +211,7 @@ class Store:
         old = self.get(key)
         if old is not None:
             self._unindex(key, old)
-        self._items[key] = orjson.dumps(obj) if self.compact else obj
+        self._items[key] = _encoded(obj) if self.compact else obj
         for name in self._indexers:
             self._index_one(name, key, obj)
         return old
