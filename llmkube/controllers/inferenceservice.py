@@ -95,13 +95,14 @@ class InferenceServiceController:
 
         self.gpu_queue = CachedGpuQueue()
         self.model_wait = ModelWait()
-        self.services = host.informer(INFERENCE_SERVICES)
+        # Each kept as JSON bytes (kube/store.py): parsed on read, a quarter of the memory.
+        self.services = host.informer(INFERENCE_SERVICES, compact=True)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
-        self.models = host.informer(MODELS)
+        self.models = host.informer(MODELS, compact=True)
         manager = host.applier.field_manager
-        # Read only by their owner's reconcile: kept as JSON bytes (kube/store.py), trimmed first.
+        # Trimmed to what is owned or read first (cache_transforms.py).
         self.deployments = host.informer(
             DEPLOYMENTS, label_selector=MANAGED_SELECTOR, transform=deployment_cache(manager), compact=True
         )
