@@ -8,6 +8,9 @@ FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY llmkube ./llmkube
+# The wheel bundles the manifests and the build script `llmkube cluster` reads (pyproject force-include).
+COPY manifests ./manifests
+COPY hack/build-k8s.sh ./hack/build-k8s.sh
 RUN python3 -m venv /opt/llmkube && /opt/llmkube/bin/pip install --no-cache-dir .
 
 FROM ${BASE_IMAGE}

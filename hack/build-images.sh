@@ -159,7 +159,8 @@ build_python() {
 
 build_controller() {
   local hash
-  hash=$(hash_inputs "$(python_hash)" "@$REPO/Dockerfile" "@$REPO/pyproject.toml" "@$REPO/README.md" "@$REPO/llmkube")
+  hash=$(hash_inputs "$(python_hash)" "@$REPO/Dockerfile" "@$REPO/pyproject.toml" "@$REPO/README.md" "@$REPO/llmkube" \
+    "@$REPO/manifests" "@$REPO/hack/build-k8s.sh")
   fresh llmkube "$hash" && { log "$CONTROLLER_REF: cached"; return; }
   build_python
   log "$CONTROLLER_REF: building from Dockerfile (BASE_IMAGE=$PYTHON_REF; pip installs from PyPI)"
