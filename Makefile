@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries tools node-prereqs test test-unit lint crds run clean
+.PHONY: all venv k8s-binaries tools node-prereqs test test-unit lint crds run bench clean
 
 all: lint test
 
@@ -45,6 +45,16 @@ lint: venv
 	$(BIN)/ruff format --check llmkube tests bench hack
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+## Every figure of the README's Performance section (about an hour on 2 cores; results land in
+## bench/results/*.json with the machine they came from). BENCH_SIZES / BENCH_REPEAT narrow it down.
+BENCH_SIZES ?= 1000 5000 10000
+BENCH_REPEAT ?= 3
+bench: venv k8s-binaries
+	$(BIN)/python bench/bench_import_cost.py
+	$(BIN)/python bench/bench_cache_memory.py --services 1000
+	for n in $(BENCH_SIZES); do $(BIN)/python bench/bench_scale.py --services $$n --repeat $(BENCH_REPEAT) || exit 1; done
+	$(BIN)/python bench/bench_gpu_queue.py --waiting 1000 5000
 
 ## Regenerate manifests/crd from the API types (never edit those files by hand).
 crds: venv
