@@ -46,14 +46,15 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## Every figure of the README's Performance section (about an hour on 2 cores; results land in
-## bench/results/*.json with the machine they came from). BENCH_SIZES / BENCH_REPEAT narrow it down.
-BENCH_SIZES ?= 1000 5000 10000
-BENCH_REPEAT ?= 3
+## Every figure of the README's Performance section, with the commands that produced it (about an
+## hour on 2 cores; results land in bench/results/*.json with the machine and load they came from).
 bench: venv k8s-binaries
 	$(BIN)/python bench/bench_import_cost.py
 	$(BIN)/python bench/bench_cache_memory.py --services 1000
-	for n in $(BENCH_SIZES); do $(BIN)/python bench/bench_scale.py --services $$n --repeat $(BENCH_REPEAT) || exit 1; done
+	$(BIN)/python bench/bench_scale.py --services 200 --idle 20 --restart-window 60 --changes 20
+	$(BIN)/python bench/bench_scale.py --services 1000 --idle 20 --restart-window 30 --changes 20
+	$(BIN)/python bench/bench_scale.py --services 5000 --idle 20 --restart-window 30 --changes 60
+	$(BIN)/python bench/bench_scale.py --services 10000 --no-floor --idle 10 --restart-window 30 --changes 0
 	$(BIN)/python bench/bench_gpu_queue.py --waiting 1000 5000
 
 ## Regenerate manifests/crd from the API types (never edit those files by hand).
