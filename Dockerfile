@@ -1,19 +1,44 @@
 # llmkube controller image: non-root, works with a read-only root filesystem (only /tmp is written).
-# BASE_IMAGE: any Debian-like image with Python >= 3.11 and venv support (the node tier builds it
-# from a local stand-in, hack/images/python.Containerfile); the package lives in a venv, so it
-# does not depend on where a distribution's pip would put files.
-ARG BASE_IMAGE=python:3.11-slim
+#
+# BASE_IMAGE: python:3.11-slim pinned by the digest of its multi-platform index (Python 3.11.15 on
+# Debian trixie, as published on 2026-08-05: docker-library/repo-info, repos/python/remote/
+# 3.11-slim.md). Any Debian-like image with Python 3.11 and venv support works: the node tier
+# builds on a local stand-in (hack/build-images.sh, hack/images/python.Containerfile), since its
+# builds reach no registry. Python packages come only from the locks in requirements/ (`make
+# lock`): every version pinned, every file's hash checked, wheels only.
+ARG BASE_IMAGE=python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 
 FROM ${BASE_IMAGE} AS build
 WORKDIR /src
+# The dependencies first: a change to llmkube's sources does not fetch them again.
+COPY requirements ./requirements
+RUN python3 -m venv /opt/build \
+ && /opt/build/bin/pip install --no-cache-dir --require-hashes --only-binary=:all: \
+      --requirement requirements/build.txt \
+ && python3 -m venv --without-pip /opt/llmkube \
+ && /opt/build/bin/pip --python /opt/llmkube/bin/python install --no-cache-dir --require-hashes \
+      --only-binary=:all: --requirement requirements/controller.txt
 COPY pyproject.toml README.md ./
 COPY llmkube ./llmkube
-# The wheel bundles the manifests and the build script `llmkube cluster` reads (pyproject force-include).
+# The wheel bundles these (pyproject.toml: force-include) for `llmkube cluster` / `run`.
 COPY manifests ./manifests
 COPY hack/build-k8s.sh ./hack/build-k8s.sh
-RUN python3 -m venv /opt/llmkube && /opt/llmkube/bin/pip install --no-cache-dir .
+# Built offline from the locked build requirements; installed without dependencies (all locked above).
+RUN /opt/build/bin/pip wheel --no-cache-dir --no-deps --no-build-isolation --no-index --wheel-dir /dist . \
+ && /opt/build/bin/pip --python /opt/llmkube/bin/python install --no-cache-dir --no-deps --no-index \
+      --find-links /dist llmkube \
+ && /opt/build/bin/pip --python /opt/llmkube/bin/python check
 
 FROM ${BASE_IMAGE}
+ARG BASE_IMAGE
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="llmkube" \
+      org.opencontainers.image.description="Kubernetes operator for self-hosted LLM inference (llama.cpp, vLLM, TGI, PersonaPlex, any container)" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.base.name="${BASE_IMAGE}"
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PATH=/opt/llmkube/bin:$PATH

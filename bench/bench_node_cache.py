@@ -26,8 +26,8 @@ from llmkube.kube.store import Store
 from llmkube.kube.transform import strip_for_cache
 from llmkube.kube.types import Obj
 
-try:  # the Node informer's own transform, where the Model controller defines it
-    from llmkube.controllers.model import NODE_CACHE_TRANSFORM
+try:  # the shared Node informer's own transform
+    from llmkube.controllers.resources import NODE_CACHE_TRANSFORM
 except ImportError:  # before it existed, Nodes were cached whole
     NODE_CACHE_TRANSFORM = None
 

@@ -159,16 +159,21 @@ build_python() {
 
 build_controller() {
   local hash
-  hash=$(hash_inputs "$(python_hash)" "@$REPO/Dockerfile" "@$REPO/pyproject.toml" "@$REPO/README.md" "@$REPO/llmkube" \
-    "@$REPO/manifests" "@$REPO/hack/build-k8s.sh")
+  # Everything the build context holds (.dockerignore lets in only these).
+  hash=$(hash_inputs "$(python_hash)" "@$REPO/Dockerfile" "@$REPO/.dockerignore" "@$REPO/pyproject.toml" \
+    "@$REPO/README.md" "@$REPO/requirements" "@$REPO/llmkube" "@$REPO/manifests" "@$REPO/hack/build-k8s.sh")
   fresh llmkube "$hash" && { log "$CONTROLLER_REF: cached"; return; }
   build_python
-  log "$CONTROLLER_REF: building from Dockerfile (BASE_IMAGE=$PYTHON_REF; pip installs from PyPI)"
+  log "$CONTROLLER_REF: building from Dockerfile (BASE_IMAGE=$PYTHON_REF; pip installs the locked requirements from PyPI)"
   local t0=$SECONDS
   # pip inside the build verifies TLS against the mounted host bundle.
   printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' > "$WORK/pip.conf"
+  local version revision
+  version=$("$PYTHON" -c 'import re,sys; print(re.search(r"__version__ = \"(.+?)\"", open(sys.argv[1]).read())[1])' \
+    "$REPO/llmkube/__init__.py")
+  revision=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)
   build_file "$CONTROLLER_REF" "$REPO/Dockerfile" "$REPO" --build-arg "BASE_IMAGE=$PYTHON_REF" \
-    -v "$WORK/pip.conf:/etc/pip.conf:ro"
+    --build-arg "VERSION=$version" --build-arg "REVISION=$revision" -v "$WORK/pip.conf:/etc/pip.conf:ro"
   save llmkube "$CONTROLLER_REF" "$hash"
   log "$CONTROLLER_REF: built in $((SECONDS - t0)) s"
 }

@@ -7,10 +7,13 @@
 #   kustomize  <- sigs.k8s.io/kustomize/kustomize/v5 $KUSTOMIZE_VERSION (what Argo CD and Flux run)
 #   monitoring-check <- hack/tools/monitoring-check.go against the Prometheus Operator's API types
 #                       github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring $PROMETHEUS_OPERATOR_APIS
+#   gitops-health    <- hack/tools/gitops-health.go: Flux's kstatus and CEL health evaluation
+#                       github.com/fluxcd/pkg/runtime $FLUX_RUNTIME (its cel package; kstatus from
+#                       github.com/fluxcd/cli-utils $FLUX_CLI_UTILS)
 #
 # Output: $LLMKUBE_TOOLS_BIN (default ~/.cache/llmkube/tools/bin). Idempotent: a binary whose stamp
 # file names the pinned version is not rebuilt. Progress on stderr; the bin directory on stdout.
-#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check]
+#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health]
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
@@ -18,6 +21,10 @@ HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 PROMETHEUS_MODULE="${PROMETHEUS_MODULE:-v0.316.0}"
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.7.1}"
 PROMETHEUS_OPERATOR_APIS="${PROMETHEUS_OPERATOR_APIS:-v0.95.2}"
+# The newest releases that build with Go 1.26 (later ones need Go 1.27).
+FLUX_RUNTIME="${FLUX_RUNTIME:-v0.113.0}"
+FLUX_CLI_UTILS="${FLUX_CLI_UTILS:-v1.3.0}"
+FLUX_KUSTOMIZE_APIS="${FLUX_KUSTOMIZE_APIS:-v1.21.0}"
 CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
 BIN="${LLMKUBE_TOOLS_BIN:-$CACHE_ROOT/tools/bin}"
 
@@ -94,14 +101,41 @@ build_monitoring_check() {
   log "monitoring-check $stamp_value: built in $((SECONDS - t0)) s"
 }
 
+build_gitops_health() {
+  local here stamp_value mod
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  stamp_value="$FLUX_RUNTIME-$FLUX_CLI_UTILS-$(sha256sum "$here/tools/gitops-health.go" | cut -c1-12)"
+  if fresh gitops-health "$stamp_value"; then
+    log "gitops-health $stamp_value: cached"
+    return
+  fi
+  mod="$CACHE_ROOT/build/gitops-health-$FLUX_RUNTIME"
+  mkdir -p "$mod"
+  cp "$here/tools/gitops-health.go" "$mod/main.go"
+  log "gitops-health $stamp_value: building against Flux's kstatus and CEL evaluator (~4 min cold)"
+  local t0=$SECONDS
+  (
+    cd "$mod"
+    [ -f go.mod ] || printf 'module llmkube.dev/gitopshealth\n\ngo 1.26\n' > go.mod
+    go get "github.com/fluxcd/pkg/runtime@$FLUX_RUNTIME" "github.com/fluxcd/cli-utils@$FLUX_CLI_UTILS" \
+      "github.com/fluxcd/pkg/apis/kustomize@$FLUX_KUSTOMIZE_APIS" >&2
+    go mod tidy >&2
+    go build -ldflags "-s -w" -o "$BIN/gitops-health.tmp" .
+  )
+  mv "$BIN/gitops-health.tmp" "$BIN/gitops-health"
+  echo "$stamp_value" > "$BIN/.gitops-health.version"
+  log "gitops-health $stamp_value: built in $((SECONDS - t0)) s"
+}
+
 t_start=$SECONDS
 case "${1:-all}" in
-  all) build_kustomize; build_promtool; build_helm; build_monitoring_check ;;
+  all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health ;;
   helm) build_helm ;;
   promtool) build_promtool ;;
   kustomize) build_kustomize ;;
   monitoring-check) build_monitoring_check ;;
-  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check]" >&2; exit 2 ;;
+  gitops-health) build_gitops_health ;;
+  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health]" >&2; exit 2 ;;
 esac
 log "done in $((SECONDS - t_start)) s; tools in $BIN"
 echo "$BIN"

@@ -21,6 +21,7 @@ ARGOCD = MANIFESTS / "gitops" / "argocd"
 
 #: manifests/<path> copied to charts/llmkube/files/<path>
 CHART_FILES = (
+    "admission/inferenceservice_policy.yaml",
     "priorityclasses/priority_classes.yaml",
     "rbac/cluster_role.yaml",
     "rbac/leader_election_role.yaml",

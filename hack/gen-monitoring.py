@@ -40,6 +40,9 @@ METRICS = {
     "memory": "process_resident_memory_bytes",
     "cpu": "process_cpu_seconds_total",
     "isvc_phase": "llmkube_inferenceservice_phase",
+    "isvc_info": "llmkube_inferenceservice_info",
+    "isvc_replicas": "llmkube_inferenceservice_replicas",
+    "isvc_gpus": "llmkube_inferenceservice_gpus_per_replica",
     "isvc_ready_duration": "llmkube_inferenceservice_ready_duration_seconds",
     "gpu_queue_depth": "llmkube_gpu_queue_depth",
     "gpu_queue_wait": "llmkube_gpu_queue_wait_duration_seconds",
@@ -386,6 +389,26 @@ def services_dashboard() -> dict[str, Any]:
             [(f"histogram_quantile(0.9, sum by (le, source_type) "
               f"(rate({M['model_download']}_bucket{{{ns}}}{R})))", "{{source_type}}")],
             0, 24, w=24, unit="s",
+        ),
+        panel(
+            "Services by runtime and accelerator",
+            [(f"count by (runtime, accelerator) ({M['isvc_info']}{{{ns}}})",
+              "{{runtime}} {{accelerator}}")],
+            0, 32, w=8,
+        ),
+        panel(
+            "Replicas ready and desired",
+            [(f"sum by (namespace, inferenceservice, state) "
+              f'({M["isvc_replicas"]}{{{ns},state=~"ready|desired"}})',
+              "{{namespace}}/{{inferenceservice}} {{state}}")],
+            8, 32, w=8,
+        ),
+        panel(
+            "GPUs requested by running replicas",
+            [(f"sum by (namespace, inferenceservice) ({M['isvc_gpus']}{{{ns}}}"
+              f" * on (namespace, inferenceservice) "
+              f'{M["isvc_replicas"]}{{{ns},state="running"}})', "{{namespace}}/{{inferenceservice}}")],
+            16, 32, w=8,
         ),
     ]  # fmt: skip
     variables = [variable("namespace", f"label_values({M['isvc_phase']}{{{C}}}, namespace)")]

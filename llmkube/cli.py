@@ -6,6 +6,9 @@ llmkube controller   the controller against $KUBECONFIG / --kubeconfig / in-clus
 llmkube cluster      a local control plane only (for kubectl and tests)
 llmkube crds         print the CustomResourceDefinitions
 llmkube version      print the version
+
+and the commands for users (llmkube/usercli): deploy, list, status, queue, scale, delete, logs,
+chat, curl.
 """
 
 import argparse
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
 
 BUILD_SCRIPT = "hack/build-k8s.sh"
 SAMPLE = "samples/cpu-llamacpp.yaml"
+DEFAULT_METRICS_ADDRESS, DEFAULT_HEALTH_ADDRESS = ":8080", ":8081"
 #: What a local cluster gets before the controller starts. No PriorityClasses: `llmkube run`'s
 #: controller owns them (--manage-priority-classes, the default), so nobody else writes them.
 LOCAL_INSTALL = ("manager/namespace.yaml", "rbac", "rbac/priorityclass-writer")
@@ -43,6 +47,19 @@ def _print_crds(_: argparse.Namespace) -> int:
 def _print_version(_: argparse.Namespace) -> int:
     print(f"llmkube {__version__}")
     return 0
+
+
+def _require_testing_extra(command: str) -> None:
+    """A local cluster (certificates, a tiny GGUF model) needs the `testing` extra, which the
+    controller image leaves out: say so rather than fail on an import deep inside."""
+    try:
+        import cryptography  # noqa: F401
+        import gguf  # noqa: F401
+    except ImportError as missing:
+        raise SystemExit(
+            f"llmkube {command}: a local cluster needs the 'testing' extra ({missing.name} is not "
+            "installed): pip install 'llmkube[testing]'"
+        ) from None
 
 
 def _ensure_binaries(tier: str) -> Path:
@@ -90,6 +107,7 @@ def _wait_for_interrupt() -> None:
 
 
 def _cluster(args: argparse.Namespace) -> int:
+    _require_testing_extra("cluster")
     from llmkube.testing.cluster import LocalCluster
 
     _ensure_binaries(args.tier)
@@ -110,6 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG")
     if kubeconfig or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return _controller(args)
+    _require_testing_extra("run")
     from llmkube.testing.cluster import LocalCluster
     from llmkube.testing.real_run import choose_run_tier
 
@@ -130,7 +149,19 @@ def _run(args: argparse.Namespace) -> int:
             flush=True,
         )
         args.kubeconfig = str(cluster.kubeconfig)
-        return _controller(args)
+        # The components run in their own session, so a terminal's Ctrl-C reaches only this
+        # process: the controller stops first, then the `with` block stops the control plane.
+        return _controller(_loopback_endpoints(args))
+
+
+def _loopback_endpoints(args: argparse.Namespace) -> argparse.Namespace:
+    """A local try-out must not fight other programs for :8080/:8081: unless told otherwise,
+    /metrics and /healthz listen on free loopback ports (logged as "listening")."""
+    if args.metrics_bind_address == DEFAULT_METRICS_ADDRESS:
+        args.metrics_bind_address = "127.0.0.1:0"
+    if args.health_probe_bind_address == DEFAULT_HEALTH_ADDRESS:
+        args.health_probe_bind_address = "127.0.0.1:0"
+    return args
 
 
 def _run_on_node(args: argparse.Namespace) -> int:
@@ -154,7 +185,7 @@ def _run_on_node(args: argparse.Namespace) -> int:
         cluster.network.enter_current_thread()
         demo.announce_when_ready()
         args.kubeconfig = str(cluster.kubeconfig)
-        return _controller(args)
+        return _controller(_loopback_endpoints(args))
 
 
 def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
@@ -214,6 +245,7 @@ def _controller(args: argparse.Namespace) -> int:
     import asyncio
 
     from llmkube.controllers.setup import setup_controllers
+    from llmkube.kube.config import ConfigError
     from llmkube.kube.leader_election import LeadershipLost
     from llmkube.manager import CacheSyncTimeout, Manager
 
@@ -229,10 +261,16 @@ def _controller(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(Manager(process_config).run(setup))
+    except OSError as failed:  # e.g. a metrics or health port already in use: one line, no traceback
+        print(f"llmkube controller: cannot start: {failed}", file=sys.stderr)
+        return 1
     except (LeadershipLost, CacheSyncTimeout) as stopped:
         # Expected ways to stop: exit non-zero and let the Deployment restart the pod.
         print(f"llmkube controller stopped: {stopped}", file=sys.stderr)
         return 1
+    except ConfigError as unusable:  # the kubeconfig or in-cluster configuration, with its reason
+        print(f"llmkube controller: cannot connect to the cluster: {unusable}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -245,7 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("crds", help="print the CustomResourceDefinitions as YAML").set_defaults(func=_print_crds)
 
     cluster = sub.add_parser("cluster", help="start a local control plane (until Ctrl-C)")
-    cluster.add_argument("--tier", choices=["api", "full"], default="full")
+    cluster.add_argument(
+        "--tier",
+        choices=["api", "full"],
+        default="full",
+        help="api: etcd and kube-apiserver; full: everything",
+    )
     cluster.add_argument("--sample", action="store_true", help="also apply the CPU llama.cpp sample")
     cluster.set_defaults(func=_cluster)
 
@@ -266,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument(
                 "--serve-port", type=int, default=18080, help="loopback port for the real node's sample"
             )
+    from llmkube.usercli import add_user_commands
+
+    add_user_commands(sub)
     return parser
 
 
@@ -274,30 +320,106 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubeconfig", default=None, help="kubeconfig path (default: $KUBECONFIG, in-cluster)"
     )
-    parser.add_argument("--namespace", default=env("LLMKUBE_NAMESPACE", ""), help="watch one namespace only")
-    parser.add_argument("--workers", type=int, default=int(env("LLMKUBE_WORKERS", "4")))
     parser.add_argument(
-        "--leader-elect", action=argparse.BooleanOptionalAction, default=env("LLMKUBE_LEADER_ELECT") == "true"
+        "--namespace",
+        default=env("LLMKUBE_NAMESPACE", ""),
+        help="watch one namespace only (default: all) [LLMKUBE_NAMESPACE]",
     )
-    parser.add_argument("--leader-election-namespace", default=env("POD_NAMESPACE", "llmkube-system"))
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(env("LLMKUBE_WORKERS", "4")),
+        help="concurrent InferenceService reconciles; Models get half (default 4) [LLMKUBE_WORKERS]",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=env("LLMKUBE_LEADER_ELECT") == "true",
+        help="take the Lease before writing anything (for more than one replica) [LLMKUBE_LEADER_ELECT]",
+    )
+    parser.add_argument(
+        "--leader-election-namespace",
+        default=env("POD_NAMESPACE", "llmkube-system"),
+        help="namespace of the leader-election Lease (default: $POD_NAMESPACE, else llmkube-system)",
+    )
     # kube-controller-manager's names; controller-runtime's defaults.
-    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0, help="seconds")
-    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0, help="seconds")
-    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0, help="seconds")
-    parser.add_argument("--metrics-bind-address", default=env("LLMKUBE_METRICS_BIND_ADDRESS", ":8080"))
-    parser.add_argument("--health-probe-bind-address", default=env("LLMKUBE_HEALTH_BIND_ADDRESS", ":8081"))
-    parser.add_argument("--log-level", default=env("LLMKUBE_LOG_LEVEL", "info"))
     parser.add_argument(
-        "--log-format", choices=["json", "console", "auto"], default=env("LLMKUBE_LOG_FORMAT", "auto")
+        "--leader-elect-lease-duration",
+        type=float,
+        default=15.0,
+        help="seconds a Lease is valid (default 15)",
     )
-    parser.add_argument("--model-cache-path", default="/models")
-    parser.add_argument("--model-cache-size", default="100Gi")
-    parser.add_argument("--model-cache-storage-class", default="")
-    parser.add_argument("--model-cache-access-mode", default="ReadWriteOnce")
-    parser.add_argument("--ca-cert-configmap", default="")
-    parser.add_argument("--init-container-image", default="docker.io/curlimages/curl:8.18.0")
-    parser.add_argument("--default-fsgroup", type=int, default=102)
-    parser.add_argument("--model-revalidate-interval", type=float, default=3600.0, help="seconds")
+    parser.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=10.0,
+        help="seconds the leader keeps trying to renew before it stops writing (default 10)",
+    )
+    parser.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=2.0,
+        help="seconds between Lease attempts (default 2)",
+    )
+    parser.add_argument(
+        "--metrics-bind-address",
+        default=env("LLMKUBE_METRICS_BIND_ADDRESS", DEFAULT_METRICS_ADDRESS),
+        help="address of /metrics, host:port (:0 picks a free port; 0 disables) "
+        "[LLMKUBE_METRICS_BIND_ADDRESS]",
+    )
+    parser.add_argument(
+        "--health-probe-bind-address",
+        default=env("LLMKUBE_HEALTH_BIND_ADDRESS", DEFAULT_HEALTH_ADDRESS),
+        help="address of /healthz and /readyz, host:port (:0 picks a free port) "
+        "[LLMKUBE_HEALTH_BIND_ADDRESS]",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=env("LLMKUBE_LOG_LEVEL", "info"),
+        help="debug, info, warning or error (default info) [LLMKUBE_LOG_LEVEL]",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "console", "auto"],
+        default=env("LLMKUBE_LOG_FORMAT", "auto"),
+        help="JSON lines, console, or auto: console on a terminal, else JSON [LLMKUBE_LOG_FORMAT]",
+    )
+    parser.add_argument(
+        "--model-cache-path",
+        default="/models",
+        help="where the controller copies local-path Models (empty: no controller-side cache)",
+    )
+    parser.add_argument(
+        "--model-cache-size", default="100Gi", help="size of each namespace's llmkube-model-cache claim"
+    )
+    parser.add_argument(
+        "--model-cache-storage-class", default="", help="storage class of that claim (default: the cluster's)"
+    )
+    parser.add_argument(
+        "--model-cache-access-mode", default="ReadWriteOnce", help="access mode of that claim"
+    )
+    parser.add_argument(
+        "--ca-cert-configmap",
+        default="",
+        help="ConfigMap with CA certificates the model downloader trusts (mounted into the init container)",
+    )
+    parser.add_argument(
+        "--init-container-image",
+        default="docker.io/curlimages/curl:8.18.0",
+        help="image of the model-downloader init container",
+    )
+    parser.add_argument(
+        "--default-fsgroup",
+        type=int,
+        default=102,
+        help="pod fsGroup when the service sets no securityContext",
+    )
+    parser.add_argument(
+        "--model-revalidate-interval",
+        type=float,
+        default=3600.0,
+        help="seconds between checks of a Ready Model's source for upstream changes (default 3600)",
+    )
     parser.add_argument(
         "--model-copy-bytes-per-second",
         type=float,

@@ -65,6 +65,12 @@ class GGUFMetadata(ApiModel):
     embedding_size: int | None = None
     layer_count: int | None = None
     head_count: int | None = None
+    # What the memory-fit estimate needs beyond the reference's fields (llmkube additions).
+    head_count_kv: int | None = Field(default=None, alias="headCountKV")
+    key_length: int | None = None
+    value_length: int | None = None
+    vocab_size: int | None = None
+    tensor_bytes: int | None = None
     tensor_count: int | None = None
     file_version: int | None = None
     license: str | None = None

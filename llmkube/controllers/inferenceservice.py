@@ -12,6 +12,7 @@ indexes (`isvc_indexes`), the GPU queue (`gpu_queue`), and, knowing nothing abou
 
 import asyncio
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import structlog
@@ -45,6 +46,8 @@ from llmkube.controllers.resources import (
     MANAGED_SELECTOR,
     METAL_SLICES_SELECTOR,
     MODELS,
+    NODE_CACHE_TRANSFORM,
+    NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
     PRIORITY_CLASSES,
@@ -60,13 +63,17 @@ from llmkube.kube.resource import Resource
 from llmkube.kube.service_ports import restore_service_ports, stray_service_ports
 from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import BY_NAMESPACE, by_field, by_label
+from llmkube.kube.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.download import downloading_pod
 from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
 from llmkube.plan.names import service_name
 from llmkube.plan.objects import controlled_by
 from llmkube.plan.observed import ObservedState
-from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed
+from llmkube.plan.rollout import rollout_of
+from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed, with_rollout
+from llmkube.plan.storage import INIT_CONTAINER_NAME
 
 log = structlog.get_logger("llmkube.controllers.inferenceservice")
 
@@ -76,6 +83,12 @@ _APPLY_ORDER: tuple[tuple[str, Resource], ...] = (
     ("hpa", HORIZONTAL_POD_AUTOSCALERS),
 )
 _RESOURCES_BY_KIND = {res.kind: res for _, res in _APPLY_ORDER}
+
+
+_LOG_TIMEOUT = RequestTimeout(total=5.0, connect=3.0)
+
+# Namespaces already logged as terminating (a bound: forgotten ones are only logged again).
+_REMEMBERED_NAMESPACES = 1024
 
 
 def encode_status(status: InferenceServiceStatus) -> Obj:
@@ -95,6 +108,7 @@ class InferenceServiceController:
 
         self.gpu_queue = CachedGpuQueue()
         self.model_wait = ModelWait()
+        self._terminating_namespaces: set[str] = set()
         # Each kept as JSON bytes (kube/store.py): parsed on read, a quarter of the memory.
         self.services = host.informer(INFERENCE_SERVICES, compact=True)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
@@ -116,6 +130,8 @@ class InferenceServiceController:
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
+        # For the memory-fit check's GPU memory (no watch: a label change shows at the next reconcile).
+        self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
 
         host.add_task("inferenceservice:state-metrics", self._publish_state_metrics)
         self.controller: Controller = host.add_controller(
@@ -208,14 +224,24 @@ class InferenceServiceController:
         if (wait := self.model_wait.hold(key, model, now)) is not None:
             return Result(requeue_after=wait)  # the Model's first status write wakes us sooner
         observed = self._observe(isvc, now)
+        downloading = downloading_pod(observed.pods)
+        if downloading:
+            observed = replace(observed, download_log=await self._download_log(key.namespace, downloading))
         plan = plan_inference_service(isvc, model, observed, self.config)
 
         try:
-            await self._converge(isvc, plan, observed)
+            applied_deployment = await self._converge(isvc, plan, observed)
         except ApiError as error:
             if namespace_terminating(error):
                 # Its namespace is going away, and the service with it: nothing to create or report.
-                log.info("namespace is terminating; not converging", namespace=key.namespace, name=key.name)
+                # Said once per namespace: each of its services (and each retry) would repeat it.
+                if key.namespace not in self._terminating_namespaces:
+                    if len(self._terminating_namespaces) >= _REMEMBERED_NAMESPACES:
+                        self._terminating_namespaces.clear()
+                    self._terminating_namespaces.add(key.namespace)
+                    log.info(
+                        "namespace is terminating: its services are not converged", namespace=key.namespace
+                    )
                 return None
             # Report it (decision #19: and retry with backoff by re-raising).
             message = error.message if isinstance(error, NotOurs) else _describe(error)
@@ -224,8 +250,27 @@ class InferenceServiceController:
             raise
         for event in plan.events:
             self.host.recorder.event(raw, event.type, event.reason, event.message)
-        await self._write_status(isvc, raw, plan.status)
+        status = plan.status
+        if applied_deployment is not None:  # a rollout the plan, made from the cache, cannot know of
+            status = with_rollout(
+                status, rollout_of(applied_deployment), generation=isvc.metadata.generation, now=now
+            )
+        await self._write_status(isvc, raw, status)
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
+
+    async def _download_log(self, namespace: str, pod: str) -> str | None:
+        """The last lines the model-downloader printed (its progress), or None: the figures are a
+        courtesy, and a slow or refused read must not hold up the reconcile."""
+        path = PODS.object_path(pod, namespace, "log")
+        params: dict[str, str | int | bool | None] = {"container": INIT_CONTAINER_NAME, "tailLines": 3}
+        try:
+            async with self.host.client.open(
+                "GET", path, params=params, request_timeout=_LOG_TIMEOUT
+            ) as answer:
+                return (await answer.read()).decode(errors="replace")
+        except (ApiError, TransportError) as error:
+            log.debug("download progress unavailable", namespace=namespace, pod=pod, error=str(error))
+            return None
 
     def _model(self, namespace: str, name: str) -> Model | None:
         raw = self.models.store.get_object(namespace, name)
@@ -255,12 +300,15 @@ class InferenceServiceController:
             endpoint_slices=tuple(
                 self.slices.store.by_index(BY_SLICE_SERVICE, f"{namespace}/{service_name(name)}")
             ),
+            nodes=tuple(self.nodes.store.objects()),
         )
 
     async def _converge(
         self, isvc: InferenceService, plan: InferenceServicePlan, facts: ObservedState
-    ) -> None:
+    ) -> Obj | None:
+        """Apply and delete what the plan says; returns the Deployment when this changed it."""
         namespace = isvc.metadata.namespace or ""
+        changed_deployment: Obj | None = None
         if plan.cache_pvc is not None:
             await self._ensure_cache_pvc(namespace, plan.cache_pvc)
         observed = {"deployment": facts.deployment, "service": facts.service, "hpa": facts.hpa}
@@ -297,6 +345,8 @@ class InferenceServiceController:
                     name=isvc.metadata.name,
                     fields=result.reasons[:5],
                 )
+                if resource is DEPLOYMENTS:
+                    changed_deployment = result.object
         for ref in plan.deletes:
             resource = _RESOURCES_BY_KIND[ref.kind]
             try:
@@ -304,6 +354,7 @@ class InferenceServiceController:
                 log.info(f"{ref.kind} deleted", namespace=ref.namespace, name=ref.name)
             except NotFound:
                 pass  # already gone: that is what we wanted
+        return changed_deployment
 
     async def _ensure_cache_pvc(self, namespace: str, pvc: Obj) -> None:
         """Create the shared cache claim when missing; never update or delete it (it is not ours
@@ -332,15 +383,16 @@ class InferenceServiceController:
                 self.metrics.ready_duration.labels(name, namespace).observe(
                     max(0.0, (now - created).total_seconds())
                 )
-            self.metrics.reconcile_total.labels(ISVC_CONTROLLER, "success").inc()
         waited = gpu_queue_wait_seconds(old, status, now)
         if waited is not None:
             self.metrics.gpu_queue_wait.labels(name, namespace).observe(waited)
         log.info("status written", namespace=namespace, name=name, phase=new_phase, previous=old_phase)
 
     async def _publish_state_metrics(self) -> None:
-        """While the controllers run (the leader), the phase and queue gauges report this cache."""
-        withdraw = self.metrics.state.publish_services(self.services.store, self.gpu_queue.identities)
+        """While the controllers run (the leader), the per-service and queue gauges report this cache."""
+        withdraw = self.metrics.state.publish_services(
+            self.services.store, self.gpu_queue.identities, self.models.store
+        )
         try:
             await asyncio.Event().wait()
         finally:

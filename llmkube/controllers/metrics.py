@@ -1,9 +1,15 @@
-"""llmkube's own metrics (reference §8.1): the names dashboards query, with the reference's defects
-fixed (design decisions 6 and 11): the queue-depth gauge is the number of services waiting, a
-phase gauge has exactly one series at 1 per service, and every series of a deleted object goes.
+"""llmkube's own metrics (reference §8.1): the names dashboards query, each counting what its name
+and help say, with the reference's defects fixed (design decisions 6 and 11): the queue-depth gauge
+is the number of services waiting, a phase gauge has exactly one series at 1 per object, phase
+labels are spelled as status.phase, and every series of a deleted object goes.
 
-The gauges that describe the present state (phases, queue depth, Model status) are computed from
-the caches at scrape time (`state_metrics`); the histograms and counters here record events.
+`llmkube_reconcile_total` counts every reconcile that finished, by result, as its help says (the
+reference counted only some: a service's transition into Ready, some Model paths), so it agrees
+with `controller_runtime_reconcile_total` (which also splits requeues, and counts a reconcile
+cancelled by its timeout as an error).
+
+The gauges that describe the present state are computed from the caches at scrape time
+(`state_metrics`); the histograms and counters here record events.
 """
 
 import contextlib
@@ -44,13 +50,14 @@ class LLMKubeMetrics:
         )
         self.reconcile_total = Counter(
             "llmkube_reconcile_total",
-            "Reconciles by controller and result.",
+            "Reconciles that finished, by controller and result: success (returned, a requeue "
+            "included) or error (raised, retried with backoff).",
             ["controller", "result"],
             registry=registry,
         )
         self.reconcile_duration = Histogram(
             "llmkube_reconcile_duration_seconds",
-            "Reconcile duration by controller.",
+            "Duration of the reconciles counted in llmkube_reconcile_total, by controller.",
             ["controller"],
             registry=registry,
         )
@@ -61,15 +68,24 @@ class LLMKubeMetrics:
         registry.register(self.state)
 
     def timed(self, controller: str, reconcile: Reconciler) -> Reconciler:
-        """`reconcile`, observed in llmkube_reconcile_duration_seconds{controller}."""
+        """`reconcile`, counted in llmkube_reconcile_total{controller, result} and observed in
+        llmkube_reconcile_duration_seconds{controller} once it finished (a reconcile cancelled by
+        a shutdown or a lost lease did not)."""
         histogram = self.reconcile_duration.labels(controller)
+        succeeded = self.reconcile_total.labels(controller, "success")
+        failed = self.reconcile_total.labels(controller, "error")
 
         async def run(key: ObjectKey) -> Result | None:
             started = time.perf_counter()
             try:
-                return await reconcile(key)
-            finally:
+                result = await reconcile(key)
+            except Exception:
+                failed.inc()
                 histogram.observe(time.perf_counter() - started)
+                raise
+            succeeded.inc()
+            histogram.observe(time.perf_counter() - started)
+            return result
 
         return run
 

@@ -18,7 +18,7 @@ from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
 from llmkube.controllers.modelsource.executor import ActionPerformer
-from llmkube.controllers.resources import MODELS, NODES, PERSISTENT_VOLUME_CLAIMS
+from llmkube.controllers.resources import MODELS, NODE_CACHE_TRANSFORM, NODES, PERSISTENT_VOLUME_CLAIMS
 from llmkube.kube.blocking import StopFlag
 from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import NotFound
@@ -26,9 +26,9 @@ from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
 from llmkube.kube.predicates import generation_changed
 from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import Change
-from llmkube.kube.transform import keep_only
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
+from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.model.status import status_changed
 from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
@@ -36,9 +36,6 @@ from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
 log = structlog.get_logger("llmkube.controllers.model")
 
 _GPU_ACCELERATORS = ("cuda", "rocm", "intel")
-# Nodes are cached only for their capacity: everything else (images, conditions, labels) would
-# cost tens of KiB per Node (bench/bench_node_cache.py).
-NODE_CACHE_TRANSFORM = keep_only(("status", "capacity"))
 
 
 def gpu_capacity(nodes: Iterable[Obj]) -> dict[str, int]:
@@ -182,6 +179,8 @@ class ModelController:
                 return current
             stored["raw"] = result.object
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
+            for event in model_events(current.status, status):
+                self.host.recorder.event(result.object, event.type, event.reason, event.message)
             return Model.model_validate(result.object)
 
         def copied(seconds: float) -> None:
@@ -189,8 +188,6 @@ class ModelController:
             self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(seconds)
 
         decision = await drive_model_plan(model, facts, self.config, TimedCopies(io, copied), write_status)
-        if decision.reconcile_result:
-            self.metrics.reconcile_total.labels(MODEL_CONTROLLER, decision.reconcile_result).inc()
         if decision.requeue.backoff:
             # The failure is in status already; retry through the per-item rate limiter.
             log.warning("model not ready, retrying with backoff", error=decision.error)

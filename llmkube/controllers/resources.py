@@ -12,6 +12,8 @@ from llmkube.kube.resource import (
     SERVICES,
     Resource,
 )
+from llmkube.kube.transform import keep_only
+from llmkube.plan.memory_fit import GPU_MEMORY_LABELS
 
 INFERENCE_SERVICES = Resource(c.GROUP, c.VERSION, c.ISVC_PLURAL, c.ISVC_KIND)
 MODELS = Resource(c.GROUP, c.VERSION, c.MODEL_PLURAL, c.MODEL_KIND)
@@ -21,6 +23,12 @@ MANAGED_SELECTOR = f"{c.LABEL_MANAGED_BY}={c.MANAGED_BY_VALUE}"
 # Pods of our services (label existence), and the metal agent's EndpointSlices.
 SERVICE_PODS_SELECTOR = c.LABEL_SERVICE
 METAL_SLICES_SELECTOR = f"{c.LABEL_METAL_MANAGED_BY}={c.METAL_AGENT_VALUE}"
+# Nodes are cached for their capacity and the GPU memory labels only: everything else (images,
+# conditions, other labels) would cost tens of KiB per Node (bench/bench_node_cache.py). One
+# transform for the one shared Node informer (the Model and InferenceService controllers).
+NODE_CACHE_TRANSFORM = keep_only(
+    ("status", "capacity"), *(("metadata", "labels", label) for label in GPU_MEMORY_LABELS.values())
+)
 
 __all__ = [
     "DEPLOYMENTS",
@@ -31,6 +39,7 @@ __all__ = [
     "METAL_SLICES_SELECTOR",
     "MODELS",
     "NODES",
+    "NODE_CACHE_TRANSFORM",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "PRIORITY_CLASSES",

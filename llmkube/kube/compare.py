@@ -160,7 +160,7 @@ def needs_apply(desired: Obj, observed: Obj | None, manager: str, *, subresource
 
     ``subresource="status"`` compares only ``status`` against the manager's status entry."""
     if observed is None:
-        return ["<object missing>"]
+        return ["the object does not exist yet"]
     status = subresource == "status"
     fields = owned_fields(observed, manager, subresource)
     if fields is None:
@@ -168,7 +168,7 @@ def needs_apply(desired: Obj, observed: Obj | None, manager: str, *, subresource
         # The server keeps no entry for a manager that owns nothing: an empty intent is satisfied.
         if not (want.get("status") if status else want):
             return []
-        return [f"<no Apply entry for {manager}{'/' + subresource if subresource else ''}>"]
+        return [f"{manager} has not applied {subresource or 'it'} yet"]
     wanted = strip_identity(desired, keep_status=status)
     owned = prune_to_owned(strip_identity(observed, keep_status=status), fields)
     if status:

@@ -1,43 +1,40 @@
-"""Where the API server is and how to authenticate, handed to our own aiohttp transport.
+"""Where the API server is and how to authenticate: the in-cluster service account, or a kubeconfig
+(token, token file, client certificate or exec plugin), handed to our own aiohttp transport.
 
-The in-cluster service account and kubeconfigs with a token, client certificate or basic auth are
-read directly (kubeconfig.py); a kubeconfig that needs a credential plugin (``exec``,
-``auth-provider``), a proxy, or several files merged goes through kubernetes_asyncio's loaders,
-imported only then (they cost ~37 MiB of memory to import). kubernetes_asyncio is used for nothing
-else."""
+The kubeconfig rules are in `llmkube.kube.kubeconfig` (pure); this module reads the files, builds
+the TLS context and provides the credentials, re-reading a token file (a rotated service-account
+token) and re-running an exec plugin when its token expires or the server answers 401.
+"""
 
 from __future__ import annotations
 
 import os
 import ssl
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import yaml
 
-from llmkube.kube.kubeconfig import (
-    IN_CLUSTER_CA_FILE,
-    IN_CLUSTER_TOKEN_FILE,
-    ClusterSettings,
-    FileOrData,
-    KubeconfigError,
-    TokenFileAuth,
-    in_cluster_host,
-    kubeconfig_paths,
-    needs_full_loader,
-    settings_from_kubeconfig,
-)
+from llmkube.kube.exec_credential import ExecAuth, ExecCredential, run_exec_plugin
+from llmkube.kube.kubeconfig import ConfigError, Material, ResolvedConfig, merge_kubeconfigs, resolve
 
 __all__ = [
     "AuthProvider",
     "ClientConfig",
-    "ConfigurationAuth",
+    "ConfigError",
     "StaticAuth",
     "TokenFileAuth",
+    "in_cluster",
+    "kubeconfig_paths",
     "load_client_config",
 ]
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+#: how long a token read from a file is used before the file is read again (client-go: 1 minute)
+TOKEN_FILE_REREAD_SECONDS = 60.0
 
 
 class AuthProvider(Protocol):
@@ -61,31 +58,35 @@ class StaticAuth:
         return False
 
 
-class ConfigurationAuth:
-    """Bearer/basic credentials held by a kubernetes_asyncio ``Configuration``.
+class TokenFileAuth:
+    """A bearer token read from a file and read again every minute or after a 401: projected
+    service-account tokens are rotated by the kubelet while the process runs."""
 
-    ``auth_settings()`` runs the configuration's refresh hook, which re-reads a rotated in-cluster
-    service-account token; ``refresh`` re-runs the kubeconfig loader (exec plugin, token file)."""
+    def __init__(self, path: Path, reread_after: float = TOKEN_FILE_REREAD_SECONDS) -> None:
+        self._path = path
+        self._reread_after = reread_after
+        self._token = ""
+        self._read_at: float | None = None
 
-    def __init__(self, configuration: Any, loader: Any | None = None) -> None:
-        self._configuration = configuration
-        self._loader = loader
+    def _read(self) -> str:
+        if self._read_at is None or time.monotonic() - self._read_at >= self._reread_after:
+            try:
+                self._token = self._path.read_text().strip()
+            except OSError as error:
+                if self._read_at is None:
+                    raise ConfigError(f"cannot read the token file {self._path}: {error}") from None
+                # Keep the last token: a file being replaced is briefly missing.
+            self._read_at = time.monotonic()
+        return self._token
 
     async def headers(self) -> dict[str, str]:
-        settings = await self._configuration.auth_settings()
-        bearer = settings.get("BearerToken")
-        if bearer and bearer.get("value"):
-            return {"Authorization": str(bearer["value"])}
-        return {}
+        token = self._read()
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     async def refresh(self) -> bool:
-        if self._loader is None:
-            return False
-        # A 401 means the plugin's token is no longer accepted even if it claims not to be expired.
-        if hasattr(self._loader, "exec_plugin_expiry"):
-            del self._loader.exec_plugin_expiry
-        await self._loader.load_and_set(self._configuration)
-        return True
+        before = self._token
+        self._read_at = None
+        return self._read() != before
 
 
 @dataclass
@@ -94,112 +95,138 @@ class ClientConfig:
     auth: AuthProvider
     ssl_context: ssl.SSLContext | None = None
     tls_server_name: str | None = None
+    #: the namespace the kubeconfig context names (or the pod's own, in-cluster); None if neither
+    namespace: str | None = None
 
 
-def _ssl_context(configuration: Any) -> ssl.SSLContext | None:
-    if not str(configuration.host).startswith("https"):
-        return None
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
+def in_cluster(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (service_account_dir / "token").exists()
 
 
-def _settings_ssl_context(settings: ClusterSettings) -> ssl.SSLContext | None:
-    if not settings.host.startswith("https"):
-        return None
-    ca = settings.ca
-    context = ssl.create_default_context(
-        cafile=str(ca.path) if ca is not None and ca.path is not None else None,
-        cadata=ca.data.decode() if ca is not None and ca.data is not None else None,
-    )
-    if settings.client_certificate is not None:
-        with tempfile.TemporaryDirectory(prefix="llmkube-tls-") as scratch:
-            # ssl loads a certificate chain from files only; they live just long enough to be read.
-            certificate = _as_file(settings.client_certificate, Path(scratch) / "client.crt")
-            key = _as_file(settings.client_key, Path(scratch) / "client.key") if settings.client_key else None
-            context.load_cert_chain(str(certificate), keyfile=str(key) if key else None)
-    if not settings.verify_tls:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
-
-
-def _as_file(value: FileOrData, scratch: Path) -> Path:
-    if value.path is not None:
-        return value.path
-    assert value.data is not None
-    scratch.touch(mode=0o600)
-    scratch.write_bytes(value.data)
-    return scratch
-
-
-def in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(IN_CLUSTER_TOKEN_FILE).exists()
-
-
-def _from_settings(settings: ClusterSettings) -> ClientConfig:
-    return ClientConfig(
-        host=settings.host,
-        auth=TokenFileAuth(
-            token=settings.token, token_file=settings.token_file, basic_auth=settings.basic_auth
-        ),
-        ssl_context=_settings_ssl_context(settings),
-        tls_server_name=settings.tls_server_name,
+def in_cluster_config(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> ResolvedConfig:
+    host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    if not host:
+        raise ConfigError("KUBERNETES_SERVICE_HOST is not set: not running in a pod")
+    netloc = f"[{host}]" if ":" in host else host  # an IPv6 address
+    return ResolvedConfig(
+        server=f"https://{netloc}:{port}",
+        certificate_authority=Material(path=service_account_dir / "ca.crt"),
+        token_file=service_account_dir / "token",
+        namespace=_pod_namespace(service_account_dir),
     )
 
 
-def _read_directly(kubeconfig: str | Path | None, context: str | None) -> ClusterSettings | None:
-    """The settings when this kubeconfig can be read without kubernetes_asyncio, else None."""
-    paths = kubeconfig_paths(kubeconfig, os.environ)
-    if len(paths) != 1 or not paths[0].is_file():
-        return None  # merging several files, and the error for a missing one, are the full loader's
+def _pod_namespace(service_account_dir: Path) -> str | None:
+    """The namespace of the pod we run in (a small file the kubelet mounts next to the token)."""
     try:
-        config = yaml.safe_load(paths[0].read_text())
-        if not isinstance(config, dict) or needs_full_loader(config, context):
-            return None
-        return settings_from_kubeconfig(config, context, paths[0].parent)
-    except (yaml.YAMLError, KubeconfigError, ValueError):
-        return None  # the full loader reports it in its own words
+        return (service_account_dir / "namespace").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def kubeconfig_paths(explicit: str | Path | None = None) -> list[Path]:
+    """The files to merge, in order: the one given, else `$KUBECONFIG` (a list, missing files
+    skipped), else ~/.kube/config."""
+    if explicit is not None:
+        return [Path(explicit)]
+    listed = [Path(item) for item in os.environ.get("KUBECONFIG", "").split(os.pathsep) if item]
+    if listed:
+        return [path for path in listed if path.exists()]
+    return [Path.home() / ".kube" / "config"]
+
+
+def read_kubeconfigs(paths: list[Path]) -> dict[str, object]:
+    if not paths:
+        raise ConfigError("no kubeconfig found (none of the files in $KUBECONFIG exists)")
+    documents = []
+    for path in paths:
+        try:
+            documents.append((path, yaml.safe_load(path.read_text())))
+        except OSError as error:
+            raise ConfigError(f"cannot read the kubeconfig {path}: {error.strerror or error}") from None
+        except yaml.YAMLError as error:
+            raise ConfigError(f"the kubeconfig {path} is not valid YAML: {error}") from None
+    return merge_kubeconfigs(documents)
+
+
+def _pem(material: Material) -> bytes | None:
+    if material.data is not None:
+        return material.data
+    if material.path is not None:
+        try:
+            return material.path.read_bytes()
+        except OSError as error:
+            raise ConfigError(f"cannot read {material.path}: {error.strerror or error}") from None
+    return None
+
+
+def _load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    # ssl only loads a certificate chain from files: write them to a private temporary directory
+    # for the moment of loading.
+    with tempfile.TemporaryDirectory(prefix="llmkube-tls-") as directory:
+        cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
+        cert_path.write_bytes(cert)
+        key_path.touch(mode=0o600)
+        key_path.write_bytes(key)
+        try:
+            context.load_cert_chain(cert_path, key_path)
+        except ssl.SSLError as error:
+            raise ConfigError(f"the client certificate or key cannot be used: {error}") from None
+
+
+def ssl_context(resolved: ResolvedConfig, credential: ExecCredential | None = None) -> ssl.SSLContext | None:
+    if not resolved.server.startswith("https"):
+        return None
+    # With a cluster CA, only that CA is trusted (as client-go does); without one, the system's.
+    ca = None if resolved.insecure_skip_tls_verify else _pem(resolved.certificate_authority)
+    try:
+        context = ssl.create_default_context(cadata=ca.decode(errors="replace") if ca is not None else None)
+    except ssl.SSLError as error:
+        raise ConfigError(f"the certificate authority cannot be used: {error}") from None
+    if resolved.insecure_skip_tls_verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    cert = credential.client_certificate_pem if credential else None
+    key = credential.client_key_pem if credential else None
+    if cert is None:
+        cert, key = _pem(resolved.client_certificate), _pem(resolved.client_key)
+    if cert is not None or key is not None:
+        if cert is None or key is None:
+            raise ConfigError("a client certificate needs both the certificate and its key")
+        _load_client_certificate(context, cert, key)
+    return context
+
+
+async def client_config(resolved: ResolvedConfig) -> ClientConfig:
+    auth: AuthProvider
+    credential = None
+    if resolved.token_file is not None:
+        auth = TokenFileAuth(resolved.token_file)
+        await auth.headers()  # an unreadable file is a configuration error now, not a 401 later
+    elif resolved.token is not None:
+        auth = StaticAuth({"Authorization": f"Bearer {resolved.token}"})
+    elif resolved.exec_plugin is not None:
+        # Run once now: a broken plugin fails the start with its message, and a plugin that
+        # returns a client certificate has it in the TLS context from the first request.
+        credential = await run_exec_plugin(resolved.exec_plugin, dict(resolved.cluster_info))
+        auth = ExecAuth(resolved.exec_plugin, dict(resolved.cluster_info), credential)
+    else:
+        auth = StaticAuth()
+    return ClientConfig(
+        host=resolved.server,
+        auth=auth,
+        ssl_context=ssl_context(resolved, credential),
+        tls_server_name=resolved.tls_server_name,
+        namespace=resolved.namespace,
+    )
 
 
 async def load_client_config(
     kubeconfig: str | Path | None = None, context: str | None = None
 ) -> ClientConfig:
     """An explicit kubeconfig wins; otherwise the in-cluster service account when running in a pod;
-    otherwise ``$KUBECONFIG`` / ``~/.kube/config``."""
+    otherwise ``$KUBECONFIG`` / ``~/.kube/config``. Raises ConfigError with the reason."""
     if kubeconfig is None and context is None and in_cluster():
-        return _from_settings(
-            ClusterSettings(
-                host=in_cluster_host(os.environ),
-                ca=FileOrData(path=Path(IN_CLUSTER_CA_FILE)),
-                token_file=Path(IN_CLUSTER_TOKEN_FILE),
-            )
-        )
-    settings = _read_directly(kubeconfig, context)
-    if settings is not None:
-        return _from_settings(settings)
-    return await _load_with_plugins(kubeconfig, context)
-
-
-async def _load_with_plugins(kubeconfig: str | Path | None, context: str | None) -> ClientConfig:
-    # Imported here: only kubeconfigs that run a credential plugin (or merge files) pay for it.
-    from kubernetes_asyncio.client import Configuration
-    from kubernetes_asyncio.config import kube_config
-
-    configuration = Configuration()
-    loader = await kube_config.load_kube_config(
-        config_file=str(kubeconfig) if kubeconfig is not None else None,
-        context=context,
-        client_configuration=configuration,
-        persist_config=False,
-    )
-    return ClientConfig(
-        host=str(configuration.host).rstrip("/"),
-        auth=ConfigurationAuth(configuration, loader),
-        ssl_context=_ssl_context(configuration),
-        tls_server_name=configuration.tls_server_name,
-    )
+        return await client_config(in_cluster_config())
+    return await client_config(resolve(read_kubeconfigs(kubeconfig_paths(kubeconfig)), context))

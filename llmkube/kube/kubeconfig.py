@@ -1,189 +1,254 @@
-"""Read a kubeconfig (or the in-cluster service account) into what the client needs: the server, TLS
-material and one way to authenticate.
+"""kubeconfig files -> where the API server is and which credentials to use, as data (no I/O).
 
-The common cases are read here directly: a bearer token (inline or ``tokenFile``), a client
-certificate and key (files or inline data), basic auth, a CA (file or data),
-``insecure-skip-tls-verify`` and ``tls-server-name``. Whatever needs code to run (``exec`` plugins,
-``auth-provider``), a proxy, or a ``$KUBECONFIG`` list of several files is left to
-kubernetes_asyncio's loader (``needs_full_loader``): importing that package costs ~37 MiB of resident
-memory and ~0.5 s (its thousand generated model modules), which a controller using a service-account
-token or a static kubeconfig should not pay (bench/bench_import_cost.py).
+The rules are client-go's (`clientcmd`), for the parts a controller uses:
+
+* Several files (`$KUBECONFIG` is a list) merge entry by entry: the first file that names a
+  cluster, user or context wins it, and the first `current-context` wins.
+* Relative file paths (certificates, keys, token files, an exec command given as a path) are
+  relative to the file that holds them, resolved before merging.
+* Inline data wins over a file (`certificate-authority-data` over `certificate-authority`, ...);
+  a `tokenFile` wins over `token` (it is re-read, so a rotated token is picked up).
+* Credentials: a bearer token (inline or file), a client certificate, or an exec plugin
+  (`client.authentication.k8s.io` ExecCredential). The legacy `auth-provider` and basic auth
+  (removed from the API server in 1.19) are refused with a message naming the alternative.
+
+Reading the files and running plugins is `llmkube.kube.config`'s job.
 """
 
 from __future__ import annotations
 
 import base64
-import os
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+import binascii
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "IN_CLUSTER_CA_FILE",
-    "IN_CLUSTER_TOKEN_FILE",
-    "ClusterSettings",
-    "FileOrData",
-    "KubeconfigError",
-    "TokenFileAuth",
-    "in_cluster_host",
-    "kubeconfig_paths",
-    "needs_full_loader",
-    "settings_from_kubeconfig",
+    "ConfigError",
+    "ExecPlugin",
+    "Material",
+    "ResolvedConfig",
+    "merge_kubeconfigs",
+    "resolve",
 ]
 
-IN_CLUSTER_TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-IN_CLUSTER_CA_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-#: client-go re-reads a token file at most once a minute (a projected token rotates hourly)
-TOKEN_FILE_REREAD_SECONDS = 60.0
 
-
-class KubeconfigError(ValueError):
-    """The kubeconfig names something that is not there (a context, cluster or user)."""
+class ConfigError(Exception):
+    """The kubeconfig cannot be used; the message says which entry and why."""
 
 
 @dataclass(frozen=True)
-class FileOrData:
-    """A kubeconfig value given either as a file path or inline (base64) data."""
+class Material:
+    """PEM (or token) bytes given inline, or the path of a file that holds them."""
 
-    path: Path | None = None
     data: bytes | None = None
+    path: Path | None = None
+
+    def __bool__(self) -> bool:
+        return self.data is not None or self.path is not None
 
 
 @dataclass(frozen=True)
-class ClusterSettings:
-    host: str
-    ca: FileOrData | None = None
-    client_certificate: FileOrData | None = None
-    client_key: FileOrData | None = None
-    verify_tls: bool = True
+class ExecPlugin:
+    """A `users[].user.exec` entry: a command that prints an ExecCredential."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    api_version: str = "client.authentication.k8s.io/v1"
+    install_hint: str = ""
+    provide_cluster_info: bool = False
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    server: str
+    certificate_authority: Material = field(default_factory=Material)
+    insecure_skip_tls_verify: bool = False
     tls_server_name: str | None = None
-    #: a bearer token given inline
+    client_certificate: Material = field(default_factory=Material)
+    client_key: Material = field(default_factory=Material)
     token: str | None = None
-    #: a file holding the bearer token (re-read: it may be rotated)
     token_file: Path | None = None
-    #: "username:password" for basic auth
-    basic_auth: str | None = None
+    exec_plugin: ExecPlugin | None = None
+    #: what an exec plugin with provideClusterInfo receives (ExecCredential spec.cluster)
+    cluster_info: Mapping[str, Any] = field(default_factory=dict)
+    #: the context's namespace (the user commands' default), None when it names none
+    namespace: str | None = None
 
 
-def kubeconfig_paths(explicit: str | Path | None, environ: Mapping[str, str]) -> list[Path]:
-    """The kubeconfig file(s) to read: the explicit one, else ``$KUBECONFIG`` (a ``:``-separated
-    list), else ``~/.kube/config``."""
-    if explicit is not None:
-        return [Path(explicit).expanduser()]
-    listed = [part for part in environ.get("KUBECONFIG", "").split(os.pathsep) if part]
-    if listed:
-        return [Path(part).expanduser() for part in listed]
-    return [Path("~/.kube/config").expanduser()]
+_PATH_KEYS = {
+    "cluster": ("certificate-authority",),
+    "user": ("client-certificate", "client-key", "tokenFile"),
+}
 
 
-def _named(entries: Any, name: str, what: str) -> dict[str, Any]:
-    for entry in entries or ():
-        if isinstance(entry, dict) and entry.get("name") == name:
-            body = entry.get(what)
-            return body if isinstance(body, dict) else {}
-    raise KubeconfigError(f"kubeconfig has no {what} named {name!r}")
+def _absolute(base: Path, value: object) -> object:
+    if isinstance(value, str) and value and not Path(value).is_absolute():
+        return str(base / value)
+    return value
 
 
-def _selected(config: Mapping[str, Any], context: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    name = context or config.get("current-context")
-    if not name:
-        raise KubeconfigError("kubeconfig has no current-context and none was given")
-    chosen = _named(config.get("contexts"), str(name), "context")
-    cluster = _named(config.get("clusters"), str(chosen.get("cluster") or ""), "cluster")
-    user_name = chosen.get("user")
-    user = _named(config.get("users"), str(user_name), "user") if user_name else {}
-    return cluster, user
+def _with_absolute_paths(document: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """A copy of one file's document whose relative paths are made absolute against `base`."""
+    result = dict(document)
+    for section, inner in (("clusters", "cluster"), ("users", "user")):
+        entries = []
+        for entry in document.get(section) or ():
+            if not isinstance(entry, Mapping) or not isinstance(entry.get(inner), Mapping):
+                entries.append(entry)
+                continue
+            body = dict(entry[inner])
+            for key in _PATH_KEYS[inner]:
+                if key in body:
+                    body[key] = _absolute(base, body[key])
+            exec_ = body.get("exec")
+            # A command given as a path ("./bin/plugin") is relative to the file; a bare name is
+            # looked up in $PATH, as client-go does.
+            if isinstance(exec_, Mapping) and "/" in str(exec_.get("command", "")):
+                body["exec"] = {**exec_, "command": _absolute(base, exec_["command"])}
+            entries.append({**entry, inner: body})
+        if section in document:
+            result[section] = entries
+    return result
 
 
-def needs_full_loader(config: Mapping[str, Any], context: str | None) -> bool:
-    """True when the selected context needs what only the full loader does: running a credential
-    plugin (``exec``, ``auth-provider``) or a proxy."""
-    cluster, user = _selected(config, context)
-    return bool(user.get("exec") or user.get("auth-provider") or cluster.get("proxy-url"))
+def merge_kubeconfigs(documents: Sequence[tuple[Path, Mapping[str, Any] | None]]) -> dict[str, Any]:
+    """Merge parsed kubeconfig files, in order of precedence (each with the path it came from)."""
+    merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
+    seen: dict[str, set[str]] = {"clusters": set(), "users": set(), "contexts": set()}
+    for path, document in documents:
+        if not document:
+            continue  # an empty file
+        if not isinstance(document, Mapping):
+            raise ConfigError(f"{path}: not a kubeconfig (a YAML mapping is expected)")
+        document = _with_absolute_paths(document, path.parent)
+        if "current-context" not in merged and document.get("current-context"):
+            merged["current-context"] = document["current-context"]
+        for section in ("clusters", "users", "contexts"):
+            for entry in document.get(section) or ():
+                name = entry.get("name") if isinstance(entry, Mapping) else None
+                if isinstance(name, str) and name not in seen[section]:
+                    seen[section].add(name)
+                    merged[section].append(entry)
+    return merged
 
 
-def _file_or_data(section: Mapping[str, Any], key: str, base: Path) -> FileOrData | None:
-    data = section.get(f"{key}-data")
-    if data:
-        return FileOrData(data=base64.b64decode(data))
-    path = section.get(key)
-    if path:
-        resolved = Path(str(path)).expanduser()
-        return FileOrData(path=resolved if resolved.is_absolute() else base / resolved)
+def _named(config: Mapping[str, Any], section: str, inner: str, name: str) -> Mapping[str, Any] | None:
+    for entry in config.get(section) or ():
+        if entry.get("name") == name:
+            body = entry.get(inner)
+            return body if isinstance(body, Mapping) else {}
     return None
 
 
-def settings_from_kubeconfig(config: Mapping[str, Any], context: str | None, base: Path) -> ClusterSettings:
-    """The settings of the selected context (relative file paths are relative to ``base``, the
-    kubeconfig's directory). Call only when ``needs_full_loader`` is False."""
-    cluster, user = _selected(config, context)
-    server = cluster.get("server")
-    if not server:
-        raise KubeconfigError("the kubeconfig's cluster has no server")
-    token_file = user.get("tokenFile")
-    username, password = user.get("username"), user.get("password")
-    return ClusterSettings(
-        host=str(server).rstrip("/"),
-        ca=_file_or_data(cluster, "certificate-authority", base),
-        client_certificate=_file_or_data(user, "client-certificate", base),
-        client_key=_file_or_data(user, "client-key", base),
-        verify_tls=not cluster.get("insecure-skip-tls-verify", False),
-        tls_server_name=cluster.get("tls-server-name") or None,
-        token=str(user["token"]) if user.get("token") else None,
-        token_file=(base / Path(str(token_file)).expanduser())
-        if token_file and not user.get("token")
-        else None,
-        basic_auth=f"{username}:{password}" if username and password else None,
+def _decoded(value: object, what: str) -> bytes:
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ConfigError(f"{what} is not valid base64: {error}") from None
+
+
+def _material(body: Mapping[str, Any], key: str, what: str) -> Material:
+    data = body.get(f"{key}-data")
+    if data:
+        return Material(data=_decoded(data, f"{what} ({key}-data)"))
+    path = body.get(key)
+    return Material(path=Path(path)) if path else Material()
+
+
+def _exec_plugin(body: Mapping[str, Any], user_name: str) -> ExecPlugin:
+    command = body.get("command")
+    if not isinstance(command, str) or not command:
+        raise ConfigError(f"user {user_name!r}: exec has no command")
+    api_version = body.get("apiVersion") or ""
+    if not str(api_version).startswith("client.authentication.k8s.io/"):
+        raise ConfigError(
+            f"user {user_name!r}: exec apiVersion {api_version!r} is not client.authentication.k8s.io/*"
+        )
+    env = tuple(
+        (str(item.get("name")), str(item.get("value", "")))
+        for item in body.get("env") or ()
+        if isinstance(item, Mapping) and item.get("name")
+    )
+    return ExecPlugin(
+        command=command,
+        args=tuple(str(arg) for arg in body.get("args") or ()),
+        env=env,
+        api_version=str(api_version),
+        install_hint=str(body.get("installHint") or ""),
+        provide_cluster_info=bool(body.get("provideClusterInfo")),
     )
 
 
-def in_cluster_host(environ: Mapping[str, str]) -> str:
-    """The API server's address inside a pod (IPv6 addresses bracketed)."""
-    host = environ["KUBERNETES_SERVICE_HOST"]
-    port = environ.get("KUBERNETES_SERVICE_PORT", "443")
-    if ":" in host:
-        host = f"[{host}]"
-    return f"https://{host}:{port}"
+def _cluster_info(cluster: Mapping[str, Any], ca: Material) -> dict[str, Any]:
+    """ExecCredential `spec.cluster`, for plugins that ask for it (provideClusterInfo)."""
+    info: dict[str, Any] = {"server": cluster.get("server")}
+    if ca.data is not None:
+        info["certificate-authority-data"] = base64.b64encode(ca.data).decode()
+    for key in ("tls-server-name", "insecure-skip-tls-verify", "proxy-url", "disable-compression"):
+        if key in cluster:
+            info[key] = cluster[key]
+    extension = next(
+        (
+            item.get("extension")
+            for item in cluster.get("extensions") or ()
+            if isinstance(item, Mapping) and item.get("name") == "client.authentication.k8s.io/exec"
+        ),
+        None,
+    )
+    if extension is not None:
+        info["config"] = extension
+    return info
 
 
-class TokenFileAuth:
-    """A bearer token (inline, or read from a file that may be rotated), or basic auth."""
+def resolve(config: Mapping[str, Any], context: str | None = None) -> ResolvedConfig:
+    """The cluster and credentials of `context` (default: the current context)."""
+    name = context or config.get("current-context")
+    if not name:
+        raise ConfigError("no context given and the kubeconfig has no current-context")
+    ctx = _named(config, "contexts", "context", name)
+    if ctx is None:
+        raise ConfigError(f"context {name!r} is not in the kubeconfig")
+    cluster_name = ctx.get("cluster")
+    cluster = _named(config, "clusters", "cluster", cluster_name) if cluster_name else None
+    if cluster is None:
+        raise ConfigError(f"context {name!r}: cluster {cluster_name!r} is not in the kubeconfig")
+    server = cluster.get("server")
+    if not isinstance(server, str) or not server:
+        raise ConfigError(f"cluster {cluster_name!r} has no server")
+    user_name = ctx.get("user")
+    user = (_named(config, "users", "user", user_name) if user_name else None) or {}
+    if user.get("auth-provider"):
+        provider = (user["auth-provider"] or {}).get("name", "")
+        raise ConfigError(
+            f"user {user_name!r}: auth-provider {provider!r} was removed from Kubernetes clients; "
+            "use its exec credential plugin instead (e.g. gke-gcloud-auth-plugin, kubelogin)"
+        )
+    if user.get("username") or user.get("password"):
+        raise ConfigError(
+            f"user {user_name!r}: basic authentication (username/password) is not supported by the "
+            "API server since Kubernetes 1.19; use a token, a client certificate or an exec plugin"
+        )
+    ca = _material(cluster, "certificate-authority", f"cluster {cluster_name!r}")
+    token_file = user.get("tokenFile")
+    exec_body = user.get("exec")
+    return ResolvedConfig(
+        server=server.rstrip("/"),
+        certificate_authority=ca,
+        insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify")),
+        tls_server_name=cluster.get("tls-server-name") or None,
+        client_certificate=_material(user, "client-certificate", f"user {user_name!r}"),
+        client_key=_material(user, "client-key", f"user {user_name!r}"),
+        token=str(user["token"]) if user.get("token") else None,
+        token_file=Path(token_file) if token_file else None,
+        exec_plugin=_exec_plugin(exec_body, str(user_name)) if isinstance(exec_body, Mapping) else None,
+        cluster_info=_cluster_info(cluster, ca),
+        namespace=_context_namespace(ctx),
+    )
 
-    def __init__(
-        self,
-        *,
-        token: str | None = None,
-        token_file: Path | None = None,
-        basic_auth: str | None = None,
-        reread_seconds: float = TOKEN_FILE_REREAD_SECONDS,
-    ) -> None:
-        self._token = token
-        self._token_file = token_file
-        self._basic = base64.b64encode(basic_auth.encode()).decode() if basic_auth else None
-        self._reread_seconds = reread_seconds
-        self._read_at: float | None = None
 
-    def _file_token(self, force: bool = False) -> str | None:
-        assert self._token_file is not None
-        now = time.monotonic()
-        if force or self._read_at is None or now - self._read_at >= self._reread_seconds:
-            self._token = self._token_file.read_text().strip() or None
-            self._read_at = now
-        return self._token
-
-    async def headers(self) -> dict[str, str]:
-        token = self._file_token() if self._token_file is not None else self._token
-        if token:
-            return {"Authorization": f"Bearer {token}"}
-        if self._basic:
-            return {"Authorization": f"Basic {self._basic}"}
-        return {}
-
-    async def refresh(self) -> bool:
-        """After a 401: a token file may have been rotated since we last read it."""
-        if self._token_file is None:
-            return False
-        before = self._token
-        return self._file_token(force=True) != before
+def _context_namespace(ctx: Mapping[str, Any]) -> str | None:
+    value = ctx.get("namespace")
+    return value if isinstance(value, str) and value else None

@@ -8,9 +8,12 @@ to put exactly our ports in place, guarded by the resourceVersion we looked at.
 
 from __future__ import annotations
 
+import json
+
 import structlog
 
 from llmkube.kube.client import JSON_PATCH, ApiClient
+from llmkube.kube.managed_fields import owned_fields
 from llmkube.kube.resource import SERVICES
 from llmkube.kube.types import Obj
 
@@ -23,11 +26,8 @@ def stray_service_ports(desired: Obj, observed: Obj) -> list[Obj]:
     """Ports on the observed Service that are not ours (keyed, as the API keys them, by port and
     protocol)."""
 
-    def key(port: Obj) -> tuple[object, str]:
-        return port.get("port"), port.get("protocol") or "TCP"
-
-    wanted = {key(port) for port in (desired.get("spec") or {}).get("ports") or ()}
-    return [port for port in (observed.get("spec") or {}).get("ports") or () if key(port) not in wanted]
+    wanted = {_port_key(port) for port in (desired.get("spec") or {}).get("ports") or ()}
+    return [port for port in (observed.get("spec") or {}).get("ports") or () if _port_key(port) not in wanted]
 
 
 async def restore_service_ports(client: ApiClient, desired: Obj, observed: Obj, field_manager: str) -> Obj:
@@ -46,5 +46,35 @@ async def restore_service_ports(client: ApiClient, desired: Obj, observed: Obj, 
         patch_type=JSON_PATCH,
         field_manager=field_manager,
     )
-    log.info("Service ports restored", namespace=meta.get("namespace"), name=meta["name"])
+    stray = stray_service_ports(desired, observed)
+    if all(_port_key(port) in _applied_port_keys(observed, field_manager) for port in stray):
+        # Ports we applied ourselves: the spec changed (a new endpoint port), nothing was repaired.
+        log.info("Service ports changed", namespace=meta.get("namespace"), name=meta["name"])
+    else:
+        log.info(
+            "Service ports restored: another manager had replaced ours",
+            namespace=meta.get("namespace"),
+            name=meta["name"],
+        )
     return stored
+
+
+def _port_key(port: Obj) -> tuple[object, str]:
+    return port.get("port"), port.get("protocol") or "TCP"
+
+
+def _applied_port_keys(observed: Obj, field_manager: str) -> set[tuple[object, str]]:
+    """The ports (port, protocol) in our own Apply entry of the Service."""
+    fields = owned_fields(observed, field_manager) or {}
+    ports = (fields.get("f:spec") or {}).get("f:ports") or {}
+    keys: set[tuple[object, str]] = set()
+    for entry in ports:
+        if not entry.startswith("k:"):
+            continue
+        try:
+            key = json.loads(entry[2:])
+        except ValueError:
+            continue
+        if isinstance(key, dict):
+            keys.add((key.get("port"), key.get("protocol") or "TCP"))
+    return keys

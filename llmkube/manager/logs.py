@@ -1,4 +1,7 @@
-"""structlog configuration: JSON lines (orjson) by default, a console renderer on a TTY."""
+"""structlog configuration: JSON lines (orjson) by default, a console renderer on a TTY.
+
+JSON lines use controller-runtime's keys for what every log tool looks for first: `ts` (ISO 8601,
+UTC), `level`, `msg`; the object keys (`controller`, `namespace`, `name`, `reconcile_id`) follow."""
 
 from __future__ import annotations
 
@@ -12,6 +15,14 @@ import structlog
 __all__ = ["configure_logging"]
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+_LEADING = ("ts", "level", "msg")
+
+
+def _leading_keys(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+    """ts, level and msg first, as controller-runtime prints them; the object keys after."""
+    return {**{key: event[key] for key in _LEADING if key in event}, **event}
 
 
 def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> None:
@@ -29,15 +40,21 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
         structlog.processors.StackInfoRenderer(),
     ]
     if console:
-        processors = [*shared, structlog.dev.ConsoleRenderer()]
+        processors = [
+            *shared,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.dev.ConsoleRenderer(),
+        ]
         factory: Any = structlog.PrintLoggerFactory(stream)
     else:
         processors = [
             *shared,
+            structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+            structlog.processors.EventRenamer("msg"),
+            _leading_keys,
             structlog.processors.dict_tracebacks,
             structlog.processors.JSONRenderer(serializer=orjson.dumps),
         ]

@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import prometheus_client
+import structlog
 from aiohttp import web
 
 __all__ = ["Check", "HttpEndpoints"]
 
 #: a check returns the list of problems; empty means healthy
 Check = Callable[[], list[str]]
+
+
+log = structlog.get_logger("llmkube.manager.probes")
 
 
 class HttpEndpoints:
@@ -55,6 +59,7 @@ class HttpEndpoints:
         sockets = getattr(server, "sockets", None) or ()
         bound = sockets[0].getsockname()[:2] if sockets else (host, port)
         self.addresses[name] = (str(bound[0]), int(bound[1]))
+        log.info("listening", endpoint=name, address=self.url(name))
 
     def url(self, name: str) -> str:
         host, port = self.addresses[name]

@@ -17,6 +17,11 @@ Kubernetes API conventions (a missing condition means Unknown, so clients such a
 * A condition is removed only when its subject no longer exists for the object (VLLMSpecValid once
   the runtime is not vLLM, SourceDrifted once the source changed or cannot be probed): nothing is
   known about it any more, which is what absence means.
+
+The summary conditions follow the same rule (plan/summary.py): `Ready` and `Reconciling` are
+written with the first status and always describe the present; `Stalled` appears with the first
+failure and then turns False/Recovered, never removed. Every condition carries the
+`observedGeneration` it was computed for.
 """
 
 from collections.abc import Sequence

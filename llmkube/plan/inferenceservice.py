@@ -17,6 +17,7 @@ from llmkube.api.model import Model
 from llmkube.plan.cache_pvc import cache_pvc_intent
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.deployment import WorkloadInputs, container_port, deployment_intent
+from llmkube.plan.download import DOWNLOAD_REQUEUE_SECONDS, download_progress, downloading_pod
 from llmkube.plan.events import (
     IGNORED_SETTING,
     INVALID_SPEC,
@@ -26,6 +27,13 @@ from llmkube.plan.events import (
 )
 from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, is_metal
 from llmkube.plan.hpa import hpa_intent, initial_replicas
+from llmkube.plan.memory_fit import (
+    INSUFFICIENT_MEMORY,
+    enforced,
+    judge_memory_fit,
+    memory_fit_conditions,
+    node_gpu_memory,
+)
 from llmkube.plan.metal import METAL_REQUEUE_SECONDS, metal_readiness
 from llmkube.plan.names import selector_labels, service_name
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
@@ -33,6 +41,7 @@ from llmkube.plan.observed import ObservedState
 from llmkube.plan.pod_failures import diagnose_pod_failure
 from llmkube.plan.priority import effective_priority, priority_class_name
 from llmkube.plan.queue import QueueEntry, queue_position
+from llmkube.plan.rollout import rollout_of
 from llmkube.plan.runtimes import (
     RuntimeDefaults,
     RuntimeInputs,
@@ -46,8 +55,9 @@ from llmkube.plan.service import endpoint_url, service_intent
 from llmkube.plan.status import (
     FAILED_REASON,
     INVALID_SPEC_REASON,
-    MODEL_NOT_FOUND,
+    MODEL_NOT_FOUND_REASON,
     WAITING_FOR_MODEL,
+    WAITING_FOR_MODEL_REASON,
     StatusFacts,
     build_status,
     determine_phase,
@@ -105,23 +115,44 @@ def plan_inference_service(
     )
     # The Model gate (§2 step 3): nothing is applied or deleted until the Model is Ready.
     if model is None:
-        return _model_gate(ctx, "Failed", MODEL_NOT_FOUND)
+        missing = f'Model "{isvc.spec.model_ref}" not found in namespace "{ctx.namespace}"'
+        return _model_gate(ctx, "Failed", MODEL_NOT_FOUND_REASON, missing)
     if model.status is None or model.status.phase != "Ready":
-        return _model_gate(ctx, "Pending", WAITING_FOR_MODEL)
+        return _model_gate(ctx, "Pending", WAITING_FOR_MODEL_REASON, WAITING_FOR_MODEL)
     return _plan_with_model(ctx, model)
 
 
-def _model_gate(ctx: _Context, phase: Phase, message: str) -> InferenceServicePlan:
-    facts = StatusFacts(
-        phase=phase,
-        ready=0,
-        desired=0,
-        running=ctx.running,
-        endpoint="",
-        model_ready=False,
-        effective_priority=ctx.priority,
-        failure_message=message,
-    )
+def _model_gate(ctx: _Context, phase: Phase, reason: str, message: str) -> InferenceServicePlan:
+    """Without a Ready Model nothing is applied or deleted. Replicas that already run keep serving:
+    then the status says so (phase, replicas, endpoint) and names what the Model lacks, rather
+    than reporting 0 ready replicas of a service that answers requests."""
+    deployment = ctx.observed.deployment
+    ready = _int_at(deployment, "status", "readyReplicas") if _owned(ctx, deployment) else 0
+    if ready > 0:
+        desired = _int_at(deployment, "spec", "replicas", default=ready)
+        serving = "the running replicas keep serving, but no new one can start"
+        facts = StatusFacts(
+            phase=determine_phase(ready, desired, None),
+            ready=ready,
+            desired=desired,
+            running=ctx.running,
+            endpoint=endpoint_url(ctx.isvc),
+            model_ready=False,
+            effective_priority=ctx.priority,
+            model_problem=(reason, f"{message}: {serving}"),
+        )
+    else:
+        facts = StatusFacts(
+            phase=phase,
+            ready=0,
+            desired=0,
+            running=ctx.running,
+            endpoint="",
+            model_ready=False,
+            effective_priority=ctx.priority,
+            failure_reason=reason,
+            failure_message=message,
+        )
     return InferenceServicePlan(status=_status(ctx, _previous_conditions(ctx), facts))
 
 
@@ -180,15 +211,36 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         generation=ctx.generation,
         now=ctx.observed.now,
     )
+    fit = None
+    if not metal:
+        fit = judge_memory_fit(
+            model,
+            spec,
+            runtime=runtime.name,
+            gpu_count=gpu_count,
+            node_gpu_memory=node_gpu_memory(ctx.observed.nodes, gpu_resource_name(model, ctx.config)),
+        )
+    conditions = memory_fit_conditions(conditions, fit, generation=ctx.generation, now=ctx.observed.now)
+    if fit is not None and fit.blocks:
+        events.append(PlannedEvent("Warning", INSUFFICIENT_MEMORY, fit.message))
     if errors or not isinstance(storage, ModelStorage):
         return _invalid(ctx, conditions, errors, events)
+    if fit is not None and fit.blocks and enforced(ctx.isvc.metadata.annotations):
+        # The user asked not to start what cannot fit: Failed, and nothing applied or deleted.
+        message = f"{fit.message} (not started: the memory-fit annotation says enforce)"
+        return _invalid(ctx, conditions, [message], events, reason=INSUFFICIENT_MEMORY)
     if metal:
         return _metal_plan(ctx, conditions, events)
     return _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
 
 
 def _invalid(
-    ctx: _Context, conditions: list[Condition], errors: list[str], events: list[PlannedEvent]
+    ctx: _Context,
+    conditions: list[Condition],
+    errors: list[str],
+    events: list[PlannedEvent],
+    *,
+    reason: str = INVALID_SPEC_REASON,
 ) -> InferenceServicePlan:
     """Failed, naming every problem; the running workload (if any) is left untouched."""
     deployment = ctx.observed.deployment
@@ -201,7 +253,7 @@ def _invalid(
         endpoint="",
         model_ready=True,
         effective_priority=ctx.priority,
-        failure_reason=INVALID_SPEC_REASON,
+        failure_reason=reason,
         failure_message="; ".join(errors),
     )
     return InferenceServicePlan(status=_status(ctx, conditions, facts), events=tuple(events))
@@ -301,6 +353,8 @@ def _workload_plan(
         # Scheduled pods that cannot run (image, crash, download): the kubelet backs off, so do we.
         failure = diagnose_pod_failure(observed.pods) if scheduling is None else None
     phase: Phase = "Failed" if failure else determine_phase(ready, desired, scheduling)
+    downloading = downloading_pod(observed.pods) if phase == "Creating" else None
+    download = download_progress(downloading, observed.download_log) if downloading else None
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
     waiting = phase == "WaitingForGPU"
     facts = StatusFacts(
@@ -315,6 +369,8 @@ def _workload_plan(
         queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
         failure_reason=failure.reason if failure else FAILED_REASON,
         failure_message=failure.message if failure else "",
+        rollout=rollout_of(current),
+        download=download.message() if download is not None else "",
     )
     return InferenceServicePlan(
         status=_status(ctx, conditions, facts),
@@ -325,7 +381,13 @@ def _workload_plan(
         cache_pvc=cache_pvc_intent(ctx.namespace, ctx.config) if storage.uses_cache_pvc else None,
         deletes=tuple(deletes),
         events=tuple(events),
-        requeue_after=SELECTOR_MIGRATION_REQUEUE_SECONDS if migrate else None,
+        requeue_after=(
+            SELECTOR_MIGRATION_REQUEUE_SECONDS
+            if migrate
+            else DOWNLOAD_REQUEUE_SECONDS
+            if download is not None
+            else None
+        ),
     )
 
 

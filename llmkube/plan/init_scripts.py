@@ -19,6 +19,32 @@ _MAKE_CACHE_DIR = """\
 if [ -n "$CACHE_DIR" ]; then mkdir -p "$CACHE_DIR"; fi
 """
 
+# Progress for people (`kubectl logs`, `llmkube logs --download`) and for the controller, which
+# reads the last line into the service's status: curl's own meter redraws one line with carriage
+# returns, which a log shows as garbage. `progress PID TOTAL` prints a line every few seconds
+# while the download PID runs: "llmkube-download: <bytes> of <total> bytes (<n>%)".
+PROGRESS_LINE_PREFIX = "llmkube-download:"
+_PROGRESS = """\
+total_of() {
+  curl -sSLI --retry 3 "$MODEL_SOURCE" 2>/dev/null | tr -d '\\r' |
+    awk 'tolower($1) == "content-length:" { n = $2 } END { print n + 0 }'
+}
+progress() {
+  n=0
+  while kill -0 "$1" 2>/dev/null; do
+    sleep 1
+    n=$((n + 1))
+    [ $((n % 5)) -eq 0 ] || continue
+    got=$(wc -c < "$MODEL_PATH.part" 2>/dev/null || echo 0)
+    if [ "$2" -gt 0 ]; then
+      echo "llmkube-download: $got of $2 bytes ($((got * 100 / $2))%)"
+    else
+      echo "llmkube-download: $got bytes"
+    fi
+  done
+}
+"""
+
 # Cached mode with a local source: copy the host file into the shared cache once.
 LOCAL_COPY = (
     "set -eu\n"
@@ -38,12 +64,17 @@ fi
 DOWNLOAD_IF_MISSING = (
     "set -eu\n"
     + _MAKE_CACHE_DIR
+    + _PROGRESS
     + """\
 if [ -f "$MODEL_PATH" ]; then
   echo "Model already cached at $MODEL_PATH"
 else
   echo "Downloading $MODEL_SOURCE"
-  curl -fL --retry 3 -o "$MODEL_PATH.part" "$MODEL_SOURCE"
+  TOTAL=$(total_of)
+  curl -fsSL --retry 3 -o "$MODEL_PATH.part" "$MODEL_SOURCE" &
+  progress $! "$TOTAL"
+  wait $!
+  echo "llmkube-download: $(wc -c < "$MODEL_PATH.part") of $TOTAL bytes (done)"
   mv "$MODEL_PATH.part" "$MODEL_PATH"
 fi
 """
@@ -55,12 +86,17 @@ fi
 DOWNLOAD_ON_CHANGE = (
     "set -u\n"
     + _MAKE_CACHE_DIR
+    + _PROGRESS
     + """\
 ETAG_FILE="$(dirname "$MODEL_PATH")/.$(basename "$MODEL_PATH").etag"
 set --
 if [ -f "$MODEL_PATH" ] && [ -s "$ETAG_FILE" ]; then set -- --etag-compare "$ETAG_FILE"; fi
-CODE=$(curl -sSL --retry 3 -o "$MODEL_PATH.part" --etag-save "$ETAG_FILE.part" \\
-  -w '%{http_code}' "$@" "$MODEL_SOURCE") || CODE="failed"
+TOTAL=$(total_of)
+curl -sSL --retry 3 -o "$MODEL_PATH.part" --etag-save "$ETAG_FILE.part" \\
+  -w '%{http_code}' "$@" "$MODEL_SOURCE" > "$MODEL_PATH.code" &
+progress $! "$TOTAL"
+if wait $!; then CODE=$(cat "$MODEL_PATH.code"); else CODE="failed"; fi
+rm -f "$MODEL_PATH.code"
 case "$CODE" in
   304)
     rm -f "$MODEL_PATH.part" "$ETAG_FILE.part"

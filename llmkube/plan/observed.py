@@ -21,3 +21,8 @@ class ObservedState:
     # hands over its live queue (kept in step with the cache); planning only asks it for a rank.
     gpu_queue: GpuQueue = field(default_factory=GpuQueue)
     endpoint_slices: tuple[KubeObject, ...] = ()  # metal path: slices of the service's namespace
+    # Nodes as the controller caches them (capacity and GPU memory labels): the memory-fit check
+    # compares with the largest GPU of the nodes that offer the service's GPU resource.
+    nodes: tuple[KubeObject, ...] = ()
+    # The last lines of the model-downloader's log, read only while a pod of the service runs it.
+    download_log: str | None = None

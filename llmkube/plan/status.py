@@ -2,9 +2,11 @@
 
 Conditions describe the present: `Available` is True only while replicas serve, `Progressing` is
 False once settled, `Degraded` turns False and `GPUAvailable` True when their cause is gone (never
-removed: the rule is in plan/conditions.py), and Stopped says so. They are written with standard
-semantics: lastTransitionTime moves only on a status flip, so planning an unchanged service yields
-an identical status, and `status_changed` tells the controller there is nothing to write.
+removed: the rule is in plan/conditions.py), and Stopped says so. `Ready` (True only when every
+replica serves the current spec), `Reconciling` and `Stalled` summarize them for tools
+(plan/summary.py). They are written with standard semantics: lastTransitionTime moves only on a
+status flip, so planning an unchanged service yields an identical status, and `status_changed`
+tells the controller there is nothing to write.
 """
 
 from collections.abc import Sequence
@@ -20,7 +22,9 @@ from llmkube.plan.conditions import (
     settle_condition,
     update_condition_if_present,
 )
+from llmkube.plan.rollout import ROLLING_OUT, Rollout
 from llmkube.plan.scheduling import INSUFFICIENT_GPU, SchedulingInfo
+from llmkube.plan.summary import READY_REASON, Summary, message_of, reason_of, summarize
 
 AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE = "Available", "Progressing", "Degraded", "GPUAvailable"
 VLLM_SPEC_VALID, SPEC_VALID = "VLLMSpecValid", "SpecValid"
@@ -29,6 +33,7 @@ READY_MESSAGE = "Inference service is ready and serving requests"
 MODEL_NOT_FOUND = "Model not found"
 WAITING_FOR_MODEL = "Waiting for Model to be Ready"
 FAILED_REASON, INVALID_SPEC_REASON = "Failed", "InvalidSpec"
+MODEL_NOT_FOUND_REASON, WAITING_FOR_MODEL_REASON = "ModelNotFound", "WaitingForModel"
 RECOVERED_REASON, NOT_WAITING_FOR_GPU = "Recovered", "NotWaitingForGPU"
 SPECULATIVE_MISSING_MODEL = (
     "speculative.enabled is true but speculative.model is empty, "
@@ -49,6 +54,24 @@ class StatusFacts:
     queue_position: int = 0
     failure_reason: str = FAILED_REASON
     failure_message: str = ""
+    #: the rollout of the Deployment that serves the service (None: no Deployment of ours)
+    rollout: Rollout | None = None
+    # Replicas serve, but their Model is missing or not Ready: (reason, message). Degraded says so
+    # for a missing Model, Progressing for one being fetched again; Available follows the replicas.
+    model_problem: tuple[str, str] | None = None
+    # A pod is still fetching the model (plan/download.py): how far it got.
+    download: str = ""
+
+
+def reason_column(facts: StatusFacts) -> str:
+    """`status.schedulingStatus`, shown as REASON by `kubectl get isvc -o wide`: the scheduler's
+    diagnosis while pods wait, why a service failed or waits for its Model, or what its serving
+    replicas lack."""
+    if facts.scheduling is not None:
+        return facts.scheduling.status
+    if facts.phase in ("Failed", "Pending"):
+        return facts.failure_reason
+    return facts.model_problem[0] if facts.model_problem else ""
 
 
 def determine_phase(ready: int, desired: int, scheduling: SchedulingInfo | None) -> Phase:
@@ -68,17 +91,22 @@ def build_status(
     previous: Sequence[Condition] | None, facts: StatusFacts, *, generation: int | None, now: datetime
 ) -> InferenceServiceStatus:
     info = facts.scheduling
+    conditions = phase_conditions(previous, facts, generation=generation, now=now)
+    summary = isvc_summary(facts.phase, conditions, facts.desired, facts.rollout)
+    # Only a service in the GPU queue has a position: QUEUE is blank, not 0, for the others (the
+    # field is left out rather than set to null, so the object reads the same wherever it goes).
+    queued = {"queue_position": facts.queue_position} if facts.phase == "WaitingForGPU" else {}
     return InferenceServiceStatus(
+        **queued,
         phase=facts.phase,
-        conditions=phase_conditions(previous, facts, generation=generation, now=now),
+        conditions=summarize(conditions, summary, generation=generation, now=now),
         replicas=facts.running,
         ready_replicas=facts.ready,
         desired_replicas=facts.desired,
         endpoint=facts.endpoint,
         model_ready=facts.model_ready,
         effective_priority=facts.effective_priority,
-        queue_position=facts.queue_position,
-        scheduling_status=info.status if info else "",
+        scheduling_status=reason_column(facts),
         scheduling_message=info.message if info else "",
         waiting_for=info.waiting_for if info else "",
         last_updated=now,
@@ -114,6 +142,8 @@ def phase_conditions(
         info = facts.scheduling
         if info is not None:
             put(AVAILABLE, "False", info.status, info.message or info.status)
+        elif facts.download:
+            put(AVAILABLE, "False", "Downloading", facts.download)
         else:
             put(AVAILABLE, "False", "Creating", f"No replica is ready yet (0/{desired})")
         put(PROGRESSING, "True", "Creating", progress)
@@ -155,7 +185,44 @@ def phase_conditions(
             now=now,
             observed_generation=generation,
         )
+    if facts.model_problem is not None:
+        reason, message = facts.model_problem
+        put(DEGRADED if reason == MODEL_NOT_FOUND_REASON else PROGRESSING, "True", reason, message)
     return conditions
+
+
+def isvc_summary(
+    phase: Phase, conditions: Sequence[Condition] | None, desired: int, rollout: Rollout | None
+) -> Summary:
+    """Ready only when the phase is Ready and, when a Deployment serves the service, it has rolled
+    the current template out to every replica, or when it is Stopped as its spec asks; otherwise
+    why not, from the other conditions."""
+    if phase in ("Ready", "Progressing") and rollout is not None and not rollout.complete(desired):
+        return Summary(ready=False, reason=ROLLING_OUT, message=rollout.describe(desired))
+    if phase == "Ready":
+        return Summary(ready=True, reason=READY_REASON, message=READY_MESSAGE)
+    if phase == "Failed":
+        message = message_of(conditions, DEGRADED)
+        return Summary(
+            ready=False, reason=reason_of(conditions, DEGRADED, FAILED_REASON), message=message, stalled=True
+        )
+    if phase == "Stopped":  # scaled to zero, as asked: nothing left to do
+        return Summary(ready=True, reason="Stopped", message=message_of(conditions, AVAILABLE))
+    # Pending, Creating, WaitingForGPU, Progressing: the condition that tells what is under way.
+    detail = (AVAILABLE, PROGRESSING) if phase == "Creating" else (PROGRESSING, AVAILABLE)
+    return Summary(ready=False, reason=phase, message=message_of(conditions, *detail))
+
+
+def with_rollout(
+    status: InferenceServiceStatus, rollout: Rollout | None, *, generation: int | None, now: datetime
+) -> InferenceServiceStatus:
+    """The planned status, summarized again for the Deployment this reconcile applied (a changed
+    template is a rollout the planned status, made from the cache, could not know about)."""
+    summary = isvc_summary(
+        status.phase or "Pending", status.conditions, status.desired_replicas or 0, rollout
+    )
+    conditions = summarize(status.conditions, summary, generation=generation, now=now)
+    return status.model_copy(update={"conditions": conditions})
 
 
 def _put_if_true_or_existing(

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.hpa import hpa_errors
+from llmkube.plan.labels import label_map_errors
 from llmkube.plan.names import MAX_LABEL_VALUE_LENGTH
 from llmkube.plan.quantity import QuantityError, parse_quantity
 from llmkube.plan.resources import quantity_errors
@@ -88,6 +89,12 @@ def _is_set(value: Any) -> bool:
 def _errors(inputs: ValidationInputs) -> list[Issue]:
     isvc, spec = inputs.isvc, inputs.isvc.spec
     found = [Issue(path, message, "error") for path, message in quantity_errors(spec.resources)]
+    label_errors = [
+        *label_map_errors("spec.podLabels", spec.pod_labels, check_values=True),
+        *label_map_errors("spec.nodeSelector", spec.node_selector, check_values=True),
+        *label_map_errors("spec.podAnnotations", spec.pod_annotations, check_values=False),
+    ]
+    found += [Issue(path, message, "error") for path, message in label_errors]
     name = isvc.metadata.name or ""
     for path, value in (("metadata.name", name), ("spec.modelRef", spec.model_ref)):
         if len(value) > MAX_LABEL_VALUE_LENGTH:
@@ -142,6 +149,22 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
             )
         if config.gpu_memory_utilization is not None:
             found.append(Issue("spec.vllmConfig.gpuMemoryUtilization", "is ignored without a GPU", "warning"))
+    autoscaling = spec.autoscaling
+    low = autoscaling.min_replicas or 1 if autoscaling is not None else 1
+    if (
+        autoscaling is not None
+        and not inputs.metal
+        and spec.replicas
+        and not low <= spec.replicas <= autoscaling.max_replicas
+    ):
+        # `kubectl scale` of an autoscaled service past its bounds lands here: say who owns the
+        # count. (Within the bounds spec.replicas is the starting count of a new Deployment.)
+        message = (
+            f"{spec.replicas} is outside the autoscaling bounds ({low}-{autoscaling.max_replicas}): the "
+            "HorizontalPodAutoscaler owns the replica count, spec.replicas only sets the starting count of "
+            "a new Deployment (within the bounds); change spec.autoscaling, or set replicas to 0 to stop it"
+        )
+        found.append(Issue("spec.replicas", message, "warning"))
     if inputs.metal and spec.autoscaling is not None:
         found.append(
             Issue("spec.autoscaling", "is ignored for metal models (the host agent runs them)", "warning")

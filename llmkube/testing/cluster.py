@@ -21,6 +21,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -125,6 +126,15 @@ class NodeSpec:
         }
 
 
+# What `kubectl logs` shows for any kwok pod container (kwok runs no process to log anything),
+# in the CRI log format kwok reads: <time> <stream> <F(ull)|P(artial)> <line>.
+KWOK_POD_LOG = (
+    "2026-01-01T00:00:00.000000000Z stdout F kwok: this pod runs no process; "
+    "every container shows this fixed log\n"
+    "2026-01-01T00:00:00.500000000Z stdout F llmkube-download: 1073741824 of 4294967296 bytes (25%)\n"
+    "2026-01-01T00:00:01.000000000Z stdout F main: server is listening on http://0.0.0.0:8080 (stand-in)\n"
+)
+
 DEFAULT_NODES = (
     NodeSpec("kwok-cpu-0"),
     NodeSpec("kwok-gpu-0", gpus=2),
@@ -215,6 +225,7 @@ class LocalCluster:
         self.components: list[_Component] = []
         self.etcd_port = free_port()
         self.api_port = free_port()
+        self.kwok_port = free_port()
         self.server = f"https://127.0.0.1:{self.api_port}"
         self.etcd_endpoint = f"http://127.0.0.1:{self.etcd_port}"
         self.logs_dir = self.workdir / "logs"
@@ -319,6 +330,9 @@ class LocalCluster:
             stdin=subprocess.DEVNULL,
             cwd=self.workdir,
             preexec_fn=self._child_setup(),
+            # Not in our process group: a terminal's Ctrl-C must reach only the process that
+            # started the cluster, which stops its controller before the control plane.
+            start_new_session=True,
         )
         handle.close()
         component = _Component(name, process, log)
@@ -401,7 +415,32 @@ class LocalCluster:
         admin = KubeRest.from_kubeconfig(self.kubeconfig)
         self._wait(lambda: admin.get_text("/readyz")[0] == 200, "kube-apiserver /readyz")
 
+    def _write_kwok_debugging(self) -> Path:
+        """What kwok's kubelet API answers, as kwok config documents: every pod's log is a fixed
+        file, and every port-forward runs a one-exchange HTTP stand-in for an inference server
+        (llmkube.testing.stdio_http) on the forwarded stream. Nothing leaves this machine."""
+        log_file = self.workdir / "kwok-pod.log"
+        log_file.write_text(KWOK_POD_LOG)
+        documents = [
+            {
+                "kind": "ClusterLogs",
+                "apiVersion": "kwok.x-k8s.io/v1alpha1",
+                "metadata": {"name": "llmkube-pod-logs"},
+                "spec": {"logs": [{"logsFile": str(log_file), "follow": False}]},
+            },
+            {
+                "kind": "ClusterPortForward",
+                "apiVersion": "kwok.x-k8s.io/v1alpha1",
+                "metadata": {"name": "llmkube-stand-in"},
+                "spec": {"forwards": [{"command": [sys.executable, "-m", "llmkube.testing.stdio_http"]}]},
+            },
+        ]
+        path = self.workdir / "kwok-debugging.yaml"
+        path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+        return path
+
     def _start_full_tier(self) -> None:
+        assert self._pki is not None
         self._start_controllers()
         self._spawn(
             "kwok",
@@ -409,11 +448,19 @@ class LocalCluster:
                 "kwok",
                 f"--kubeconfig={self.kubeconfig}",
                 f"--config={self.bin_dir / 'kwok-stages.yaml'}",
+                f"--config={self._write_kwok_debugging()}",
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 "--node-ip=127.0.0.1",
                 "--node-lease-duration-seconds=40",
                 "--cidr=10.244.0.0/16",
+                # kwok's kubelet API: the API server's pods/log and pods/portforward reach it here.
+                f"--node-port={self.kwok_port}",
+                f"--server-address=127.0.0.1:{self.kwok_port}",
+                # The API server does not verify kubelet certificates without a CA for them, so
+                # its own serving certificate (for 127.0.0.1) does.
+                f"--tls-cert-file={self._pki.serving_cert}",
+                f"--tls-private-key-file={self._pki.serving_key}",
             ],
         )
         admin = self.admin()

@@ -2,11 +2,9 @@
 like the hubs and object stores models come from (the Model controller reads a GGUF header with
 Range requests; the model-downloader init container sends conditional requests).
 
-    python -m llmkube.testing.fileserver DIRECTORY [--port 8080] [--tiny-gguf NAME]
+    python -m llmkube.testing.fileserver DIRECTORY [--port 8080]
 
-`--tiny-gguf NAME` first writes the tiny test model (`llmkube.testing.tiny_gguf`) as DIRECTORY/NAME,
-so a pod running this module from the controller image serves a real model with no volume to fill.
-Standard library only (besides the tiny model's writer).
+Standard library only: a pod runs it from the controller image, which has no test dependencies.
 """
 
 import argparse
@@ -114,17 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve model files with byte ranges and ETags.")
     parser.add_argument("directory", type=Path)
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument(
-        "--tiny-gguf", metavar="NAME", help="write the tiny test model as DIRECTORY/NAME first"
-    )
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    args.directory.mkdir(parents=True, exist_ok=True)
-    if args.tiny_gguf:
-        from llmkube.testing.tiny_gguf import write_tiny_gguf
-
-        written = write_tiny_gguf(args.directory / args.tiny_gguf, seed=args.seed)
-        print(f"wrote {written} ({written.stat().st_size} bytes)", flush=True)
     # PID 1 of a container ignores SIGTERM unless it handles it: stop at once when the pod is deleted.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     handler = type("Handler", (ModelFileHandler,), {"directory": args.directory})

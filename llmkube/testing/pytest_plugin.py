@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,17 +182,6 @@ def namespace(api_cluster: ClusterHandle, request: pytest.FixtureRequest) -> Ite
 def full_namespace(full_cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace in the full-tier cluster, deleted after the test."""
     yield from _fresh_namespace(full_cluster, request)
-
-
-@pytest.fixture
-async def k8s_client(api_cluster: ClusterHandle) -> AsyncIterator[Any]:
-    """A kubernetes_asyncio ApiClient for the api-tier cluster (admin identity)."""
-    from kubernetes_asyncio import client, config
-
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=str(api_cluster.kubeconfig), client_configuration=configuration)
-    async with client.ApiClient(configuration) as api:
-        yield api
 
 
 def apply_manifests(cluster: ClusterHandle, docs: list[dict[str, Any]], namespace: str | None = None) -> None:

@@ -26,7 +26,13 @@ from llmkube.testing import images
 from llmkube.testing.cluster import default_bin_dir
 from llmkube.testing.node import NodeCluster, missing_prerequisites, node_tier_unavailable
 from llmkube.testing.rest import RestError
-from llmkube.testing.tiny_service import chat_request, model_server, model_url, tiny_llamacpp
+from llmkube.testing.tiny_service import (
+    chat_request,
+    model_server,
+    model_url,
+    tiny_llamacpp,
+    write_model_files,
+)
 
 SAMPLE_NAME = "tiny-llama"
 SAMPLE_NAMESPACE = "default"
@@ -59,11 +65,12 @@ class TinyDemo:
 
     def start(self) -> "TinyDemo":
         admin = self.cluster.admin()
-        for obj in model_server(SAMPLE_NAMESPACE):
+        server = model_server(SAMPLE_NAMESPACE, write_model_files(self.cluster.workdir / "model-files"))
+        for obj in server:
             admin.apply(obj)
-        server_ip = admin.get(
-            "v1", "Service", model_server(SAMPLE_NAMESPACE)[1]["metadata"]["name"], SAMPLE_NAMESPACE
-        )["spec"]["clusterIP"]
+        server_ip = admin.get("v1", "Service", server[1]["metadata"]["name"], SAMPLE_NAMESPACE)["spec"][
+            "clusterIP"
+        ]
         for obj in tiny_llamacpp(SAMPLE_NAMESPACE, SAMPLE_NAME, model_url(server_ip)):
             admin.apply(obj)
         try:

@@ -1,18 +1,22 @@
 """A tiny llama.cpp service that really serves, for the node tier's tests and `llmkube run`.
 
 Two parts, both plain objects to apply:
-- `model_server(namespace)`: a Deployment + Service that write the tiny test GGUF and serve it over
-  HTTP (with byte ranges) from the controller image, so a Model's source is an ordinary http URL
-  inside the cluster and nothing is downloaded from outside;
+- `model_server(namespace, files)`: a Deployment + Service that serve the tiny test GGUF over HTTP
+  (with byte ranges) from the controller image, so a Model's source is an ordinary http URL inside
+  the cluster and nothing is downloaded from outside. The file is written on the host
+  (`write_model_files`: the `gguf` writer is a test dependency the controller image does not
+  have) and reaches the pod through a read-only hostPath volume: the node is this machine;
 - `tiny_llamacpp(namespace, name, source)`: a Model for that URL and an InferenceService with the
   llamacpp runtime on the locally built llama-server image. The model-downloader init container
   fetches the file into the namespace's model cache and llama-server loads it.
 """
 
+from pathlib import Path
 from typing import Any
 
 from llmkube.api.constants import API_VERSION
 from llmkube.testing.images import CONTROLLER, LLAMA_SERVER
+from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 MODEL_SERVER = "tiny-model-server"
 MODEL_FILE = "tiny-llama.gguf"
@@ -21,7 +25,19 @@ MODEL_SERVER_PORT = 8080
 Obj = dict[str, Any]
 
 
-def model_server(namespace: str, *, cluster_ip: str | None = None, image: str = CONTROLLER.ref) -> list[Obj]:
+def write_model_files(directory: Path) -> Path:
+    """Writes the tiny test model as `directory`/MODEL_FILE (readable by the pod's non-root user) and
+    returns `directory`, for `model_server`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)
+    write_tiny_gguf(directory / MODEL_FILE).chmod(0o644)
+    return directory
+
+
+def model_server(
+    namespace: str, files: Path, *, cluster_ip: str | None = None, image: str = CONTROLLER.ref
+) -> list[Obj]:
+    """The objects that serve the files in the host directory `files` (see `write_model_files`)."""
     labels = {"app.kubernetes.io/name": MODEL_SERVER}
     command = ["python", "-m", "llmkube.testing.fileserver", "/srv", "--port", str(MODEL_SERVER_PORT)]
     deployment: Obj = {
@@ -42,13 +58,13 @@ def model_server(namespace: str, *, cluster_ip: str | None = None, image: str = 
                             "name": "files",
                             "image": image,
                             "imagePullPolicy": "Never",
-                            "command": [*command, "--tiny-gguf", MODEL_FILE],
+                            "command": command,
                             "ports": [{"name": "http", "containerPort": MODEL_SERVER_PORT}],
                             "readinessProbe": {
                                 "httpGet": {"path": f"/{MODEL_FILE}", "port": MODEL_SERVER_PORT},
                                 "periodSeconds": 1,
                             },
-                            "volumeMounts": [{"name": "files", "mountPath": "/srv"}],
+                            "volumeMounts": [{"name": "files", "mountPath": "/srv", "readOnly": True}],
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "readOnlyRootFilesystem": True,
@@ -56,7 +72,7 @@ def model_server(namespace: str, *, cluster_ip: str | None = None, image: str = 
                             },
                         }
                     ],
-                    "volumes": [{"name": "files", "emptyDir": {}}],
+                    "volumes": [{"name": "files", "hostPath": {"path": str(files), "type": "Directory"}}],
                 },
             },
         },

@@ -189,7 +189,7 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
             within=60,
             what="older-normal Ready once small is gone",
         )
-        assert ready["queuePosition"] == 0
+        assert "queuePosition" not in ready  # QUEUE blank once it no longer waits
         await poll(lambda: waited_once(ns, "older-normal"), what="older-normal's queue wait observed")
         assert condition_triple(ready, "GPUAvailable") == (
             "True",
@@ -263,7 +263,7 @@ async def test_the_queue_follows_priority_changes_and_services_leaving_the_middl
             await settled(operator.controllers.inference_services.controller)
         finally:
             watch.stop()
-        assert stopped["queuePosition"] == 0
+        assert "queuePosition" not in stopped
         # One write for the transition: reconciles that run before the cache shows it plan from it.
         assert len([s for s in watch.statuses if s.get("phase") == "Stopped"]) == 1
         # Its wait is observed once, when it leaves; the deleted w1's series went with it.

@@ -85,14 +85,14 @@ async def test_cpu_service_goes_pending_creating_ready(
             "endpoint": "",
             "modelReady": False,
             "effectivePriority": 10000,
-            "queuePosition": 0,
-            "schedulingStatus": "",
+            "schedulingStatus": "WaitingForModel",
             "schedulingMessage": "",
             "waitingFor": "",
         }
         assert condition_triple(pending, "Progressing") == ("True", "Pending", WAITING_FOR_MODEL)
         assert condition_triple(pending, "Available") == ("False", "Pending", WAITING_FOR_MODEL)
-        assert set(conditions(pending)) == {"Available", "Progressing"}
+        assert condition_triple(pending, "Ready")[:2] == ("False", "Pending")
+        assert set(conditions(pending)) == {"Available", "Progressing", "Ready", "Reconciling"}
         assert admin.get_or_none("apps/v1", "Deployment", "tiny", ns) is None  # nothing before the gate
 
         # Bind the claim: the Model turns Ready and that alone moves the service on.
@@ -136,14 +136,15 @@ async def test_cpu_service_goes_pending_creating_ready(
         "endpoint": endpoint,
         "modelReady": True,
         "effectivePriority": 10000,
-        "queuePosition": 0,
         "schedulingStatus": "",
         "schedulingMessage": "",
         "waitingFor": "",
     }
     assert condition_triple(ready, "Available") == ("True", "InferenceReady", READY_MESSAGE)
     assert condition_triple(ready, "Progressing") == ("False", "Ready", "All 1 replicas are ready")
-    assert set(conditions(ready)) == {"Available", "Progressing"}
+    assert condition_triple(ready, "Ready")[:2] == ("True", "Ready")
+    assert condition_triple(ready, "Reconciling")[0] == "False"
+    assert set(conditions(ready)) == {"Available", "Progressing", "Ready", "Reconciling"}
     assert {c["observedGeneration"] for c in ready["conditions"]} == {generation}
 
     # What was built: the claim mounted read-only, no init container, CPU requests only, a CPU node.
@@ -194,14 +195,14 @@ async def test_missing_model_fails_then_the_model_alone_heals_it(
         "endpoint": "",
         "modelReady": False,
         "effectivePriority": 10000,
-        "queuePosition": 0,
-        "schedulingStatus": "",
+        "schedulingStatus": "ModelNotFound",  # the REASON column
         "schedulingMessage": "",
         "waitingFor": "",
     }
-    assert condition_triple(failed, "Degraded") == ("True", "Failed", "Model not found")
-    assert condition_triple(failed, "Available") == ("False", "Failed", "Model not found")
-    assert condition_triple(failed, "Progressing") == ("False", "Failed", "Model not found")
+    missing = f'Model "later" not found in namespace "{ns}"'
+    assert condition_triple(failed, "Degraded") == ("True", "ModelNotFound", missing)
+    assert condition_triple(failed, "Available") == ("False", "ModelNotFound", missing)
+    assert condition_triple(failed, "Progressing") == ("False", "ModelNotFound", missing)
     assert admin.list("apps/v1", "Deployment", ns) == []
 
     # Only the Model appears: no edit of the service, the Model watch brings it back.

@@ -33,6 +33,7 @@ from e2e_support import (
 from llmkube.controllers.model import gpu_capacity
 from llmkube.kube.controller import Controller
 from llmkube.kube.types import ObjectKey
+from llmkube.plan.memory_fit import GPU_MEMORY_LABELS
 
 GGUF_NAME = "Tiny Llama"
 
@@ -63,6 +64,7 @@ EXPECTED_GGUF = {
     "embeddingSize": 16,
     "layerCount": 2,
     "headCount": 4,
+    "tensorBytes": 8 * 16 * 4,  # the one float32 tensor (for the memory-fit estimate)
     "tensorCount": 1,
     "fileVersion": 3,
     "license": "mit",
@@ -177,7 +179,9 @@ async def test_a_wrong_sha256_fails_the_integrity_check(
     mismatch = f"SHA256 mismatch: expected {wrong}, got {hashlib.sha256(data).hexdigest()}"
     assert condition_triple(status, "Degraded") == ("True", "IntegrityCheckFailed", mismatch)
     assert condition_triple(status, "Progressing") == ("False", "IntegrityCheckFailed", mismatch)
-    assert set(conditions(status)) == {"Degraded", "Progressing"}  # never Available
+    assert condition_triple(status, "Stalled") == ("True", "IntegrityCheckFailed", mismatch)
+    # never Available
+    assert set(conditions(status)) == {"Degraded", "Progressing", "Ready", "Reconciling", "Stalled"}
     assert "path" not in status and "sha256" not in status
     # The bytes that failed the check are not left in the cache for a pod to use.
     cache_dir = operator.model_cache / source_key(f"file://{path}")
@@ -335,9 +339,9 @@ async def test_accelerator_ready_follows_the_nodes_capacity(
 
 
 async def test_nodes_are_cached_with_their_capacity_only(operator: RunningController) -> None:
-    """The Model controller reads a Node's capacity and nothing else: that is all its cache keeps
-    (a GPU Node is tens of KiB; bench/bench_node_cache.py measures the difference), and the GPU
-    capacity it sums is the real one."""
+    """The controllers read a Node's capacity and its GPU memory label (memory fit) and nothing
+    else: that is all their cache keeps (a GPU Node is tens of KiB; bench/bench_node_cache.py
+    measures the difference), and the GPU capacity summed from it is the real one."""
     admin = operator.cluster.admin()
     nodes = operator.controllers.models.nodes.store
     real = {node["metadata"]["name"]: node for node in admin.list("v1", "Node")}
@@ -345,7 +349,8 @@ async def test_nodes_are_cached_with_their_capacity_only(operator: RunningContro
     assert set(cached) == set(real)
     for name, node in cached.items():
         assert set(node) <= {"apiVersion", "kind", "metadata", "status"}
-        assert set(node["metadata"]) <= {"name", "uid", "resourceVersion"}
+        assert set(node["metadata"]) <= {"name", "uid", "resourceVersion", "labels"}
+        assert set(node["metadata"].get("labels") or {}) <= set(GPU_MEMORY_LABELS.values())
         assert node["metadata"]["uid"] == real[name]["metadata"]["uid"]
         assert node["status"] == {"capacity": real[name]["status"]["capacity"]}
     assert gpu_capacity(nodes.objects()) == gpu_capacity(real.values())

@@ -35,8 +35,9 @@ EXPECTED_PHASES = {
     "orphan": "Failed",  # its Model does not exist
     "pending": "Pending",  # its Model is not Ready
 }
-EXPECTED_MODELS = {"hf": "ready", "cuda": "ready", "claim": "Failed"}
+EXPECTED_MODELS = {"hf": "Ready", "cuda": "Ready", "claim": "Failed"}
 ISVC_PHASES = ("Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed")
+MODEL_PHASES = ("Pending", "Downloading", "Copying", "Ready", "Failed")
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -172,8 +173,20 @@ async def test_a_restarted_controller_reports_the_state_gauges_at_once_without_w
             text = scraped[0]
             assert samples(text, "llmkube_gpu_queue_depth") == {(): 2.0}
             assert samples(text, "llmkube_model_status", ns) == {
-                (name, label): 1.0 for name, label in EXPECTED_MODELS.items()
+                (name, candidate): 1.0 if candidate == phase else 0.0
+                for name, phase in EXPECTED_MODELS.items()
+                for candidate in MODEL_PHASES
             }
+            # the per-service gauges come from the same caches, as fresh
+            assert samples(text, "llmkube_inferenceservice_gpus_per_replica", ns) == {
+                ("cpu",): 0.0,
+                ("stopped",): 0.0,
+                ("waiting-a",): 4.0,
+                ("waiting-b",): 4.0,
+                ("orphan",): 0.0,
+                ("pending",): 0.0,
+            }
+            assert samples(text, "llmkube_inferenceservice_replicas", ns)[("cpu", "ready")] == 1.0
             assert mutating_requests(text) == {}, (tmp_path / "controller.log").read_text()[-4000:]
     finally:
         await delete_services_and_wait(operator, ns, pods_too=True)

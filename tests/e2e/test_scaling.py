@@ -78,7 +78,8 @@ async def test_scale_to_zero_stops_the_service_and_back_to_ready(
     stopped = status_of(admin, "InferenceService", "s", ns)
     assert condition_triple(stopped, "Available") == ("False", "Stopped", STOPPED)
     assert condition_triple(stopped, "Progressing") == ("False", "Stopped", STOPPED)
-    assert set(conditions(stopped)) == {"Available", "Progressing"}
+    assert condition_triple(stopped, "Ready")[:2] == ("True", "Stopped")  # zero replicas, as asked
+    assert set(conditions(stopped)) == {"Available", "Progressing", "Ready", "Reconciling"}
     assert stopped["endpoint"] == f"http://s.{ns}.svc.cluster.local:8080/v1/chat/completions"
     assert deployment_replicas(admin, "s", ns) == 0
     assert admin.list("v1", "Pod", ns, label_selector="inference.llmkube.dev/service=s") == []

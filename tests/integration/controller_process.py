@@ -64,7 +64,7 @@ class ControllerProcess:
     # -- what it said ---------------------------------------------------------------------------
 
     def logged(self, event: str) -> list[dict[str, Any]]:
-        return [record for record in self.records if record.get("event") == event]
+        return [record for record in self.records if record.get("msg") == event]
 
     async def wait_for_log(self, event: str, within: float = 30.0) -> dict[str, Any]:
         async with asyncio.timeout(within):
@@ -82,7 +82,7 @@ class ControllerProcess:
 
     @staticmethod
     def time_of(record: dict[str, Any]) -> datetime:
-        return datetime.fromisoformat(str(record["timestamp"]).replace("Z", "+00:00"))
+        return datetime.fromisoformat(str(record["ts"]).replace("Z", "+00:00"))
 
     def tail(self, lines: int = 30) -> str:
         shown = [orjson.dumps(record).decode() for record in self.records[-lines:]]

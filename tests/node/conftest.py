@@ -16,7 +16,7 @@ from node_support import (
 )
 
 from llmkube.testing.node import NodeCluster
-from llmkube.testing.tiny_service import MODEL_SERVER, model_server, model_url
+from llmkube.testing.tiny_service import MODEL_SERVER, model_server, model_url, write_model_files
 
 MODELS_NAMESPACE = "tiny-models"
 
@@ -50,7 +50,7 @@ def model_source(node_cluster: NodeCluster) -> ModelSource:
     """A pod that writes the tiny GGUF and serves it (byte ranges, ETags) behind a Service."""
     admin = node_cluster.admin()
     admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MODELS_NAMESPACE}})
-    for obj in model_server(MODELS_NAMESPACE):
+    for obj in model_server(MODELS_NAMESPACE, write_model_files(node_cluster.workdir / "model-files")):
         admin.apply(obj)
     wait_for(
         lambda: deployment_available(admin, MODEL_SERVER, MODELS_NAMESPACE), within=120, what="model server"

@@ -1,6 +1,9 @@
 """The command line: what it prints and how flags become configuration."""
 
+import argparse
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import yaml
@@ -79,3 +82,51 @@ def test_leader_election_timings_client_go_would_refuse_are_refused(
 ) -> None:
     assert main(["controller", "--leader-elect-lease-duration=10", "--leader-elect-renew-deadline=10"]) == 2
     assert "greater than the renew deadline" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("command", "missing"), [("cluster", "gguf"), ("run", "cryptography")])
+def test_local_cluster_commands_name_the_extra_they_need(
+    command: str, missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image installs no `testing` extra; `llmkube cluster`/`run` there say what to install."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setitem(sys.modules, missing, None)  # what the import system does for an absent package
+    with pytest.raises(SystemExit) as stopped:
+        main([command])
+    assert str(stopped.value) == (
+        f"llmkube {command}: a local cluster needs the 'testing' extra ({missing} is not installed): "
+        "pip install 'llmkube[testing]'"
+    )
+
+
+def test_an_unusable_kubeconfig_stops_the_controller_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: gone\n")
+    assert main(["controller", f"--kubeconfig={kubeconfig}", "--metrics-bind-address=0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "llmkube controller: cannot connect to the cluster: context 'gone' is not in the kubeconfig"
+    )
+
+
+def _flags(parser: argparse.ArgumentParser, path: str = "llmkube") -> list[tuple[str, str, str | None]]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _flags(sub, f"{path} {name}")
+        elif action.option_strings and not isinstance(
+            action, (argparse._HelpAction, argparse._VersionAction)
+        ):
+            found.append((path, action.option_strings[-1], action.help))
+        elif not action.option_strings and action.dest != "help":
+            found.append((path, action.dest, action.help))
+    return found
+
+
+def test_every_flag_and_argument_of_every_command_has_help_text() -> None:
+    flags = _flags(build_parser())
+    assert len(flags) > 80  # controller, cluster and user commands alike
+    assert [(command, flag) for command, flag, text in flags if not text] == []

@@ -2,6 +2,7 @@
 semantics (design decision 11): `lastTransitionTime` moves only on a flip, and the three primary
 conditions always describe the present — Progressing and Degraded turn False/Superseded once the Model
 is Ready (never removed: the rule in plan/conditions.py), Available is False whenever it is not.
+`Ready`, `Reconciling` and `Stalled` summarize them for tools (plan/summary.py, `model_summary`).
 """
 
 import json
@@ -10,6 +11,7 @@ from datetime import datetime
 
 from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.plan.conditions import set_condition, settle_condition
+from llmkube.plan.summary import Summary, message_of, reason_of
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"
@@ -203,3 +205,20 @@ def mark_source_drifted(
         now=now,
         observed_generation=generation,
     )
+
+
+def model_summary(phase: str, conditions: Sequence[Condition] | None) -> Summary:
+    """Ready when the Model is usable (phase Ready), with the reason it is (cached, on a claim,
+    resolved by the runtime); failed with Degraded's reason; otherwise Progressing's."""
+    if phase == "Ready":
+        reason = reason_of(conditions, AVAILABLE, "Ready")
+        return Summary(ready=True, reason=reason, message=message_of(conditions, AVAILABLE))
+    if phase == "Failed":
+        return Summary(
+            ready=False,
+            reason=reason_of(conditions, DEGRADED, "Failed"),
+            message=message_of(conditions, DEGRADED),
+            stalled=True,
+        )
+    reason = reason_of(conditions, PROGRESSING, phase)
+    return Summary(ready=False, reason=reason, message=message_of(conditions, PROGRESSING))

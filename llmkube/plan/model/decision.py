@@ -3,7 +3,6 @@
 import enum
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal
 
 from llmkube.api.model import ModelStatus
 from llmkube.plan.source import SourceKind
@@ -71,18 +70,15 @@ class Requeue:
 NO_REQUEUE = Requeue()
 BACKOFF = Requeue(backoff=True)
 
-ReconcileResult = Literal["success", "error"]
-
 
 @dataclass(frozen=True)
 class ModelDecision:
     """The next step. While `action` is not NONE the status is provisional (e.g. `Copying`) and the
-    caller performs the action, adds its result to the facts and plans again; `requeue`, `error`
-    and the metric fields are only meaningful once `action` is NONE.
+    caller performs the action, adds its result to the facts and plans again; `requeue` and
+    `error` are only meaningful once `action` is NONE.
     """
 
     status: ModelStatus
     action: ModelAction = NO_ACTION
     requeue: Requeue = field(default=NO_REQUEUE)
     error: str | None = None  # set with requeue.backoff: the failure to log and count
-    reconcile_result: ReconcileResult | None = None  # `llmkube_reconcile_total{result=...}`

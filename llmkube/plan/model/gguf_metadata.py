@@ -46,6 +46,10 @@ FILE_TYPE_NAMES: Mapping[int, str] = {
     40: "Q1_0",
 }
 UNKNOWN_QUANTIZATION = "Unknown"
+# Figures the header reader derives (they are not key/values of the file): the number of
+# tokenizer tokens (an array the reader does not convert) and the total bytes of tensor data.
+TOKEN_COUNT_FIELD = "llmkube.tokenizer.token_count"
+TENSOR_BYTES_FIELD = "llmkube.tensor_bytes"
 
 
 def quantization_name(file_type: int) -> str:
@@ -108,6 +112,11 @@ def gguf_metadata_from_fields(fields: Mapping[str, object]) -> GGUFMetadata:
         embedding_size=arch_count("embedding_length"),
         layer_count=arch_count("block_count"),
         head_count=arch_count("attention.head_count"),
+        head_count_kv=arch_count("attention.head_count_kv"),
+        key_length=arch_count("attention.key_length"),
+        value_length=arch_count("attention.value_length"),
+        vocab_size=arch_count("vocab_size") or _count(fields.get(TOKEN_COUNT_FIELD)),
+        tensor_bytes=_count(fields.get(TENSOR_BYTES_FIELD)),
         tensor_count=_count(fields.get("GGUF.tensor_count")),
         file_version=_count(fields.get("GGUF.version")),
         license=normalize_license(license_text) if license_text else None,

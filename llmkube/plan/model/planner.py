@@ -47,6 +47,7 @@ from llmkube.plan.source import (
     local_path,
     parse_pvc_source,
 )
+from llmkube.plan.summary import summarize
 
 PHASE_READY = "Ready"
 PVC_BOUND = "Bound"
@@ -114,10 +115,19 @@ def plan_model(
 
 
 def _stamped(decision: ModelDecision, inputs: _Inputs) -> ModelDecision:
-    """lastUpdated moves only when something else changed, so an unchanged reconcile writes nothing."""
+    """The summary conditions (Ready, Reconciling, Stalled) from the decided status; lastUpdated moves
+    only when something else changed, so an unchanged reconcile writes nothing."""
     if decision.status is inputs.old:
         return decision  # provisional "nothing to say yet" while an action runs
     status = decision.status
+    if status.phase:
+        conditions = summarize(
+            status.conditions,
+            cond.model_summary(status.phase, status.conditions),
+            generation=inputs.generation,
+            now=inputs.now,
+        )
+        status = status.model_copy(update={"conditions": conditions})
     last_updated = inputs.now if status_changed(inputs.old, status) else inputs.old.last_updated
     return replace(decision, status=status.model_copy(update={"last_updated": last_updated}))
 
@@ -157,9 +167,7 @@ def _without_drift(status: ModelStatus) -> ModelStatus:
     )
 
 
-def _failed(
-    inputs: _Inputs, base: ModelStatus, reason: str, message: str, requeue: Requeue, *, count: bool = True
-) -> ModelDecision:
+def _failed(inputs: _Inputs, base: ModelStatus, reason: str, message: str, requeue: Requeue) -> ModelDecision:
     status = base.model_copy(
         update={
             "phase": "Failed",
@@ -173,7 +181,6 @@ def _failed(
         status=status,
         requeue=requeue,
         error=message if requeue.backoff else None,
-        reconcile_result="error" if count else None,
     )
 
 
@@ -193,9 +200,7 @@ def _plan_pvc(inputs: _Inputs) -> ModelDecision:
         namespace = inputs.model.metadata.namespace or ""
         message = cond.msg_pvc_not_found(source.claim, namespace)
         # The reference counts nothing on the PVC waiting paths (§8.1).
-        return _failed(
-            inputs, base, cond.PVC_NOT_FOUND, message, Requeue(after=PVC_NOT_FOUND_REQUEUE), count=False
-        )
+        return _failed(inputs, base, cond.PVC_NOT_FOUND, message, Requeue(after=PVC_NOT_FOUND_REQUEUE))
     if phase != PVC_BOUND:
         message = cond.msg_pvc_not_bound(source.claim, phase)
         status = base.model_copy(
@@ -229,7 +234,7 @@ def _plan_pvc(inputs: _Inputs) -> ModelDecision:
             ),
         }
     )
-    return ModelDecision(status=status, reconcile_result="success")
+    return ModelDecision(status=status)
 
 
 # --- sources the workload resolves --------------------------------------------------------------
@@ -262,7 +267,7 @@ def _plan_runtime_resolved(inputs: _Inputs, reason: str, message: str) -> ModelD
     """HuggingFace repo ids (the runtime fetches) and metal local paths (the host agent loads)."""
     base = _without_drift(_rebased(inputs.old, "")).model_copy(update={"gguf": None})
     status = _ready_without_download(inputs, base, "", reason, message)
-    return ModelDecision(status=status, reconcile_result="success")
+    return ModelDecision(status=status)
 
 
 def _apply_drift(status: ModelStatus, probe: ProbeOutcome, inputs: _Inputs) -> tuple[ModelStatus, DriftKind]:
@@ -321,7 +326,7 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
     requeue = Requeue(
         after=next_revalidation_in(status.last_revalidated, inputs.now, config.revalidate_interval)
     )
-    return ModelDecision(status=status, requeue=requeue, reconcile_result="success")
+    return ModelDecision(status=status, requeue=requeue)
 
 
 # --- local paths: the controller keeps its own copy ---------------------------------------------
@@ -464,7 +469,6 @@ def _after_copy(
     return ModelDecision(
         status=status,
         requeue=Requeue(after=inputs.config.revalidate_interval),
-        reconcile_result="success",
     )
 
 
@@ -505,4 +509,4 @@ def _ready_from_cache(inputs: _Inputs, base: ModelStatus, stored: StoredFile) ->
     requeue = Requeue(
         after=next_revalidation_in(status.last_revalidated, inputs.now, inputs.config.revalidate_interval)
     )
-    return ModelDecision(status=status, requeue=requeue, reconcile_result="success")
+    return ModelDecision(status=status, requeue=requeue)

@@ -1,6 +1,7 @@
 -- Argo CD health of an llmkube InferenceService (inference.llmkube.dev/v1alpha1).
--- Reads status.phase and the standard conditions (Ready when present, Available, Degraded); a status
--- that describes an older generation than the spec is Progressing, whatever it says.
+-- Reads status.phase and the conditions: Ready (True only when the current spec is served), Stalled
+-- and Degraded (failed), then Progressing/Available for older controllers that wrote no Ready. A
+-- status that describes an older generation than the spec is Progressing, whatever it says.
 local hs = {status = "Progressing", message = "Waiting for the llmkube controller to report status"}
 if obj.status == nil or obj.status.phase == nil then
   return hs
@@ -18,7 +19,7 @@ local function observed_generation()
     return obj.status.observedGeneration
   end
   local newest = nil
-  for _, type in ipairs({"Ready", "Available", "Progressing", "Degraded"}) do
+  for _, type in ipairs({"Ready", "Reconciling", "Stalled", "Available", "Progressing", "Degraded"}) do
     local condition = conditions[type]
     if condition ~= nil and condition.observedGeneration ~= nil then
       if newest == nil or condition.observedGeneration > newest then
@@ -45,10 +46,13 @@ if generation ~= nil and seen ~= nil and seen < generation then
   return hs
 end
 
-local degraded = conditions["Degraded"]
-if phase == "Failed" or (degraded ~= nil and degraded.status == "True") then
+local function is_true(type)
+  return conditions[type] ~= nil and conditions[type].status == "True"
+end
+
+if phase == "Failed" or is_true("Stalled") or is_true("Degraded") then
   hs.status = "Degraded"
-  hs.message = message_of("Degraded", message_of("Available", "Failed"))
+  hs.message = message_of("Stalled", message_of("Degraded", message_of("Available", "Failed")))
   return hs
 end
 
@@ -74,5 +78,9 @@ if phase == "WaitingForGPU" then
 end
 
 -- Pending, Creating, Progressing, and Ready while a Ready condition still says False.
-hs.message = phase .. ": " .. message_of("Ready", message_of("Progressing", message_of("Available", phase)))
+if ready ~= nil and ready.reason ~= nil then  -- e.g. "RollingOut: Rolling out the current spec: 1/2 replicas updated"
+  hs.message = ready.reason .. ": " .. message_of("Ready", message_of("Progressing", phase))
+  return hs
+end
+hs.message = phase .. ": " .. message_of("Progressing", message_of("Available", phase))
 return hs

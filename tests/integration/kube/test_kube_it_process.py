@@ -63,11 +63,11 @@ async def test_sigterm_drains_releases_the_lease_and_exits_cleanly(
         assert released["spec"]["leaseDurationSeconds"] == 1
 
         records = [orjson.loads(line) for line in stderr.splitlines() if line.startswith(b"{")]
-        events = [record["event"] for record in records]
+        events = [record["msg"] for record in records]
         assert "signal received: shutting down gracefully" in events
         assert "released leader lease" in events
         assert events[-1] == "stopped"
-        assert all({"timestamp", "level", "event"} <= set(record) for record in records)
+        assert all({"ts", "level", "msg"} <= set(record) for record in records)
         assert any(record.get("controller") == "configmap-mirror" for record in records)
     finally:
         if process.returncode is None:

@@ -81,7 +81,7 @@ async def test_only_copies_are_timed(kind: ActionKind, timed: bool) -> None:
 
 
 @pytest.mark.parametrize("fails", [False, True])
-async def test_timed_reconcile_observes_every_call(fails: bool) -> None:
+async def test_timed_reconcile_observes_and_counts_every_call(fails: bool) -> None:
     from prometheus_client import CollectorRegistry
 
     from llmkube.controllers.metrics import LLMKubeMetrics
@@ -103,3 +103,41 @@ async def test_timed_reconcile_observes_every_call(fails: bool) -> None:
         assert await timed(ObjectKey("ai", "m")) == Result(requeue_after=5)
     count = registry.get_sample_value("llmkube_reconcile_duration_seconds_count", {"controller": "model"})
     assert count == 1
+    # ... and counts it by its result, whatever the reconcile was about (the reference counted only
+    # some outcomes; controller_runtime_reconcile_total is the sibling it agrees with).
+    result = "error" if fails else "success"
+    assert (
+        registry.get_sample_value("llmkube_reconcile_total", {"controller": "model", "result": result}) == 1
+    )
+    other = "success" if fails else "error"
+    assert registry.get_sample_value("llmkube_reconcile_total", {"controller": "model", "result": other}) == 0
+
+
+async def test_a_cancelled_reconcile_is_not_counted() -> None:
+    """A shutdown or a lost lease cancels reconciles in flight: they did not finish."""
+    import asyncio
+
+    from prometheus_client import CollectorRegistry
+
+    from llmkube.controllers.metrics import LLMKubeMetrics
+    from llmkube.kube.controller import Result
+
+    registry = CollectorRegistry()
+    metrics = LLMKubeMetrics(registry)
+    started = asyncio.Event()
+
+    async def reconcile(key: ObjectKey) -> Result | None:
+        started.set()
+        await asyncio.Event().wait()
+        return None
+
+    task = asyncio.ensure_future(metrics.timed("model", reconcile)(ObjectKey("ai", "m")))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for result in ("success", "error"):
+        assert (
+            registry.get_sample_value("llmkube_reconcile_total", {"controller": "model", "result": result})
+            == 0
+        )

@@ -1,5 +1,6 @@
 """The state gauges are read from the caches at scrape time: exact series for what the cache holds,
-nothing while no controller publishes (a standby), and a deleted object's series go with it."""
+nothing while no controller publishes (a standby), and a deleted object's series go with it. Phase
+labels are spelled as status.phase, for both kinds."""
 
 from typing import Any
 
@@ -9,10 +10,24 @@ from llmkube.controllers.metrics import LLMKubeMetrics
 from llmkube.kube.store import Store, object_key
 
 PHASES = ("Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed")
+MODEL_PHASES = ("Pending", "Downloading", "Copying", "Ready", "Failed")
 
 
-def obj(name: str, status: dict[str, Any] | None = None, namespace: str = "ai") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": namespace}, **({"status": status} if status else {})}
+def obj(
+    name: str, status: dict[str, Any] | None = None, namespace: str = "ai", spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec or {"modelRef": "hf"},
+        **({"status": status} if status else {}),
+    }
+
+
+def model_series(name: str, phase: str, namespace: str = "ai") -> dict[tuple[tuple[str, str], ...], float]:
+    return {
+        (("model", name), ("namespace", namespace), ("phase", candidate)): float(candidate == phase)
+        for candidate in MODEL_PHASES
+    }
 
 
 def series(registry: CollectorRegistry, name: str) -> dict[tuple[tuple[str, str], ...], float]:
@@ -40,14 +55,10 @@ def test_gauges_follow_the_cache_and_exist_only_while_published() -> None:
     services.upsert(obj("ready", {"phase": "Ready"}))
     services.upsert(obj("waits", {"phase": "WaitingForGPU"}))
     services.upsert(obj("new"))  # no status written yet: no series
-    models.upsert(
-        obj("hf", {"phase": "Ready", "conditions": [{"type": "Available", "reason": "RuntimeResolved"}]})
-    )
-    models.upsert(
-        obj("copied", {"phase": "Ready", "conditions": [{"type": "Available", "reason": "ModelReady"}]})
-    )
-    models.upsert(obj("broken", {"phase": "Failed"}))
-    models.upsert(obj("new"))
+    models.upsert(obj("hf", {"phase": "Ready"}, spec={"source": "org/hf"}))
+    models.upsert(obj("copied", {"phase": "Ready"}, spec={"source": "/data/m.gguf"}))
+    models.upsert(obj("broken", {"phase": "Failed"}, spec={"source": "nope"}))
+    models.upsert(obj("new", spec={"source": "org/new"}))
 
     # A standby (or a controller not started yet) reports nothing.
     assert series(registry, "llmkube_inferenceservice_phase") == {}
@@ -61,10 +72,11 @@ def test_gauges_follow_the_cache_and_exist_only_while_published() -> None:
         **phase_series("waits", "WaitingForGPU"),
     }
     assert series(registry, "llmkube_gpu_queue_depth") == {(): 1.0}
+    # One spelling: the phase as status.phase says it (the reference wrote Ready, ready or Cached).
     assert series(registry, "llmkube_model_status") == {
-        (("model", "hf"), ("namespace", "ai"), ("phase", "ready")): 1.0,
-        (("model", "copied"), ("namespace", "ai"), ("phase", "Ready")): 1.0,
-        (("model", "broken"), ("namespace", "ai"), ("phase", "Failed")): 1.0,
+        **model_series("hf", "Ready"),
+        **model_series("copied", "Ready"),
+        **model_series("broken", "Failed"),
     }
 
     # The cache changes: the next scrape shows it (a phase moves, a deleted object's series go).
@@ -72,9 +84,10 @@ def test_gauges_follow_the_cache_and_exist_only_while_published() -> None:
     services.delete(object_key(obj("waits")))
     models.delete(object_key(obj("broken")))
     assert series(registry, "llmkube_inferenceservice_phase") == phase_series("ready", "Progressing")
-    assert (("model", "broken"), ("namespace", "ai"), ("phase", "Failed")) not in series(
-        registry, "llmkube_model_status"
-    )
+    assert series(registry, "llmkube_model_status") == {
+        **model_series("hf", "Ready"),
+        **model_series("copied", "Ready"),
+    }
 
     withdraw_services()
     withdraw_models()
@@ -96,3 +109,72 @@ def test_two_caches_of_the_same_objects_count_each_object_once() -> None:
         **phase_series("a", "WaitingForGPU"),
         **phase_series("b", "WaitingForGPU", namespace="other"),
     }
+
+
+def test_per_service_gauges_say_what_runs_and_how_many() -> None:
+    """llmkube_inferenceservice_info, _replicas and _gpus_per_replica, from the services and their
+    Models in the caches (the GPU count as the planner resolves it: the Model's first)."""
+    registry = CollectorRegistry()
+    metrics = LLMKubeMetrics(registry)
+    services, models = Store(), Store()
+    models.upsert(
+        obj(
+            "cuda",
+            {"phase": "Ready"},
+            spec={"source": "org/m", "hardware": {"accelerator": "cuda", "gpu": {"count": 2}}},
+        )
+    )
+    services.upsert(
+        obj(
+            "chat",
+            {"phase": "Progressing", "desiredReplicas": 3, "readyReplicas": 1, "replicas": 2},
+            spec={"modelRef": "cuda", "runtime": "vllm", "replicas": 3, "resources": {"gpu": 1}},
+        )
+    )
+    services.upsert(obj("orphan", spec={"modelRef": "absent", "resources": {"gpu": 1}}))  # no status yet
+    metrics.state.publish_services(services, list, models)
+    assert series(registry, "llmkube_inferenceservice_info") == {
+        (
+            ("accelerator", "cuda"),
+            ("inferenceservice", "chat"),
+            ("model", "cuda"),
+            ("namespace", "ai"),
+            ("runtime", "vllm"),
+        ): 1.0,
+        (
+            ("accelerator", ""),
+            ("inferenceservice", "orphan"),
+            ("model", "absent"),
+            ("namespace", "ai"),
+            ("runtime", "llamacpp"),
+        ): 1.0,
+    }
+    assert series(registry, "llmkube_inferenceservice_replicas") == {
+        (("inferenceservice", "chat"), ("namespace", "ai"), ("state", "desired")): 3.0,
+        (("inferenceservice", "chat"), ("namespace", "ai"), ("state", "ready")): 1.0,
+        (("inferenceservice", "chat"), ("namespace", "ai"), ("state", "running")): 2.0,
+    }
+    assert series(registry, "llmkube_inferenceservice_gpus_per_replica") == {
+        (("inferenceservice", "chat"), ("namespace", "ai")): 2.0,  # the Model's count wins
+        (("inferenceservice", "orphan"), ("namespace", "ai")): 1.0,  # no Model: the service's
+    }
+    # A change in the cache is the next scrape's answer: scaled down, then deleted.
+    services.upsert(
+        obj(
+            "chat",
+            {"phase": "Ready", "desiredReplicas": 1, "readyReplicas": 1, "replicas": 1},
+            spec={"modelRef": "cuda", "runtime": "vllm", "replicas": 1},
+        )
+    )
+    replicas = series(registry, "llmkube_inferenceservice_replicas")
+    assert {labels[2][1]: value for labels, value in replicas.items()} == {
+        "desired": 1.0,
+        "ready": 1.0,
+        "running": 1.0,
+    }
+    services.delete(object_key(obj("chat")))
+    assert all(
+        ("inferenceservice", "chat") not in labels
+        for labels in series(registry, "llmkube_inferenceservice_info")
+    )
+    assert series(registry, "llmkube_inferenceservice_replicas") == {}

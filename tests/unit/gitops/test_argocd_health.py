@@ -54,6 +54,17 @@ READY = {
     ],
 }
 
+#: The summary conditions as the controller writes them (plan/summary.py).
+SUMMARY_READY = [
+    condition("Ready", "True", "Ready", "Inference service is ready and serving requests"),
+    condition("Reconciling", "False", "Ready", "Inference service is ready and serving requests"),
+]
+ROLLING = "Rolling out the current spec: 1/2 replicas updated, 1 older still running"
+SUMMARY_ROLLING_OUT = [
+    condition("Ready", "False", "RollingOut", ROLLING, generation=2),
+    condition("Reconciling", "True", "RollingOut", ROLLING, generation=2),
+]
+
 ISVC_CASES = [
     ("no status yet", isvc(None), "Progressing", "Waiting for the llmkube controller to report status"),
     ("status without phase", isvc({"conditions": []}), "Progressing", "Waiting for the llmkube controller"),
@@ -81,7 +92,58 @@ ISVC_CASES = [
             {**READY, "conditions": [*READY["conditions"], condition("Ready", "False", "Rollout", "1/2 new")]}
         ),
         "Progressing",
-        "Ready: 1/2 new",
+        "Rollout: 1/2 new",
+    ),
+    (
+        "as written now: serving the current spec",
+        isvc({**READY, "conditions": [*READY["conditions"], *SUMMARY_READY]}),
+        "Healthy",
+        "Inference service is ready and serving requests at http://chat.team-a.svc.cluster.local:8080",
+    ),
+    (
+        "as written now: a spec change rolling out (phase still Ready: old pods serve)",
+        isvc({**READY, "conditions": [*READY["conditions"], *SUMMARY_ROLLING_OUT]}, generation=2),
+        "Progressing",
+        "RollingOut: Rolling out the current spec: 1/2 replicas updated, 1 older still running",
+    ),
+    (
+        "as written now: failed (Stalled)",
+        isvc(
+            {
+                "phase": "Failed",
+                "conditions": [
+                    condition(
+                        "Ready", "False", "ImagePullBackOff", "image registry.invalid/x:1 cannot be pulled"
+                    ),
+                    condition(
+                        "Reconciling",
+                        "False",
+                        "ImagePullBackOff",
+                        "image registry.invalid/x:1 cannot be pulled",
+                    ),
+                    condition(
+                        "Stalled", "True", "ImagePullBackOff", "image registry.invalid/x:1 cannot be pulled"
+                    ),
+                ],
+            }
+        ),
+        "Degraded",
+        "image registry.invalid/x:1 cannot be pulled",
+    ),
+    (
+        "as written now: creating",
+        isvc(
+            {
+                "phase": "Creating",
+                "conditions": [
+                    condition("Available", "False", "Creating", "No replica is ready yet (0/1)"),
+                    condition("Ready", "False", "Creating", "No replica is ready yet (0/1)"),
+                    condition("Reconciling", "True", "Creating", "No replica is ready yet (0/1)"),
+                ],
+            }
+        ),
+        "Progressing",
+        "Creating: No replica is ready yet (0/1)",
     ),
     (
         "Ready condition True",
@@ -263,6 +325,36 @@ MODEL_CASES = [
         ),
         "Degraded",
         'spec.source "model.gguf" is not supported',
+    ),
+    (
+        "as written now: Ready",
+        model(
+            {
+                "phase": "Ready",
+                "conditions": [
+                    condition("Available", "True", "ModelCached", "Model found in cache"),
+                    condition("Ready", "True", "ModelCached", "Model found in cache"),
+                    condition("Reconciling", "False", "ModelCached", "Model found in cache"),
+                ],
+            }
+        ),
+        "Healthy",
+        "Model found in cache",
+    ),
+    (
+        "as written now: copying",
+        model(
+            {
+                "phase": "Copying",
+                "conditions": [
+                    condition("Progressing", "True", "CopyStarted", "Started copying local model"),
+                    condition("Ready", "False", "CopyStarted", "Started copying local model"),
+                    condition("Reconciling", "True", "CopyStarted", "Started copying local model"),
+                ],
+            }
+        ),
+        "Progressing",
+        "CopyStarted: Started copying local model",
     ),
     (
         "Ready but the source changed since (new generation)",

@@ -257,10 +257,10 @@ def test_changes_by_others_outside_our_fields_are_ignored() -> None:
 
 
 def test_missing_object_or_entry_needs_an_apply() -> None:
-    assert needs_apply(DESIRED, None, ME) == ["<object missing>"]
+    assert needs_apply(DESIRED, None, ME) == ["the object does not exist yet"]
     observed = observed_from(DESIRED)
     del observed["metadata"]["managedFields"]
-    assert needs_apply(DESIRED, observed, ME) == [f"<no Apply entry for {ME}>"]
+    assert needs_apply(DESIRED, observed, ME) == [f"{ME} has not applied it yet"]
     # ... unless there is nothing to own: the server keeps no entry for an empty intent.
     empty_intent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}}
     assert needs_apply(empty_intent, observed, ME) == []

@@ -77,12 +77,14 @@ def test_json_lines_by_default_with_context_variables() -> None:
         structlog.get_logger("t").debug("hidden")
         (line,) = sink.buffer.getvalue().splitlines()
         record = orjson.loads(line)
-        keys = ("event", "level", "controller", "namespace", "name", "reconcile_id")
+        # controller-runtime's keys: ts, level, msg.
+        keys = ("msg", "level", "controller", "namespace", "name", "reconcile_id")
+        assert "event" not in record and "timestamp" not in record
         assert {key: record[key] for key in keys} == {
-            "event": "reconciled", "level": "info", "controller": "c", "namespace": "ns", "name": "n",
+            "msg": "reconciled", "level": "info", "controller": "c", "namespace": "ns", "name": "n",
             "reconcile_id": "r",
         }  # fmt: skip
-        assert record["timestamp"].endswith("Z")
+        assert record["ts"].endswith("Z")
     finally:
         structlog.reset_defaults()
 

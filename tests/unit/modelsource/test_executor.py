@@ -59,7 +59,9 @@ def file_bytes(path: str) -> bytes:
 
 
 def conditions(status: ModelStatus) -> dict[str, tuple[str, str]]:
-    return {c.type: (c.status, c.reason) for c in status.conditions or ()}
+    """The reference's conditions; the summary ones (Ready, Reconciling, Stalled) are the planner's tests'."""
+    summary = ("Ready", "Reconciling", "Stalled")
+    return {c.type: (c.status, c.reason) for c in status.conditions or () if c.type not in summary}
 
 
 async def reconcile(

@@ -86,13 +86,26 @@ def live_deployment(
     selector: dict[str, str] | None = None,
     uid: str = UID,
     name: str = "demo",
+    generation: int = 2,
+    observed_generation: int | None = 2,
+    updated: int | None = None,
+    pods: int | None = None,
 ) -> KubeObject:
+    """A Deployment as the cache holds it. By default its rollout is done: the Deployment controller
+    has observed its template and every pod (`ready` of them) runs it; `observed_generation`,
+    `updated` and `pods` (all pods, older templates included) describe a rollout in progress."""
     spec: dict[str, Any] = {
         "selector": {"matchLabels": selector or {"app": name, "inference.llmkube.dev/service": name}}
     }
     if replicas is not None:
         spec["replicas"] = replicas
-    status = {"readyReplicas": ready} if ready is not None else {}
+    status: dict[str, Any] = {}
+    if ready is not None:
+        status["readyReplicas"] = ready
+        status["updatedReplicas"] = ready if updated is None else updated
+        status["replicas"] = max(ready, status["updatedReplicas"]) if pods is None else pods
+    if observed_generation is not None:
+        status["observedGeneration"] = observed_generation
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -100,6 +113,7 @@ def live_deployment(
             "name": name,
             "namespace": "ai",
             "uid": "dep-uid",
+            "generation": generation,
             "ownerReferences": owner_refs(uid, name),
         },
         "spec": spec,

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +30,7 @@ class Upstream:
     etag: str = '"v1"'
     requests: list[str | None] = field(default_factory=list)  # If-None-Match of each request
     url: str = ""
+    chunk_delay: float = 0.0  # seconds between 1 KiB chunks of the body (a slow download)
 
 
 @pytest.fixture
@@ -46,7 +48,16 @@ def upstream() -> Iterator[Upstream]:
             self.send_header("ETag", state.etag)
             self.send_header("Content-Length", str(len(state.body)))
             self.end_headers()
-            self.wfile.write(state.body)
+            for start in range(0, len(state.body), 1024):
+                self.wfile.write(state.body[start : start + 1024])
+                self.wfile.flush()
+                time.sleep(state.chunk_delay)
+
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.send_header("ETag", state.etag)
+            self.send_header("Content-Length", str(len(state.body)))
+            self.end_headers()
 
         def log_message(self, format: str, *args: object) -> None:
             pass
@@ -124,6 +135,26 @@ def test_on_change_without_saved_etag_downloads_unconditionally(upstream: Upstre
     target.write_bytes(b"old")
     assert run(DOWNLOAD_ON_CHANGE, upstream.url, "", target).returncode == 0
     assert upstream.requests == [None] and target.read_bytes() == b"GGUF-v1"
+
+
+@pytest.mark.parametrize("script", [DOWNLOAD_IF_MISSING, DOWNLOAD_ON_CHANGE], ids=["if-missing", "on-change"])
+def test_a_slow_download_prints_readable_progress_lines(
+    upstream: Upstream, tmp_path: Path, script: str
+) -> None:
+    """`kubectl logs` of the downloader shows one line per few seconds, never curl's redrawn meter
+    (carriage returns); the controller reads the same lines into status."""
+    upstream.body = b"G" * 12 * 1024
+    upstream.chunk_delay = 0.6  # ~7 s in all
+    result = run(script, upstream.url, "", tmp_path / "slow.gguf")
+    assert result.returncode == 0, result.stderr
+    assert "\r" not in result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("llmkube-download: ")]
+    assert lines and lines[0].endswith(
+        f"of {12 * 1024} bytes ({int(lines[0].split()[1]) * 100 // (12 * 1024)}%)"
+    )
+    if script is DOWNLOAD_IF_MISSING:
+        assert lines[-1] == f"llmkube-download: {12 * 1024} of {12 * 1024} bytes (done)"
+    assert (tmp_path / "slow.gguf").read_bytes() == upstream.body
 
 
 def test_a_hostile_source_is_only_ever_a_url(tmp_path: Path) -> None:

@@ -47,9 +47,9 @@ PHASES: list[tuple[str, dict[str, Any], Any, dict[str, Any], str, dict[str, tupl
         {},
         "Failed",
         {
-            "Degraded": ("True", "Failed"),
-            "Available": ("False", "Failed"),
-            "Progressing": ("False", "Failed"),
+            "Degraded": ("True", "ModelNotFound"),
+            "Available": ("False", "ModelNotFound"),
+            "Progressing": ("False", "ModelNotFound"),
         },
         {"GPUAvailable"},
     ),
@@ -158,9 +158,16 @@ def test_every_phase_and_its_conditions(
 
 def test_exact_reference_messages() -> None:
     missing = plan(model=None)
-    assert condition(missing, "Degraded") == ("True", "Failed", "Model not found")
+    # The reference said "Model not found"; the message names the Model, the reason says what it is.
+    assert condition(missing, "Degraded") == (
+        "True",
+        "ModelNotFound",
+        'Model "tiny" not found in namespace "ai"',
+    )
+    assert missing.status.scheduling_status == "ModelNotFound"  # the REASON column
     pending = plan(model=make_model(phase=None))
     assert condition(pending, "Progressing") == ("True", "Pending", "Waiting for Model to be Ready")
+    assert pending.status.scheduling_status == "WaitingForModel"
     creating = plan(observed=observe(deployment=live_deployment(ready=0)))
     assert condition(creating, "Progressing") == (
         "True",
@@ -189,7 +196,7 @@ def test_exact_reference_messages() -> None:
 def test_model_gate_status_fields() -> None:
     for model in (None, make_model(phase="Failed")):
         result = plan(
-            {"replicas": 3}, model, observed=observe(pods=(pod("a"),), deployment=live_deployment(ready=1))
+            {"replicas": 3}, model, observed=observe(pods=(pod("a"),), deployment=live_deployment(ready=0))
         )
         status = result.status
         assert (status.ready_replicas, status.desired_replicas, status.endpoint, status.model_ready) == (
@@ -212,7 +219,7 @@ def test_model_gate_status_fields() -> None:
 def test_status_fields_when_creating() -> None:
     status = plan().status
     assert status.endpoint == "http://demo.ai.svc.cluster.local:8080/v1/chat/completions"
-    assert (status.model_ready, status.effective_priority, status.queue_position) == (True, 10_000, 0)
+    assert (status.model_ready, status.effective_priority, status.queue_position) == (True, 10_000, None)
     assert (status.replicas, status.ready_replicas, status.desired_replicas) == (0, 0, 1)
     assert (status.scheduling_status, status.scheduling_message, status.waiting_for) == ("", "", "")
     assert status.last_updated == NOW
@@ -302,12 +309,52 @@ def test_no_diagnosis_once_a_replica_is_ready() -> None:
     status = plan(
         {"replicas": 2}, observed=observe(pods=(GPU_POD,), deployment=live_deployment(ready=1, replicas=2))
     ).status
-    assert (status.phase, status.scheduling_status, status.queue_position) == ("Progressing", "", 0)
+    assert (status.phase, status.scheduling_status, status.queue_position) == ("Progressing", "", None)
 
 
-def test_queue_position_zero_when_not_waiting() -> None:
+def test_queue_position_absent_when_not_waiting() -> None:
+    """`kubectl get isvc -o wide` shows QUEUE blank, not 0, for a service that is not queued (the
+    reference wrote 0 for every service)."""
     result = plan(observed=observe(gpu_queue=GpuQueue((QueueEntry("ai", "demo", 10_000, CREATED),))))
-    assert result.status.queue_position == 0
+    assert result.status.queue_position is None
+    assert "queuePosition" not in result.status.model_dump(by_alias=True, exclude_none=True)
+
+
+@pytest.mark.parametrize("model", [None, make_model(phase="Downloading")], ids=["missing", "not ready"])
+def test_replicas_that_serve_while_the_model_is_gone_are_reported_as_serving(model: Any) -> None:
+    """Deleting the Model under a running service (or re-fetching it) stops nothing: the status
+    tells what is true, serving replicas and the endpoint, and names what the Model lacks."""
+    result = plan(
+        {"replicas": 2},
+        model,
+        observed=observe(pods=(pod("a"), pod("b")), deployment=live_deployment(ready=2, replicas=2)),
+    )
+    status = result.status
+    assert (status.phase, status.ready_replicas, status.desired_replicas, status.model_ready) == (
+        "Ready",
+        2,
+        2,
+        False,
+    )
+    assert status.endpoint == "http://demo.ai.svc.cluster.local:8080/v1/chat/completions"
+    assert condition(result, "Available")[:2] == ("True", "InferenceReady")  # type: ignore[index]
+    assert (result.deployment, result.service, result.deletes) == (None, None, ())  # nothing touched
+    if model is None:
+        assert status.scheduling_status == "ModelNotFound"
+        assert condition(result, "Degraded") == (
+            "True",
+            "ModelNotFound",
+            'Model "tiny" not found in namespace "ai": '
+            "the running replicas keep serving, but no new one can start",
+        )
+    else:
+        assert status.scheduling_status == "WaitingForModel"
+        assert condition(result, "Progressing")[:2] == ("True", "WaitingForModel")  # type: ignore[index]
+
+
+def test_failed_services_fill_the_reason_column() -> None:
+    status = plan({"resources": {"cpu": "two"}}).status
+    assert (status.phase, status.scheduling_status) == ("Failed", "InvalidSpec")
 
 
 def previous(phase: str, conditions: list[dict[str, Any]]) -> dict[str, Any]:

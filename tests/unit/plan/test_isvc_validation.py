@@ -371,3 +371,22 @@ def test_missing_skip_model_init_event(source: str, spec: dict[str, Any], emitte
 
 def test_no_events_on_the_model_gate() -> None:
     assert plan({"moeCPUOffload": True, "resources": {"cpu": "x"}}, make_model(phase="Pending")).events == ()
+
+
+def test_a_replica_count_on_an_autoscaled_service_is_answered_with_who_owns_it() -> None:
+    """`kubectl scale --replicas=3` of an autoscaled service sets spec.replicas, which the HPA
+    overrides: SpecValid and an IgnoredSetting event say so; the HPA stays in charge."""
+    result = plan({"replicas": 9, "autoscaling": {"minReplicas": 1, "maxReplicas": 4}})
+    spec_valid = condition(result, "SpecValid")
+    assert spec_valid is not None and spec_valid[:2] == ("False", "IgnoredSettings")
+    assert spec_valid[2] == (
+        "spec.replicas: 9 is outside the autoscaling bounds (1-4): the HorizontalPodAutoscaler owns the "
+        "replica count, spec.replicas only sets the starting count of a new Deployment (within the "
+        "bounds); change spec.autoscaling, or set replicas to 0 to stop it"
+    )
+    assert [(e.type, e.reason) for e in result.events] == [("Warning", "IgnoredSetting")]
+    assert result.hpa is not None
+    assert "replicas" not in result.deployment["spec"]  # type: ignore[index]
+    # Within the bounds it is the starting count of a new Deployment; 0 stops: nothing to say.
+    for replicas in (1, 3, 4, 0):
+        assert condition(plan({"replicas": replicas, "autoscaling": {"maxReplicas": 4}}), "SpecValid") is None

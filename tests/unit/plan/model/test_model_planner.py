@@ -28,7 +28,6 @@ from llmkube.plan.model import (
     plan_model,
     status_changed,
 )
-from llmkube.plan.model.status import status_metric_label
 from llmkube.plan.source import SourceKind, cache_key
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -71,14 +70,23 @@ def cond(type_: str, status: str, reason: str, at: datetime = T0, message: str =
     )
 
 
+#: the summary conditions (plan/summary.py), tested on their own below
+SUMMARY = {"Ready", "Reconciling", "Stalled"}
+
+
 def conditions(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
-    return {c.type: (c.status, c.reason, c.message) for c in decision.status.conditions or ()}
+    """The reference's conditions (Available, Progressing, Degraded, SourceDrifted)."""
+    return {
+        c.type: (c.status, c.reason, c.message)
+        for c in decision.status.conditions or ()
+        if c.type not in SUMMARY
+    }
 
 
-def metric_label(decision: ModelDecision) -> str | None:
-    """`llmkube_model_status{phase}` as the metrics collector derives it from the written status."""
-    available = conditions(decision).get("Available")
-    return status_metric_label(decision.status.phase, available[1] if available else None)
+def summary(decision: ModelDecision) -> dict[str, tuple[str, str, str]]:
+    return {
+        c.type: (c.status, c.reason, c.message) for c in decision.status.conditions or () if c.type in SUMMARY
+    }
 
 
 def plan(
@@ -93,7 +101,7 @@ PVC_SRC = "pvc://models/llama/x.gguf"
 
 
 @pytest.mark.parametrize(
-    ("source", "pvc_phase", "phase", "condition", "requeue", "metric"),
+    ("source", "pvc_phase", "phase", "condition", "requeue"),
     [
         (
             "pvc://models",
@@ -106,7 +114,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
                 'spec.source "pvc://models" is not a valid PVC source: expected pvc://<claim>/<path/in/claim>',
             ),
             Requeue(),  # bad input: no retry until the spec changes (design decision 13)
-            ("Failed", "error"),
         ),
         (
             PVC_SRC,
@@ -114,7 +121,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Failed",
             ("Degraded", "True", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
             Requeue(after=timedelta(seconds=30)),
-            ("Failed", None),  # the gauge shows the phase; the reference counts no reconcile result
         ),
         (
             PVC_SRC,
@@ -122,7 +128,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Pending",
             ("Progressing", "True", "PVCNotBound", 'PVC "models" is Pending, waiting for it to be Bound'),
             Requeue(after=timedelta(seconds=10)),
-            ("Pending", None),
         ),
         (
             PVC_SRC,
@@ -130,7 +135,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Pending",
             ("Progressing", "True", "PVCNotBound", 'PVC "models" is Lost, waiting for it to be Bound'),
             Requeue(after=timedelta(seconds=10)),
-            ("Pending", None),
         ),
         (
             PVC_SRC,
@@ -138,7 +142,6 @@ PVC_SRC = "pvc://models/llama/x.gguf"
             "Ready",
             ("Available", "True", "PVCModelReady", 'Model available on PVC "models"'),
             Requeue(),
-            ("Ready", "success"),
         ),
     ],
 )
@@ -148,15 +151,75 @@ def test_pvc_source(
     phase: str,
     condition: tuple[str, str, str, str],
     requeue: Requeue,
-    metric: tuple[str | None, str | None],
 ) -> None:
     decision = plan(make_model(source), ModelFacts(pvc_phase=pvc_phase))
     assert decision.status.phase == phase
     assert conditions(decision) == {condition[0]: condition[1:]}
     assert decision.action.kind is ActionKind.NONE
     assert decision.requeue == requeue
-    assert (metric_label(decision), decision.reconcile_result) == metric
     assert decision.error is None
+
+
+# --- the summary conditions: Ready, Reconciling, Stalled (plan/summary.py) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("pvc_phase", "expected"),
+    [
+        (
+            "Bound",
+            {
+                "Ready": ("True", "PVCModelReady", 'Model available on PVC "models"'),
+                "Reconciling": ("False", "PVCModelReady", 'Model available on PVC "models"'),
+            },
+        ),
+        (
+            "Pending",
+            {
+                "Ready": ("False", "PVCNotBound", 'PVC "models" is Pending, waiting for it to be Bound'),
+                "Reconciling": ("True", "PVCNotBound", 'PVC "models" is Pending, waiting for it to be Bound'),
+            },
+        ),
+        (
+            None,
+            {
+                "Ready": ("False", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
+                "Reconciling": ("False", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
+                "Stalled": ("True", "PVCNotFound", 'PVC "models" not found in namespace "ml"'),
+            },
+        ),
+    ],
+    ids=["ready", "progressing", "failed"],
+)
+def test_summary_conditions_follow_the_phase(
+    pvc_phase: str | None, expected: dict[str, tuple[str, ...]]
+) -> None:
+    """kstatus reads Reconciling=True as InProgress and Stalled=True as Failed, anything else as
+    Current; Ready says whether the Model can be used, for the generation it names."""
+    decision = plan(make_model(PVC_SRC), ModelFacts(pvc_phase=pvc_phase))
+    assert summary(decision) == expected
+    assert {c.observed_generation for c in decision.status.conditions or ()} == {3}
+
+
+def test_stalled_is_settled_not_removed_when_the_failure_is_gone() -> None:
+    failed = plan(make_model(PVC_SRC), ModelFacts(pvc_phase=None))
+    recovered = plan(make_model(PVC_SRC, status=failed.status), ModelFacts(pvc_phase="Bound"))
+    assert summary(recovered)["Stalled"] == (
+        "False",
+        "Recovered",
+        'No longer failing: Model available on PVC "models"',
+    )
+    assert summary(recovered)["Ready"][0] == "True"
+    # and an unchanged Ready Model plans an identical status: nothing to write
+    again = plan(make_model(PVC_SRC, status=recovered.status), ModelFacts(pvc_phase="Bound"))
+    assert again.status == recovered.status
+
+
+def test_a_model_that_never_failed_has_no_stalled_condition() -> None:
+    pending = plan(make_model(PVC_SRC), ModelFacts(pvc_phase="Pending"))
+    ready = plan(make_model(PVC_SRC, status=pending.status), ModelFacts(pvc_phase="Bound"))
+    assert "Stalled" not in summary(ready)
+    assert summary(ready)["Reconciling"][0] == "False"
 
 
 def test_pvc_bound_sets_path_and_cache_key() -> None:
@@ -245,7 +308,6 @@ def test_runtime_resolved_sources_are_ready_at_once(
     assert conditions(decision) == {"Available": ("True", reason, message)}
     assert decision.action.kind is ActionKind.NONE
     assert decision.requeue == Requeue()
-    assert (metric_label(decision), decision.reconcile_result) == ("ready", "success")
 
 
 def test_runtime_resolved_clears_progress_and_state_of_an_earlier_local_source() -> None:
@@ -310,7 +372,6 @@ def test_http_becomes_ready_with_baseline_and_header_metadata() -> None:
         ),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (metric_label(decision), decision.reconcile_result) == ("ready", "success")
     assert status.last_updated == NOW
     assert {c.observed_generation for c in status.conditions or ()} == {3}
 
@@ -454,7 +515,7 @@ def test_local_copy_success_is_ready_and_in_sync() -> None:
         "Available": ("True", "ModelReady", "Model downloaded and cached"),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (metric_label(decision), decision.reconcile_result, decision.error) == ("Ready", "success", None)
+    assert decision.error is None
 
 
 @pytest.mark.parametrize(
@@ -479,7 +540,6 @@ def test_local_copy_failures(failure: FetchFailure, reason: str, requeue: Requeu
     }
     assert decision.requeue == requeue
     assert decision.error == (result.message if error else None)
-    assert (metric_label(decision), decision.reconcile_result) == ("Failed", "error")
 
 
 def test_a_retried_copy_keeps_degraded_until_the_outcome_is_known() -> None:
@@ -536,7 +596,6 @@ def test_verified_cache_is_ready_with_model_cached() -> None:
         "Available": ("True", "ModelCached", "Model found in cache"),
     }
     assert decision.requeue == Requeue(after=HOUR)
-    assert (metric_label(decision), decision.reconcile_result) == ("Cached", "success")
 
 
 @pytest.mark.parametrize("failure", [FetchFailure.NOT_FOUND, FetchFailure.INTEGRITY_MISMATCH])
@@ -570,7 +629,6 @@ def test_ready_cache_not_due_is_left_alone() -> None:
     assert conditions(decision)["Available"][1] == "ModelReady"  # not rewritten to ModelCached
     assert decision.requeue == Requeue(after=HOUR - (NOW - T0))
     # The gauge follows the stored status, so it reads the same before and after a restart.
-    assert (metric_label(decision), decision.reconcile_result) == ("Ready", "success")
 
 
 def test_ready_cache_with_a_legacy_name_is_renamed_without_rehashing() -> None:
@@ -749,25 +807,3 @@ def test_the_reconcile_loop_ends_without_repeating_an_action(
     # subject (this source's drift) no longer exists for a new or unprobeable source.
     kept = {c.type for c in (earlier.conditions if earlier else None) or ()} - {"SourceDrifted"}
     assert kept <= {c.type for c in decision.status.conditions or ()}
-
-
-@pytest.mark.parametrize(
-    ("phase", "available_reason", "label"),
-    [
-        (None, None, None),  # no status yet: no series
-        ("Ready", "ModelCached", "Cached"),
-        ("Ready", "ModelReady", "Ready"),
-        ("Ready", "PVCModelReady", "Ready"),
-        ("Ready", "RuntimeResolved", "ready"),
-        ("Ready", "WorkloadResolved", "ready"),
-        ("Ready", "MetalAgentManaged", "ready"),
-        ("Ready", None, "Ready"),
-        ("Failed", "CopyFailed", "Failed"),
-        ("Copying", None, "Copying"),
-        ("Pending", "PVCNotBound", "Pending"),
-    ],
-)
-def test_status_metric_label_from_the_stored_status(
-    phase: str | None, available_reason: str | None, label: str | None
-) -> None:
-    assert status_metric_label(phase, available_reason) == label

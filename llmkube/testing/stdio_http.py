@@ -1,0 +1,86 @@
+"""A stand-in for an inference server behind kwok's port-forward: one HTTP exchange on stdin/stdout.
+
+kwok pods run nothing, so the local full tier configures kwok to answer every port-forward by
+running this module with the forwarded stream as its stdin and stdout. It answers like llama.cpp's
+server on the paths the user commands use (`/health`, `/v1/models`, `/v1/chat/completions`), says
+plainly that it is a stand-in, and exits; the forwarded connection closes with it. This is what
+lets the tests drive `llmkube chat`/`curl` through the real API server's pods/portforward.
+
+Run: python -m llmkube.testing.stdio_http
+"""
+
+import json
+import sys
+from typing import Any, BinaryIO
+
+STAND_IN_MODEL = "kwok-stand-in"
+MAX_BODY = 1 << 20
+
+
+def _read_request(stream: BinaryIO) -> tuple[str, str, bytes] | None:
+    request_line = stream.readline(65536).decode("latin-1").strip()
+    if not request_line:
+        return None
+    method, _, rest = request_line.partition(" ")
+    path = rest.split(" ", 1)[0]
+    length = 0
+    while True:
+        line = stream.readline(65536).decode("latin-1")
+        if line in ("\r\n", "\n", ""):
+            break
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = min(int(value.strip() or 0), MAX_BODY)
+    return method, path, stream.read(length) if length else b""
+
+
+def answer(method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    """(status, JSON body) for one request: pure, so it is tested without a stream."""
+    path = path.split("?", 1)[0]
+    if path == "/health":
+        return 200, {"status": "ok"}
+    if path == "/v1/models":
+        return 200, {"object": "list", "data": [{"id": STAND_IN_MODEL, "object": "model"}]}
+    if path == "/v1/chat/completions" and method == "POST":
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            return 400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}}
+        messages = request.get("messages") or [{}]
+        said = str(messages[-1].get("content") or "")
+        content = f"This is kwok's stand-in for llama.cpp (no model runs here). You said: {said}"
+        prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
+        return 200, {
+            "id": "chatcmpl-stand-in",
+            "object": "chat.completion",
+            "model": STAND_IN_MODEL,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(content.split()),
+                "total_tokens": prompt_tokens + len(content.split()),
+            },
+        }
+    return 404, {"error": {"message": f"{method} {path}: not found", "type": "not_found_error"}}
+
+
+def main() -> int:
+    request = _read_request(sys.stdin.buffer)
+    if request is None:
+        return 0
+    status, payload = answer(*request)
+    data = json.dumps(payload).encode()
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "Error")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    )
+    sys.stdout.buffer.write(head.encode() + data)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

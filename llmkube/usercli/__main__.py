@@ -1,0 +1,3 @@
+from llmkube.usercli import kubectl_plugin_main
+
+raise SystemExit(kubectl_plugin_main())

@@ -1,0 +1,248 @@
+"""The user commands' arguments (every flag has help text) and the runner that connects, runs one
+command, and turns any failure into one line on stderr and exit status 1."""
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from llmkube.kube.errors import ApiError
+from llmkube.kube.transport import TransportError
+from llmkube.usercli.errors import UserError, explain
+from llmkube.usercli.session import Session, open_session
+
+Command = Callable[[Session, argparse.Namespace], Awaitable[int]]
+
+CACHE_TYPES = ("f16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+RUNTIMES = ("llamacpp", "vllm", "tgi", "personaplex", "generic")
+PRIORITIES = ("critical", "high", "normal", "low", "batch")
+
+
+def run_command(command: Command) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        async def main() -> int:
+            async with open_session(args.kubeconfig, args.context, args.namespace) as session:
+                return await command(session, args)
+
+        try:
+            return asyncio.run(main())
+        except UserError as error:
+            print(f"error: {error}", file=sys.stderr)
+        except ApiError as error:
+            print(f"error: {explain(error, 'the API server refused the request')}", file=sys.stderr)
+        except TransportError as error:
+            print(f"error: cannot reach the cluster: {error}", file=sys.stderr)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
+        except Exception as error:  # a config file that cannot be read, a bad kubeconfig, ...
+            if type(error).__name__ != "ConfigException":
+                raise
+            print(f"error: kubeconfig: {error}", file=sys.stderr)
+        return 1
+
+    return run
+
+
+def _connection_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cluster")
+    group.add_argument(
+        "-n", "--namespace", help="namespace (default: the kubeconfig context's, else default)"
+    )
+    group.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    group.add_argument("--context", help="kubeconfig context to use (default: the current one)")
+
+
+def _output_flag(parser: argparse.ArgumentParser, choices: tuple[str, ...] = ("json", "yaml")) -> None:
+    parser.add_argument(
+        "-o", "--output", choices=choices, help="print objects as " + " or ".join(choices) + " for scripts"
+    )
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f'"{text}" must be KEY=VALUE')
+    return key, value
+
+
+def _deploy(sub: Any) -> None:
+    from llmkube.usercli.deploy import print_offline, run_deploy
+
+    p = sub.add_parser(
+        "deploy",
+        help="create a Model and an InferenceService, and wait until they serve",
+        description="Create (or update) a Model and an InferenceService named after the model, then "
+        "wait until it is Ready, showing progress. With --dry-run, print them for GitOps instead.",
+    )
+    p.add_argument(
+        "source", help="model source: https://.../file.gguf, /path, file://..., pvc://claim/path, org/repo"
+    )
+    p.add_argument("--name", help="name of both objects (default: made from the source's file name)")
+    p.add_argument("--runtime", choices=RUNTIMES, help="serving runtime (default: llamacpp)")
+    p.add_argument(
+        "--image", help="container image (default: the runtime's; llama.cpp's GPU build with --gpu)"
+    )
+    p.add_argument("--gpu", type=int, default=0, metavar="N", help="GPUs per replica (default: 0, CPU)")
+    p.add_argument(
+        "--gpu-vendor",
+        choices=("nvidia", "amd", "intel"),
+        default="nvidia",
+        help="GPU vendor (default: nvidia)",
+    )
+    p.add_argument("--gpu-layers", type=int, help="layers to offload to the GPU (-1: all; default: all)")
+    p.add_argument("--gpu-memory", help="GPU memory per device, e.g. 24Gi (informs the memory-fit check)")
+    p.add_argument("--cpu", help="CPU request, e.g. 2 or 500m")
+    p.add_argument("--memory", help="memory request and limit, e.g. 8Gi")
+    p.add_argument("-r", "--replicas", type=int, help="replicas (default: 1)")
+    p.add_argument("--min-replicas", type=int, help="autoscaling lower bound (needs --max-replicas)")
+    p.add_argument("--max-replicas", type=int, help="turn autoscaling on, up to this many replicas")
+    p.add_argument("--context-size", "--ctx", dest="context_size", type=int, help="context window in tokens")
+    p.add_argument("--parallel", type=int, help="parallel request slots (llama.cpp --parallel)")
+    p.add_argument("--cache-type-k", choices=CACHE_TYPES, help="KV cache type for K (e.g. q8_0 halves it)")
+    p.add_argument("--cache-type-v", choices=CACHE_TYPES, help="KV cache type for V")
+    p.add_argument("--flash-attn", action="store_true", help="enable flash attention (GPU)")
+    p.add_argument(
+        "--priority", choices=PRIORITIES, help="GPU queue and preemption priority (default: normal)"
+    )
+    p.add_argument("--quantization", help="informational quantization label, e.g. Q4_K_M")
+    p.add_argument("--sha256", help="expected SHA-256 of the model file")
+    p.add_argument("--port", type=int, help="port the endpoint listens on (default: 8080)")
+    p.add_argument("--extra-arg", action="append", metavar="ARG", help="extra runtime argument (repeatable)")
+    p.add_argument("--env", action="append", metavar="KEY=VALUE", help="environment variable (repeatable)")
+    p.add_argument(
+        "--annotation",
+        dest="annotations",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="annotation on the InferenceService (repeatable), e.g. "
+        "inference.llmkube.dev/memory-fit=enforce to refuse to start what cannot fit",
+    )
+    p.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="client",
+        choices=("client", "server"),
+        help="print the objects instead of creating them (server: also have the API server validate them)",
+    )
+    p.add_argument(
+        "--enforce-memory-fit",
+        action="store_true",
+        help="refuse to start it when the memory estimate says it cannot fit (sets the "
+        "inference.llmkube.dev/memory-fit=enforce annotation; without it a misfit is only a warning)",
+    )
+    p.add_argument(
+        "--fit-wait",
+        type=float,
+        default=30.0,
+        help="seconds to wait for the Model's metadata for the memory-fit check (0 skips it; default 30)",
+    )
+    p.add_argument("--no-wait", action="store_true", help="return once the objects are applied")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for Ready (default: 600)")
+    _output_flag(p)
+    _connection_flags(p)
+    connected = run_command(run_deploy)
+
+    def deploy(args: argparse.Namespace) -> int:
+        if args.dry_run == "client":  # no cluster needed to print the objects
+            try:
+                return print_offline(args)
+            except UserError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 1
+        return connected(args)
+
+    p.set_defaults(func=deploy)
+
+
+def _inspect(sub: Any) -> None:
+    from llmkube.usercli.inspect import MODEL_KINDS, SERVICE_KINDS, run_list, run_queue, run_status
+
+    p = sub.add_parser("list", aliases=["ls"], help="list InferenceServices (or Models)")
+    p.add_argument(
+        "kind", nargs="?", default="services", choices=(*SERVICE_KINDS, *MODEL_KINDS), help="what to list"
+    )
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="list across all namespaces")
+    _output_flag(p, ("wide", "json", "yaml"))
+    _connection_flags(p)
+    p.set_defaults(func=run_command(run_list))
+
+    p = sub.add_parser("status", help="everything about one service: phase, why, model, conditions, events")
+    p.add_argument("name", help="InferenceService name")
+    _output_flag(p)
+    _connection_flags(p)
+    p.set_defaults(func=run_command(run_status))
+
+    p = sub.add_parser("queue", help="the cluster-wide GPU queue, in order")
+    _output_flag(p)
+    _connection_flags(p)
+    p.set_defaults(func=run_command(run_queue))
+
+
+def _manage(sub: Any) -> None:
+    from llmkube.usercli.delete import run_delete
+    from llmkube.usercli.scale import run_scale
+
+    p = sub.add_parser("scale", help="set the replica count (or the autoscaling bounds)")
+    p.add_argument("name", help="InferenceService name")
+    p.add_argument("replicas", type=int, nargs="?", help="replicas (0 stops the service)")
+    p.add_argument("--min", dest="min_replicas", type=int, help="autoscaling lower bound")
+    p.add_argument("--max", dest="max_replicas", type=int, help="autoscaling upper bound")
+    _connection_flags(p)
+    p.set_defaults(func=run_command(run_scale))
+
+    p = sub.add_parser("delete", aliases=["rm"], help="delete a service and its Model")
+    p.add_argument("name", help="InferenceService name")
+    p.add_argument("--keep-model", action="store_true", help="delete only the InferenceService")
+    _connection_flags(p)
+    p.set_defaults(func=run_command(run_delete))
+
+
+def _use(sub: Any) -> None:
+    from llmkube.usercli.logs import run_logs
+    from llmkube.usercli.request import run_chat, run_curl
+
+    p = sub.add_parser("logs", help="the serving container's logs of every replica")
+    p.add_argument("name", help="InferenceService name")
+    p.add_argument("-f", "--follow", action="store_true", help="keep streaming new lines")
+    p.add_argument("--tail", type=int, help="only the last N lines of each replica")
+    p.add_argument("--timestamps", action="store_true", help="prefix each line with its time")
+    p.add_argument("--previous", action="store_true", help="the previous (crashed) container's logs")
+    p.add_argument("--download", action="store_true", help="the model-downloader init container instead")
+    p.add_argument("--pod", help="only this pod")
+    _connection_flags(p)
+    p.set_defaults(func=run_command(run_logs))
+
+    via_help = "how to reach the service: auto (port-forward outside the cluster), port-forward, direct"
+    p = sub.add_parser("chat", help="send one chat message and print the answer")
+    p.add_argument("name", help="InferenceService name")
+    p.add_argument("message", help="what to say")
+    p.add_argument("--system", help="a system prompt")
+    p.add_argument("--max-tokens", type=int, default=256, help="answer length limit (default: 256)")
+    p.add_argument("--model", help="model id in the request (default: asked from /v1/models for vLLM/TGI)")
+    p.add_argument("--via", choices=("auto", "port-forward", "direct"), default="auto", help=via_help)
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the answer")
+    _output_flag(p)
+    _connection_flags(p)
+    p.set_defaults(func=run_command(run_chat))
+
+    p = sub.add_parser("curl", help="send one HTTP request to the service and print the answer")
+    p.add_argument("name", help="InferenceService name")
+    p.add_argument("path", nargs="?", default="/health", help="request path (default: /health)")
+    p.add_argument("-X", "--request", help="HTTP method (default: GET, or POST with -d)")
+    p.add_argument("-d", "--data", help="request body (JSON unless -H sets Content-Type)")
+    p.add_argument("-H", "--header", action="append", help='request header "Name: value" (repeatable)')
+    p.add_argument("-i", "--include", action="store_true", help="print the status line and headers too")
+    p.add_argument("--via", choices=("auto", "port-forward", "direct"), default="auto", help=via_help)
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the answer")
+    _connection_flags(p)
+    p.set_defaults(func=run_command(run_curl))
+
+
+def add_user_commands(sub: Any) -> None:
+    """Add deploy, list, status, queue, scale, delete, logs, chat and curl to a subparsers object."""
+    for register in (_deploy, _inspect, _manage, _use):
+        register(sub)
