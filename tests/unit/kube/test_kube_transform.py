@@ -194,5 +194,5 @@ def test_keep_owned_without_an_entry_of_ours_keeps_identity_and_paths_only() -> 
     assert cached["spec"] == {"replicas": 3}
     assert cached["metadata"]["managedFields"] == [{"manager": "kubectl", "operation": "Update"}]
     assert needs_apply({"metadata": {"name": "web"}, "spec": {"replicas": 3}}, cached, OURS) == [
-        f"<no Apply entry for {OURS}>"
+        f"{OURS} has not applied it yet"
     ]
