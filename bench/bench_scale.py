@@ -81,13 +81,17 @@ from llmkube.api.model import Model
 from llmkube.controllers.inferenceservice import encode_status
 from llmkube.controllers.model import encode_status as encode_model_status
 from llmkube.kube.client import ApiClient
+from llmkube.kube.clock import format_micro_time
 from llmkube.kube.compare import clean_intent
 from llmkube.kube.config import load_client_config
-from llmkube.kube.resource import DEPLOYMENTS, PRIORITY_CLASSES, SERVICES, Resource
+from llmkube.kube.events import object_reference
+from llmkube.kube.resource import DEPLOYMENTS, EVENTS, PRIORITY_CLASSES, SERVICES, Resource
 from llmkube.kube.status_writer import status_body
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.events import PlannedEvent
 from llmkube.plan.inferenceservice import plan_inference_service
 from llmkube.plan.model.decision import ActionKind, ModelPlanConfig
+from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts, ProbeFailure, ProbeOutcome
 from llmkube.plan.model.planner import plan_model
 from llmkube.plan.observed import ObservedState
@@ -122,10 +126,33 @@ def percentile(values: list[float], fraction: float) -> float:
 Write = tuple[Resource, dict[str, Any], str | None]
 
 
+def event_writes(regarding: dict[str, Any], events: Any, now: datetime) -> list[Write]:
+    """The Events llmkube records (one create each: names are unique, nothing to aggregate)."""
+    writes: list[Write] = []
+    for index, event in enumerate(events):
+        assert isinstance(event, PlannedEvent)
+        name = f"{regarding['metadata']['name']}.{int(now.timestamp() * 1e9) + index:x}"
+        body = {
+            "apiVersion": EVENTS.api_version,
+            "kind": EVENTS.kind,
+            "metadata": {"name": name, "namespace": regarding["metadata"]["namespace"]},
+            "eventTime": format_micro_time(now),
+            "reportingController": "llmkube-floor",
+            "reportingInstance": "bench",
+            "action": "Reconcile",
+            "reason": event.reason,
+            "note": event.message,
+            "type": event.type,
+            "regarding": object_reference(regarding),
+        }
+        writes.append((EVENTS, body, None))
+    return writes
+
+
 async def floor_writes(client: ApiClient) -> list[Write]:
     """Exactly the writes llmkube makes to converge the workload, computed by its pure planners from
     one LIST of each kind (untimed): per service the Model status, the Deployment, the Service and
-    the InferenceService status; and the five PriorityClasses once."""
+    the InferenceService status, and the Events either records; and the five PriorityClasses once."""
     now = datetime.now(UTC)
     config = OperatorConfig(model_cache_path="")
     classes = priority_classes()
@@ -161,6 +188,8 @@ async def floor_writes(client: ApiClient) -> list[Write]:
             (SERVICES, {"apiVersion": "v1", "kind": "Service", **clean_intent(plan.service)}, None),
             (ISVCS, {"apiVersion": ISVCS.api_version, "kind": ISVCS.kind, **isvc_status}, "status"),
         ]
+        writes += event_writes(raw_model, model_events(None, decision.status), now)
+        writes += event_writes(raw, plan.events, now)
     return writes
 
 
@@ -186,6 +215,8 @@ async def measure_floor(args: argparse.Namespace, spec: OperatorSpec) -> dict[st
 
                 def job(write: Write) -> Any:
                     resource, body, subresource = write
+                    if resource is EVENTS:
+                        return lambda: client.create(EVENTS, body)
                     return lambda: client.apply(
                         resource, body, field_manager="llmkube-controller", subresource=subresource
                     )
