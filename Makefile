@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries tools node-prereqs test test-unit fuzz-long lint lock crds run clean faults fault-long soak
+.PHONY: all venv k8s-binaries tools node-prereqs test test-unit fuzz-long lint lock crds run bench clean faults fault-long soak
 
 all: lint test
 
@@ -69,6 +69,17 @@ lint: venv
 ## Pin the image's requirements with hashes (requirements/*.txt) after a change in pyproject.toml.
 lock: venv
 	$(BIN)/python hack/lock-requirements.py
+
+## Every figure of the README's Performance section, with the commands that produced it (about an
+## hour on 2 cores; results land in bench/results/*.json with the machine and load they came from).
+bench: venv k8s-binaries
+	$(BIN)/python bench/bench_import_cost.py
+	$(BIN)/python bench/bench_cache_memory.py --services 1000
+	$(BIN)/python bench/bench_scale.py --services 200 --idle 20 --restart-window 60 --changes 20
+	$(BIN)/python bench/bench_scale.py --services 1000 --idle 20 --restart-window 30 --changes 20
+	$(BIN)/python bench/bench_scale.py --services 5000 --idle 20 --restart-window 30 --changes 60
+	$(BIN)/python bench/bench_scale.py --services 10000 --no-floor --idle 10 --restart-window 30 --changes 0
+	$(BIN)/python bench/bench_gpu_queue.py --waiting 1000 5000
 
 ## Regenerate manifests/crd from the API types (never edit those files by hand).
 crds: venv

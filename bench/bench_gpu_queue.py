@@ -17,7 +17,8 @@ right (the last status write), the reconciles run and the status writes made:
 - reprioritise: the last service's priority becomes critical (it moves to the front).
 
 Usage: .venv/bin/python bench/bench_gpu_queue.py [--waiting 1000 5000] [--workers 4]
-Prints one JSON object. Progress goes to stderr.
+Prints one JSON object (progress goes to stderr); stores it with the machine it ran on in
+bench/results/gpu-queue-W<sizes>-<time>.json.
 """
 
 import argparse
@@ -33,6 +34,7 @@ from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry
+from scale_support import machine_info, save_result
 
 from llmkube.controllers.inferenceservice import InferenceServiceController
 from llmkube.controllers.metrics import LLMKubeMetrics
@@ -416,7 +418,9 @@ def main() -> None:
     parser.add_argument("--waiting", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(run(args.waiting, args.workers)), indent=2))
+    record = asyncio.run(run(args.waiting, args.workers)) | {"machine": machine_info()}
+    save_result("gpu-queue-W" + "-".join(map(str, args.waiting)), record)
+    print(json.dumps(record, indent=2))
 
 
 if __name__ == "__main__":

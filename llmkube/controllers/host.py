@@ -32,6 +32,7 @@ class ControllerHost(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
         transform: Transform | None = None,
+        compact: bool = False,
     ) -> Informer: ...
 
     def add_controller(

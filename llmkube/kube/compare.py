@@ -11,6 +11,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import orjson
+
 from llmkube.kube.managed_fields import owned_fields, prune_to_owned
 from llmkube.kube.types import Obj
 
@@ -160,18 +162,34 @@ def needs_apply(desired: Obj, observed: Obj | None, manager: str, *, subresource
     if observed is None:
         return ["the object does not exist yet"]
     status = subresource == "status"
-    want = normalise(strip_identity(desired, keep_status=status))
     fields = owned_fields(observed, manager, subresource)
     if fields is None:
+        want = normalise(strip_identity(desired, keep_status=status))
         # The server keeps no entry for a manager that owns nothing: an empty intent is satisfied.
         if not (want.get("status") if status else want):
             return []
         return [f"{manager} has not applied {subresource or 'it'} yet"]
-    have = normalise(prune_to_owned(strip_identity(observed, keep_status=status), fields))
+    wanted = strip_identity(desired, keep_status=status)
+    owned = prune_to_owned(strip_identity(observed, keep_status=status), fields)
     if status:
-        want = {"status": want.get("status", {})}
-        have = {"status": have.get("status", {})}
+        wanted, owned = {"status": wanted.get("status", {})}, {"status": owned.get("status", {})}
+    if identical(wanted, owned):
+        return []  # the usual answer for a converged object, without normalising either side
+    want, have = normalise(wanted), normalise(owned)
+    if status:
+        want, have = {"status": want.get("status", {})}, {"status": have.get("status", {})}
     return differences(want, have)
+
+
+def identical(left: Any, right: Any) -> bool:
+    """Equal JSON with equal types (``1`` is not ``1.0`` nor ``True``; key order aside): then the
+    normalised values are equal too. False also when either is not plain JSON."""
+    try:
+        return orjson.dumps(left, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+            right, option=orjson.OPT_SORT_KEYS
+        )
+    except TypeError:
+        return False
 
 
 def clean_intent(obj: Obj, *, keep_status: bool = False) -> Obj:

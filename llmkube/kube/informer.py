@@ -42,6 +42,7 @@ class Informer:
         transform: Transform | None = None,
         field_manager: str = "llmkube-controller",
         indexers: dict[str, IndexFunc] | None = None,
+        compact: bool = False,
         clock: Clock | None = None,
         rng: random.Random | None = None,
         **reflector_options: Any,
@@ -50,7 +51,7 @@ class Informer:
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
-        self.store = Store(indexers)
+        self.store = Store(indexers, compact=compact)
         #: the transform asked for (None: the default, which strips managedFields but ours)
         self.transform = transform
         self._clock = clock or RealClock()

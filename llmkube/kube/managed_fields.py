@@ -35,6 +35,8 @@ def owned_fields(obj: Obj, manager: str, subresource: str = "") -> dict[str, Any
             and entry.get("fieldsType", "FieldsV1") == "FieldsV1"
         ):
             fields = entry.get("fieldsV1")
+            if isinstance(fields, str):  # a cached copy keeps the trie as its JSON text (transform.py)
+                fields = _parse_json(fields)
             return fields if isinstance(fields, dict) else {}
     return None
 

@@ -145,12 +145,14 @@ class Manager:
         label_selector: str | None = None,
         field_selector: str | None = None,
         transform: Transform | None = None,
+        compact: bool = False,
     ) -> Informer:
         """The shared informer for this resource, scope and selectors (created on first use).
 
         ``namespace=None`` means the manager's namespace scope; cluster-scoped kinds have none.
-        ``transform`` trims objects before they are cached (only on creation: ask for it before any
-        watch of the same informer; a second, different transform is a programming error)."""
+        ``transform`` trims objects before they are cached and ``compact`` keeps them as JSON bytes
+        (store.py); both only on creation: ask for them before any watch of the same informer (a
+        second, different transform is a programming error)."""
         scope = (namespace or self.config.watch_namespace) if resource.namespaced else None
         key = _InformerKey(resource, scope, label_selector or None, field_selector or None)
         informer = self._informers.get(key)
@@ -164,6 +166,7 @@ class Manager:
                 field_selector=key.field_selector,
                 transform=transform,
                 field_manager=self.config.field_manager,
+                compact=compact,
                 clock=self._clock,
                 read_timeout=self.config.watch_read_timeout,
             )

@@ -6,7 +6,6 @@ injectors) survive, keys the user removes from podLabels/podAnnotations disappea
 is left out when an HPA owns the count.
 """
 
-import copy
 from dataclasses import dataclass
 
 from llmkube.api.base import KubeObject
@@ -16,7 +15,7 @@ from llmkube.plan.gpu import gpu_toleration
 from llmkube.plan.hardening import home_env, memory_limit, writable_mounts, writable_volumes
 from llmkube.plan.merge_keys import merge_by_key
 from llmkube.plan.names import managed, selector_labels, workload_labels
-from llmkube.plan.objects import compact, object_metadata, owner_reference
+from llmkube.plan.objects import compact, fresh_copy, object_metadata, owner_reference
 from llmkube.plan.probes import container_probes
 from llmkube.plan.resources import container_resources
 from llmkube.plan.runtimes import ContainerProcess, RuntimeDefaults
@@ -102,7 +101,7 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
             }
         ),
     }
-    return copy.deepcopy(intent)
+    return fresh_copy(intent)  # type: ignore[no-any-return]
 
 
 def pod_spec(inputs: WorkloadInputs) -> KubeObject:

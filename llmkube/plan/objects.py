@@ -5,6 +5,7 @@ no empty lists or maps (an empty list we "own" makes some API versions rewrite t
 apply, and omitted fields are left to their defaults or to other managers).
 """
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,22 @@ from typing import Any
 from llmkube.api.base import KubeObject
 from llmkube.api.constants import API_VERSION, ISVC_KIND
 from llmkube.api.inferenceservice import InferenceService
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def fresh_copy(value: Any) -> Any:
+    """A deep copy of a JSON-like value (dicts, lists, tuples, scalars): what ``copy.deepcopy`` gives
+    for these, several times faster (no memo: an intent is a tree). Anything else is deep-copied."""
+    if isinstance(value, dict):
+        return {key: fresh_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [fresh_copy(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(fresh_copy(item) for item in value)
+    if isinstance(value, _IMMUTABLE):
+        return value
+    return copy.deepcopy(value)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ the canonical form the API server itself would store ("0.5" -> "500m", "1024Mi" 
 apply of an unchanged object compares equal to what the server holds.
 """
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ class Quantity:
         return _decimal_canonical(self.value, self.format == "DecimalExponent")
 
 
+@functools.lru_cache(maxsize=4096)  # every reconcile parses the same few strings again
 def parse_quantity(text: str) -> Quantity:
     match = _QUANTITY.fullmatch(text)
     if match is None:

@@ -25,6 +25,7 @@ from llmkube.kube.backoff import Backoff
 from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.errors import error_from_status
 from llmkube.kube.informer import Informer
+from llmkube.kube.managed_fields import owned_fields
 from llmkube.kube.reflector import advance_rv, list_page_size, relist_rv, resource_version_unavailable
 from llmkube.kube.resource import CONFIG_MAPS
 from llmkube.kube.store import Change, Tombstone
@@ -403,8 +404,10 @@ async def test_transform_strips_other_managers_fields(harness: Harness) -> None:
     assert cached is not None
     assert cached["metadata"]["managedFields"] == [
         {"manager": "kubectl", "operation": "Update"},  # who else wrote it, without the field set
-        {"manager": "llmkube-controller", "operation": "Apply", "fieldsV1": {"f:data": {"f:k": {}}}},
+        # ours whole, its field set kept as JSON text (compact); the compare reads it parsed
+        {"manager": "llmkube-controller", "operation": "Apply", "fieldsV1": '{"f:data":{"f:k":{}}}'},
     ]
+    assert owned_fields(cached, "llmkube-controller") == {"f:data": {"f:k": {}}}
     assert cached["metadata"]["annotations"] == {"keep": "me"}
 
 

@@ -43,8 +43,13 @@ def test_keys_follow_client_go() -> None:
     assert object_key(obj("pc", namespace=None)) == "pc"
 
 
-def test_indexes_follow_updates_and_deletes() -> None:
-    store = Store({"model": by_field("spec", "modelRef"), "app": by_label("app")})
+# Every store behaviour holds for the compact store (objects kept as JSON bytes) too.
+both = pytest.mark.parametrize("compact", [False, True], ids=["dicts", "compact"])
+
+
+@both
+def test_indexes_follow_updates_and_deletes(compact: bool) -> None:
+    store = Store({"model": by_field("spec", "modelRef"), "app": by_label("app")}, compact=compact)
     store.upsert(obj("isvc-1", spec={"modelRef": "llama"}, labels={"app": "x"}))
     store.upsert(obj("isvc-2", spec={"modelRef": "llama"}))
     store.upsert(obj("isvc-3", namespace="other", spec={"modelRef": "llama"}))
@@ -68,8 +73,9 @@ def test_by_field_accepts_an_object_reference_with_a_name() -> None:
     assert list(by_field("spec", "modelRef", namespaced=False)(obj("a", spec={"modelRef": "m"}))) == ["m"]
 
 
-def test_controller_owner_index_uses_only_the_controller_reference() -> None:
-    store = Store({BY_CONTROLLER_UID: by_controller_uid})
+@both
+def test_controller_owner_index_uses_only_the_controller_reference(compact: bool) -> None:
+    store = Store({BY_CONTROLLER_UID: by_controller_uid}, compact=compact)
     store.upsert(
         obj("d", owners=[{"uid": "owner-a", "controller": False}, {"uid": "owner-b", "controller": True}])
     )
@@ -77,8 +83,9 @@ def test_controller_owner_index_uses_only_the_controller_reference() -> None:
     assert [o["metadata"]["name"] for o in store.by_index(BY_CONTROLLER_UID, "owner-b")] == ["d"]
 
 
-def test_an_index_added_later_covers_existing_objects() -> None:
-    store = Store()
+@both
+def test_an_index_added_later_covers_existing_objects(compact: bool) -> None:
+    store = Store(compact=compact)
     store.upsert(obj("a", labels={"tier": "gpu"}))
     store.add_index("tier", by_label("tier", namespaced=False))
     assert [o["metadata"]["name"] for o in store.by_index("tier", "gpu")] == ["a"]
@@ -88,8 +95,9 @@ def test_an_index_added_later_covers_existing_objects() -> None:
         store.by_index("missing", "x")
 
 
-def test_replace_reports_the_difference_with_tombstones() -> None:
-    store = Store()
+@both
+def test_replace_reports_the_difference_with_tombstones(compact: bool) -> None:
+    store = Store(compact=compact)
     store.replace([obj("same"), obj("changed"), obj("gone"), obj("recreated", uid="old")], initial=True)
     changes = store.replace([obj("same"), obj("changed", rv="2"), obj("new"), obj("recreated", uid="new")])
     summary = [(c.type, c.obj["metadata"]["name"], isinstance(c.old, Tombstone)) for c in changes]
@@ -101,6 +109,22 @@ def test_replace_reports_the_difference_with_tombstones() -> None:
         ("ADDED", "recreated", False),
     ]
     assert sorted(store.keys()) == ["ns/changed", "ns/new", "ns/recreated", "ns/same"]
+
+
+def test_a_compact_store_returns_equal_fresh_copies() -> None:
+    plain, compact = Store(), Store(compact=True)
+    for store in (plain, compact):
+        store.upsert(obj("a", labels={"app": "x"}, spec={"n": 1, "list": [1, "two", None, True]}))
+        previous = store.upsert(obj("a", rv="2", labels={"app": "x"}, spec={"n": 2}))
+        assert previous == obj("a", labels={"app": "x"}, spec={"n": 1, "list": [1, "two", None, True]})
+    assert compact.get("ns/a") == plain.get("ns/a") == obj("a", rv="2", labels={"app": "x"}, spec={"n": 2})
+    assert compact.objects() == plain.objects() and list(compact) == list(plain)
+    first = compact.get("ns/a")
+    assert first is not None
+    first["spec"]["n"] = 99  # a reader's change never reaches the cache
+    assert compact.get_object("ns", "a") == plain.get("ns/a")
+    assert compact.delete("ns/a") == plain.delete("ns/a")
+    assert len(compact) == 0 and compact.get("ns/a") is None
 
 
 def test_change_accessors() -> None:

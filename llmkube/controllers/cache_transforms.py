@@ -1,0 +1,43 @@
+"""What the InferenceService controller's caches keep of the objects it owns or reads: the fields
+it applies (the owned-fields compare), the fields its planner and field policies read although
+others own them, and nothing else (bench/bench_cache_memory.py measures the bytes per service).
+
+Whoever makes the planner or a field policy read another field of these kinds adds it here.
+"""
+
+from llmkube.kube.transform import Transform, keep_only, keep_owned
+
+
+def deployment_cache(field_manager: str) -> Transform:
+    """Deployments: what we apply, plus the replica count the HPA may own (the hand-over and the
+    "desired" of an autoscaled service), the selector (immutable: the planner checks it), the
+    strategy (an exclusive subtree: fields in it that we do not set are taken over) and the status
+    counters the phase is computed from."""
+    return keep_owned(
+        field_manager,
+        ("spec", "replicas"),
+        ("spec", "selector"),
+        ("spec", "strategy"),
+        ("status", "replicas"),
+        ("status", "readyReplicas"),
+        ("status", "availableReplicas"),
+        ("status", "updatedReplicas"),
+        ("status", "observedGeneration"),
+    )
+
+
+def service_cache(field_manager: str) -> Transform:
+    """Services: what we apply, plus every port (someone else's port next to ours is repaired)."""
+    return keep_owned(field_manager, ("spec", "ports"))
+
+
+#: Pods (never written): what the scheduling and pod-failure diagnosis and the running count read.
+POD_CACHE: Transform = keep_only(
+    ("metadata", "labels"),
+    ("metadata", "ownerReferences"),
+    ("spec", "nodeName"),
+    ("status", "phase"),
+    ("status", "conditions"),
+    ("status", "containerStatuses"),
+    ("status", "initContainerStatuses"),
+)
