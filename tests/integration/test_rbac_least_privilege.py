@@ -250,8 +250,8 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
     # A pvc:// Model: the claim is read (it does not exist).
     admin.create(model("claimed", "pvc://no-such-claim/m.gguf"), namespace=ns)
     await eventually(lambda: phase(admin, "Model", "claimed", ns) == "Failed", what="claimed Failed")
-    # An invalid spec: an InvalidSpec Event, then (the same warning again after a label change) a
-    # series, patched.
+    # An invalid spec: an InvalidSpec Event, then (the same warning again for a new generation that
+    # is just as invalid: warnings are announced once per generation) a series, patched.
     admin.create(model("hf", "org/model"), namespace=ns)
     admin.create(isvc("bad", modelRef="hf", skipModelInit=True, resources={"cpu": "two"}), namespace=ns)
     await eventually(lambda: phase(admin, "InferenceService", "bad", ns) == "Failed", what="bad Failed")
@@ -264,7 +264,7 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
         ]
 
     await eventually(lambda: invalid_spec_events(), what="the InvalidSpec event")
-    merge_patch(admin, "InferenceService", "bad", ns, {"metadata": {"labels": {"touched": "yes"}}})
+    merge_patch(admin, "InferenceService", "bad", ns, {"spec": {"replicas": 2}})
     await eventually(
         lambda: any((e.get("series") or {}).get("count", 0) >= 2 for e in invalid_spec_events()),
         what="the event patched into a series",
