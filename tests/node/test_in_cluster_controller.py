@@ -103,17 +103,19 @@ def test_one_leader_and_a_fast_hand_over(node_cluster: NodeCluster, controller: 
 
     holder, status = wait_for(one_leader, within=60, what="exactly one leader among the two replicas")
     assert status[holder] == 1, (holder, status)
-    (standby,) = [name for name, value in status.items() if value == 0]
 
-    standby_pod = next(p for p in controller_pods(admin) if p["metadata"]["name"] == standby)
     watch = Stopwatch()
     admin.delete("v1", "Pod", holder, CONTROLLER_NAMESPACE)  # graceful: the leader releases its lease
 
-    def standby_leads() -> bool:
-        return lease_holder(node_cluster) == standby and leads(node_cluster, standby_pod) == 1
+    def another_pod_leads() -> bool:
+        # The released lease goes to whichever live replica asks first: usually the standby, but the
+        # Deployment's replacement pod, asking as it starts, can win the race (as with client-go).
+        new_holder = lease_holder(node_cluster)
+        pods = [p for p in controller_pods(admin) if p["metadata"]["name"] == new_holder != holder]
+        return bool(pods) and leads(node_cluster, pods[0]) == 1
 
-    wait_for(standby_leads, within=60, what=f"{standby} to take over the lease", interval=0.2)
-    TIMINGS["leader pod deleted -> standby holds the lease (s)"] = watch.seconds()
+    wait_for(another_pod_leads, within=60, what="another replica to take over the lease", interval=0.2)
+    TIMINGS["leader pod deleted -> another replica holds the lease (s)"] = watch.seconds()
     wait_for(
         lambda: (
             deployment_available(admin, "llmkube-controller", CONTROLLER_NAMESPACE)
@@ -122,5 +124,5 @@ def test_one_leader_and_a_fast_hand_over(node_cluster: NodeCluster, controller: 
         within=120,
         what="the Deployment to replace the deleted pod",
     )
-    _, status = leader_of(node_cluster)
-    assert sorted(status.values()) == [0, 1] and status[standby] == 1
+    new_holder, status = wait_for(one_leader, within=60, what="exactly one leader again")
+    assert holder not in status and status[new_holder] == 1, (holder, new_holder, status)
