@@ -1,19 +1,28 @@
-"""Label and annotation syntax (apimachinery's IsQualifiedName and IsValidLabelValue), so that a
-bad `podLabels`, `nodeSelector` or `podAnnotations` entry is reported naming the field and the key,
-not as the API server's refusal of a Deployment the user never wrote.
+"""Label and annotation syntax, so that a bad `podLabels`, `nodeSelector` or `podAnnotations` entry
+is reported naming the field and the key, not as the API server's refusal of a Deployment the user
+never wrote.
+
+Whether a key or value is valid is decided by `kube_syntax` (apimachinery's IsQualifiedName and
+IsValidLabelValue, ported once); this module only says *why* in plain words.
 """
 
-import re
 from collections.abc import Mapping
 
-MAX_NAME_LENGTH = 63
-MAX_PREFIX_LENGTH = 253
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+from llmkube.plan.kube_syntax import (
+    LABEL_VALUE_MAX_LENGTH,
+    QUALIFIED_NAME_MAX_LENGTH,
+    is_dns1123_subdomain,
+    is_label_value,
+    is_qualified_name,
+)
+
+_LETTERS = "must be letters, digits, '-', '_' or '.', starting and ending alphanumeric"
 
 
 def qualified_name_problem(key: str) -> str | None:
     """Why `key` is not a label or annotation key (`[prefix/]name`), or None."""
+    if not is_qualified_name(key):
+        return None
     prefix, slash, name = key.rpartition("/")
     if slash and not prefix:
         return "the prefix before '/' is empty"
@@ -21,24 +30,20 @@ def qualified_name_problem(key: str) -> str | None:
         return "at most one '/' may separate a DNS prefix from the name"
     if not name:
         return "the name part is empty"
-    if len(name) > MAX_NAME_LENGTH:
-        return f"the name part is {len(name)} characters (at most {MAX_NAME_LENGTH})"
-    if not _NAME.match(name):
-        return "the name part must be letters, digits, '-', '_' or '.', starting and ending alphanumeric"
-    if prefix and (len(prefix) > MAX_PREFIX_LENGTH or not _DNS_SUBDOMAIN.match(prefix)):
+    if len(name.encode()) > QUALIFIED_NAME_MAX_LENGTH:
+        return f"the name part is {len(name.encode())} characters (at most {QUALIFIED_NAME_MAX_LENGTH})"
+    if prefix and is_dns1123_subdomain(prefix):
         return "the prefix must be a lowercase DNS subdomain (e.g. example.com)"
-    return None
+    return f"the name part {_LETTERS}"
 
 
 def label_value_problem(value: str) -> str | None:
     """Why `value` is not a label value (empty, or up to 63 name characters), or None."""
-    if not value:
+    if not is_label_value(value):
         return None
-    if len(value) > MAX_NAME_LENGTH:
-        return f"is {len(value)} characters (at most {MAX_NAME_LENGTH})"
-    if not _NAME.match(value):
-        return "must be letters, digits, '-', '_' or '.', starting and ending alphanumeric"
-    return None
+    if len(value.encode()) > LABEL_VALUE_MAX_LENGTH:
+        return f"is {len(value.encode())} characters (at most {LABEL_VALUE_MAX_LENGTH})"
+    return _LETTERS
 
 
 def label_map_errors(

@@ -57,3 +57,11 @@ def test_a_bad_pod_label_fails_the_service_naming_field_and_key_and_applies_noth
     degraded = {c.type: c for c in result.status.conditions or []}["Degraded"]
     assert degraded.reason == "InvalidSpec"
     assert degraded.message.startswith('spec.podLabels: value "machine learning" of "team": must be letters')
+
+
+@pytest.mark.parametrize("text", ["team\n", "a\nb", "example.com/team\n", "é", "x" * 62 + "é"])
+def test_what_the_server_refuses_is_refused_here_too(text: str) -> None:
+    """The decision is kube_syntax's (the server's rules, matched whole, lengths in bytes): a trailing
+    newline or a multi-byte character is a problem here as it is on the server."""
+    assert qualified_name_problem(text) is not None
+    assert label_value_problem(text) is not None
