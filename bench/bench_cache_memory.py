@@ -62,7 +62,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             finally:
                 operator.stop()
                 await observer.stop()
-        AuditCounter(cluster.audit_log).settle()
+        AuditCounter(cluster.writes_log).settle()
         result["machine"] = machine_info(cluster)
         result["caches"] = await caches(cluster.controller_kubeconfig, count)
     total = sum(cache["kib"] for cache in result["caches"])

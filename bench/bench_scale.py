@@ -199,7 +199,7 @@ async def measure_floor(args: argparse.Namespace, spec: OperatorSpec) -> dict[st
         install(cluster, spec.crds, spec.rbac)
         created = await create_workload(cluster, count)
         result: dict[str, Any] = {"who": "floor", "services": count, "create_seconds": round(created, 1)}
-        audit = AuditCounter(cluster.audit_log)
+        audit = AuditCounter(cluster.writes_log)
         audit.settle()
         baseline = audit.total
         async with await admin_client(cluster) as admin:
@@ -244,7 +244,7 @@ async def measure_operator(args: argparse.Namespace, spec: OperatorSpec) -> dict
     with BenchCluster(args.tier) as cluster:
         install(cluster, spec.crds, spec.rbac)
         result["create_seconds"] = round(await create_workload(cluster, count), 1)
-        audit = AuditCounter(cluster.audit_log)
+        audit = AuditCounter(cluster.writes_log)
         audit.settle()
         async with await admin_client(cluster) as admin:
             observer = Observer(admin)

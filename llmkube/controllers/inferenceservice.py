@@ -11,7 +11,6 @@ indexes (`isvc_indexes`), the GPU queue (`gpu_queue`), and, knowing nothing abou
 """
 
 import asyncio
-from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -184,18 +183,17 @@ class InferenceServiceController:
 
     # -- event -> keys --------------------------------------------------------------------------
 
-    def _keys(self, objects: Iterable[Obj]) -> list[ObjectKey]:
-        return [ObjectKey.of(obj) for obj in objects]
+    def _keys(self, index: str, value: str) -> list[ObjectKey]:
+        # The index's keys, not its objects: a mapping parses none of the (compact) services.
+        return [ObjectKey.parse(key) for key in self.services.store.keys_by_index(index, value)]
 
     def _services_of_model(self, model: Obj) -> list[ObjectKey]:
         meta = model.get("metadata") or {}
-        return self._keys(
-            self.services.store.by_index(BY_MODEL, f"{meta.get('namespace')}/{meta.get('name')}")
-        )
+        return self._keys(BY_MODEL, f"{meta.get('namespace')}/{meta.get('name')}")
 
     def _services_in_namespace(self, obj: Obj) -> list[ObjectKey]:
         namespace = (obj.get("metadata") or {}).get("namespace") or ""
-        return self._keys(self.services.store.by_index(BY_NAMESPACE, namespace))
+        return self._keys(BY_NAMESPACE, namespace)
 
     def _service_of_pod(self, pod: Obj) -> list[ObjectKey]:
         meta = pod.get("metadata") or {}
@@ -204,18 +202,18 @@ class InferenceServiceController:
 
     def _services_of_priority_class(self, priority_class: Obj) -> list[ObjectKey]:
         name = (priority_class.get("metadata") or {}).get("name") or ""
-        return self._keys(self.services.store.by_index(BY_PRIORITY_CLASS, name))
+        return self._keys(BY_PRIORITY_CLASS, name)
 
     def _services_of_runtime_class(self, runtime_class: Obj) -> list[ObjectKey]:
         name = (runtime_class.get("metadata") or {}).get("name") or ""
-        return self._keys(self.services.store.by_index(BY_RUNTIME_CLASS, name))
+        return self._keys(BY_RUNTIME_CLASS, name)
 
     def _services_of_slice(self, endpoint_slice: Obj) -> list[ObjectKey]:
         meta = endpoint_slice.get("metadata") or {}
         name = (meta.get("labels") or {}).get(SLICE_SERVICE_LABEL)
         if not name:
             return []
-        return self._keys(self.services.store.by_index(BY_SERVICE_NAME, f"{meta.get('namespace')}/{name}"))
+        return self._keys(BY_SERVICE_NAME, f"{meta.get('namespace')}/{name}")
 
     # -- reconcile ------------------------------------------------------------------------------
 

@@ -181,6 +181,10 @@ class Controller:
                 await self.process(key)
             finally:
                 self.queue.done(key)
+            # A reconcile that found nothing to do never waited for anything: without this, one
+            # worker would run a whole backlog (a restart's every object) without letting the loop
+            # serve /readyz, read a watch or renew the lease. asyncio has no preemption.
+            await asyncio.sleep(0)
 
     async def process(self, key: ObjectKey) -> None:
         """Reconcile one key and act on the outcome (public for tests driving a single step)."""

@@ -19,7 +19,7 @@ from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.reflector import Reflector
 from llmkube.kube.resource import Resource
-from llmkube.kube.store import Change, IndexFunc, Store, object_key
+from llmkube.kube.store import Change, IndexFunc, Listed, Store, object_key
 from llmkube.kube.transform import Transform, strip_for_cache
 from llmkube.kube.types import Obj
 
@@ -117,12 +117,22 @@ class Informer:
 
     # -- ReflectorSink --------------------------------------------------------------------------
 
-    def replace(self, objects: list[Obj], resource_version: str) -> None:
+    def listed(self, obj: Obj) -> Listed:
+        return self.store.listed(obj)
+
+    def replace_listed(self, listed: list[Listed], resource_version: str) -> None:
         initial = not self.has_synced()
-        changes = self.store.replace(objects, initial=initial)
+        pending = self.store.replace_listed(listed, initial=initial)
         self._synced.set()
-        for change in changes:
-            self._dispatch(change)
+        if not self._handlers:
+            return
+        # Parsed one at a time as handed out (a compact store's objects are JSON bytes until then).
+        for change in pending:
+            self._dispatch(change.change())
+
+    def replace(self, objects: list[Obj], resource_version: str) -> None:
+        """A complete LIST result given as parsed objects (as a test or a benchmark has them)."""
+        self.replace_listed([self.listed(obj) for obj in objects], resource_version)
 
     def watch_event(self, event_type: str, obj: Obj) -> None:
         if event_type == "DELETED":

@@ -1,7 +1,8 @@
 """The reflector: LIST, then WATCH from the list's resourceVersion, forever (client-go
 ``tools/cache/reflector.go``, controller-semantics.md §1.1 and §2.6).
 
-* LIST pages of 500 from RV "0" at first; later relists ask for the last RV we synced to (served
+* LIST pages of 500 with a consistent read (RV "") at first (RV "0" is served whole from the watch
+  cache, the limit ignored); later relists ask for the last RV we synced to (served
   from the watch cache, unpaged) and fall back to a quorum read (RV "") when that is Expired or
   "too large" (the server has not reached it: etcd restored from a backup, a lagging cache).
 * WATCH with ``allowWatchBookmarks``, a random 300-600 s ``timeoutSeconds``, a socket read
@@ -35,6 +36,7 @@ from llmkube.kube.errors import (
 )
 from llmkube.kube.lines import LineSplitter, LineTooLong
 from llmkube.kube.resource import Resource
+from llmkube.kube.store import Listed
 from llmkube.kube.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj
 from llmkube.kube.watchdog import Watchdog, WatchInactive
@@ -57,7 +59,12 @@ class VeryShortWatch(Exception):
 
 
 class ReflectorSink(Protocol):
-    def replace(self, objects: list[Obj], resource_version: str) -> None:
+    def listed(self, obj: Obj) -> Listed:
+        """One object of a LIST page (already transformed) in the form the sink keeps: the reflector
+        holds only these until the LIST is complete, never every object of it as a dict."""
+        ...
+
+    def replace_listed(self, listed: list[Listed], resource_version: str) -> None:
         """A complete LIST result (the store becomes exactly this)."""
         ...
 
@@ -71,7 +78,11 @@ def relist_rv(last_synced: str | None, unavailable: bool) -> str:
     if unavailable:
         return ""  # the RV we had is gone: a consistent read from etcd
     if last_synced is None:
-        return "0"  # first list: any freshness, served from the watch cache
+        # First list: a consistent read. "0" (any freshness) would be served from the watch cache
+        # whole, ignoring the page limit (kube-apiserver v1.37): one document of every object of
+        # the kind, parsed at once. "" is paged, and since consistent reads from the cache (v1.31+)
+        # served from the watch cache too.
+        return ""
     return last_synced  # "at least as fresh as what we had": never goes back in time
 
 
@@ -108,6 +119,8 @@ def advance_rv(
 @dataclass
 class ReflectorStats:
     lists: int = 0
+    #: LIST responses read (pages, continue pages included)
+    list_pages: int = 0
     relists_after_expired: int = 0
     quorum_relists: int = 0
     watches: int = 0
@@ -226,11 +239,11 @@ class Reflector:
         self.stats.lists += 1
         # Not "healthy" yet: only a working watch clears a failure streak (a LIST that succeeds
         # while every WATCH is refused must still show up as failing on /readyz).
-        self._sink.replace(items, list_rv)
+        self._sink.replace_listed(items, list_rv)
 
-    async def _list_pages(self, rv: str) -> tuple[list[Obj], str]:
+    async def _list_pages(self, rv: str) -> tuple[list[Listed], str]:
         limit = list_page_size(rv, self._paginated_before, self._page_size)
-        items: list[Obj] = []
+        items: list[Listed] = []
         token: str | None = None
         list_rv = rv
         timeout = RequestTimeout(total=self._list_timeout, connect=10.0)
@@ -254,8 +267,10 @@ class Reflector:
                 self._log.info("continue token expired, listing without paging")
                 items, token, limit = [], None, 0
                 continue
-            items.extend(self._prepare(obj) for obj in page.get("items") or ())
+            self.stats.list_pages += 1
             meta = page.get("metadata") or {}
+            # Each object leaves the page as the sink keeps it; the page's dicts go with the page.
+            items.extend(self._sink.listed(self._prepare(obj)) for obj in page.pop("items", None) or ())
             list_rv = str(meta.get("resourceVersion") or list_rv)
             token = meta.get("continue") or None
             if token is None:

@@ -8,6 +8,10 @@ A *compact* store keeps each object as its JSON bytes and parses it on every rea
 then a fresh copy): about a quarter of the memory of the dicts, for ~10-20 us per read. Meant for
 kinds that are read rarely (a Deployment is read by its owner's reconcile), not for ones read on
 every event or scrape.
+
+A LIST reaches the store through :meth:`Store.listed` (each object in its kept form as soon as it
+leaves its page) and :meth:`Store.replace_listed` (whose changes are parsed one at a time as they
+are handed out): a large relist never holds all its objects as dicts at once.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ __all__ = [
     "BY_NAMESPACE",
     "Change",
     "IndexFunc",
+    "Listed",
+    "PendingChange",
     "Store",
     "Tombstone",
     "by_controller_uid",
@@ -89,6 +95,43 @@ class Change:
     @property
     def old_obj(self) -> Obj | None:
         return self.old.obj if isinstance(self.old, Tombstone) else self.old
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One object of a LIST, already in the form the store keeps (JSON bytes in a compact store),
+    with what :meth:`Store.replace_listed` needs to know about it: a listing never holds every
+    object of a large LIST as parsed dicts at once (a restart at 10,000 services would, for each
+    kind at the same time)."""
+
+    key: str
+    stored: Obj | bytes
+    uid: str | None
+    resource_version: str | None
+    #: each index function's values, computed while the object was still a dict
+    index_values: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChange:
+    """A change of :meth:`Store.replace_listed`, its objects still in their stored form: parsed
+    by :meth:`change` one at a time as they are handed out, not all at once."""
+
+    type: EventType
+    key: str
+    old: Obj | bytes | None
+    new: Obj | bytes | None
+    initial: bool
+
+    def change(self) -> Change:
+        new = None if self.new is None else _decoded(self.new)
+        if self.old is None:
+            return Change(self.type, None, new, self.initial)
+        old = _decoded(self.old)
+        # A replace's old object is one whose deletion was never observed: a tombstone.
+        return Change(
+            self.type, Tombstone(self.key, old) if self.type == "DELETED" else old, new, self.initial
+        )
 
 
 def by_namespace(obj: Obj) -> Iterable[str]:
@@ -191,6 +234,12 @@ class Store:
         keys = self._indices[index].get(value)
         return [_decoded(self._items[key]) for key in sorted(keys)] if keys else []
 
+    def keys_by_index(self, index: str, value: str) -> list[str]:
+        """The keys :meth:`by_index` would return the objects of (sorted): nothing is parsed."""
+        if index not in self._indices:
+            raise KeyError(f"no index named {index!r}; known: {sorted(self._indices)}")
+        return sorted(self._indices[index].get(value) or ())
+
     def index_values(self, index: str) -> list[str]:
         return sorted(self._indices[index])
 
@@ -205,52 +254,83 @@ class Store:
 
     # -- writing (informer only) ----------------------------------------------------------------
 
+    def listed(self, obj: Obj) -> Listed:
+        """``obj`` (already transformed) as this store will keep it; the dict may be dropped."""
+        return Listed(
+            object_key(obj),
+            _encoded(obj) if self.compact else obj,
+            _uid(obj),
+            _resource_version(obj),
+            tuple((name, tuple(func(obj))) for name, func in self._indexers.items()),
+        )
+
     def upsert(self, obj: Obj) -> Obj | None:
         """Insert or replace; returns the previous object."""
-        key = object_key(obj)
-        old = self.get(key)
-        if old is not None:
-            self._unindex(key, old)
-        self._items[key] = _encoded(obj) if self.compact else obj
-        for name in self._indexers:
-            self._index_one(name, key, obj)
-        return old
+        return self._put(self.listed(obj))
 
     def delete(self, key: str) -> Obj | None:
-        stored = self._items.pop(key, None)
-        if stored is None:
-            return None
-        old = _decoded(stored)
-        self._unindex(key, old)
-        return old
+        return self._pop(key)
 
     def replace(self, objects: Iterable[Obj], *, initial: bool = False) -> list[Change]:
+        """:meth:`replace_listed` for parsed objects, its changes parsed."""
+        pending = self.replace_listed([self.listed(obj) for obj in objects], initial=initial)
+        return [change.change() for change in pending]
+
+    def replace_listed(self, listed: Iterable[Listed], *, initial: bool = False) -> list[PendingChange]:
         """Make the store equal to a fresh LIST and describe the difference.
 
         New keys are ADDED, keys whose resourceVersion moved are MODIFIED, and keys missing from the
         list are DELETED with a :class:`Tombstone` (their deletion was never observed).  Objects
-        with an unchanged resourceVersion produce no change: nothing happened to them."""
-        fresh = {object_key(obj): obj for obj in objects}
-        changes: list[Change] = []
+        with an unchanged resourceVersion produce no change: nothing happened to them.  Only objects
+        that were already cached are parsed (to compare them); the changes carry stored forms."""
+        fresh = {item.key: item for item in listed}
+        changes: list[PendingChange] = []
         for key in [key for key in self._items if key not in fresh]:
-            old = self.delete(key)
-            assert old is not None
-            changes.append(Change("DELETED", Tombstone(key, old), None, initial))
-        for key, obj in fresh.items():
-            previous = self.get(key)
-            if previous is None:
-                self.upsert(obj)
-                changes.append(Change("ADDED", None, obj, initial))
-            elif _uid(previous) != _uid(obj):  # deleted and recreated under the same name
-                self.upsert(obj)
-                changes.append(Change("DELETED", Tombstone(key, previous), None, initial))
-                changes.append(Change("ADDED", None, obj, initial))
-            elif _resource_version(previous) != _resource_version(obj):
-                self.upsert(obj)
-                changes.append(Change("MODIFIED", previous, obj, initial))
+            changes.append(PendingChange("DELETED", key, self._items[key], None, initial))
+            self._pop(key)
+        for key, item in fresh.items():
+            stored = self._items.get(key)
+            if stored is None:
+                self._put(item)
+                changes.append(PendingChange("ADDED", key, None, item.stored, initial))
+                continue
+            previous = _decoded(stored)
+            if _uid(previous) != item.uid:  # deleted and recreated under the same name
+                self._put(item, previous)
+                changes.append(PendingChange("DELETED", key, stored, None, initial))
+                changes.append(PendingChange("ADDED", key, None, item.stored, initial))
+            elif _resource_version(previous) != item.resource_version:
+                self._put(item, previous)
+                changes.append(PendingChange("MODIFIED", key, stored, item.stored, initial))
         return changes
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _put(self, item: Listed, previous: Obj | None = None) -> Obj | None:
+        """Store one listed object (indexed); returns the previous object (``previous``: already
+        parsed by the caller, so it is not parsed again to unindex it)."""
+        previous = self._pop(item.key, previous)
+        self._items[item.key] = item.stored
+        computed = dict(item.index_values)
+        obj: Obj | None = None
+        for name in self._indexers:
+            values = computed.get(name)
+            if values is None:  # an index added after the object was listed
+                obj = obj if obj is not None else _decoded(item.stored)
+                values = tuple(self._indexers[name](obj))
+            index = self._indices[name]
+            for value in values:
+                index.setdefault(value, set()).add(item.key)
+        return previous
+
+    def _pop(self, key: str, parsed: Obj | None = None) -> Obj | None:
+        """Remove and unindex one object; returns it (``parsed``: its parsed form, if known)."""
+        stored = self._items.pop(key, None)
+        if stored is None:
+            return None
+        old = parsed if parsed is not None else _decoded(stored)
+        self._unindex(key, old)
+        return old
 
     def _index_one(self, name: str, key: str, obj: Obj) -> None:
         index = self._indices[name]

@@ -18,7 +18,7 @@ from llmkube.kube.errors import ServerTimeout, is_resource_version_too_large
 from llmkube.kube.informer import Informer
 from llmkube.kube.reflector import Reflector
 from llmkube.kube.resource import CONFIG_MAPS, EVENTS
-from llmkube.kube.store import Change, Tombstone
+from llmkube.kube.store import Change, Listed, Store, Tombstone
 from llmkube.kube.transport import AiohttpTransport
 from llmkube.testing.etcd import compact
 
@@ -185,9 +185,13 @@ async def test_expired_watch_relists_and_synthesises_deletes(
 class ListSink:
     def __init__(self) -> None:
         self.names: list[str] = []
+        self.store = Store()
 
-    def replace(self, objects: list[dict[str, Any]], resource_version: str) -> None:
-        self.names = sorted(obj["metadata"]["name"] for obj in objects)
+    def listed(self, obj: dict[str, Any]) -> Listed:
+        return self.store.listed(obj)
+
+    def replace_listed(self, listed: list[Listed], resource_version: str) -> None:
+        self.names = sorted(item.key.partition("/")[2] for item in listed)
 
     def watch_event(self, event_type: str, obj: dict[str, Any]) -> None:
         return None
@@ -223,3 +227,19 @@ async def test_a_resource_version_the_server_has_not_reached_is_relisted_from_et
         assert sink.names == ["a", "b"]
         assert reflector.last_sync_rv is not None and int(reflector.last_sync_rv) < int(future)
         assert reflector.stats.quorum_relists == 1
+
+
+async def test_the_first_list_arrives_in_pages_on_a_real_server(client: ApiClient, namespace: str) -> None:
+    # A LIST from resourceVersion "0" would be served whole from the watch cache (limit ignored):
+    # at 10,000 objects one document of them all, parsed at once.
+    for index in range(7):
+        await client.create(
+            CONFIG_MAPS,
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"page-{index}"}},
+            namespace=namespace,
+        )
+    sink = ListSink()
+    reflector = Reflector(client, CONFIG_MAPS, sink, namespace=namespace, page_size=3)
+    await reflector.relist()
+    assert sink.names == [f"page-{index}" for index in range(7)]
+    assert reflector.stats.list_pages == 3

@@ -66,14 +66,14 @@ async def harness() -> AsyncIterator[Harness]:
     await informer.stop()
 
 
-async def test_lists_in_pages_from_rv_0_then_watches_from_the_list_rv(harness: Harness) -> None:
+async def test_lists_in_pages_with_a_consistent_read_then_watches_from_the_list_rv(harness: Harness) -> None:
     for index in range(5):
         harness.server.put("ns", f"cm-{index}")
     harness.informer.start()
     await settle()
     assert harness.informer.has_synced()
     assert harness.names() == [f"cm-{index}" for index in range(5)]
-    assert harness.lists() == ["0", None, None]  # continue pages carry no RV
+    assert harness.lists() == ["", None, None]  # continue pages carry no RV
     assert [request.params.get("limit") for request in harness.server.requests if is_list(request)] == [
         "2"
     ] * 3
@@ -122,7 +122,7 @@ async def test_normal_watch_end_rewatches_from_the_last_rv_without_listing(harne
     await harness.clock.advance(5)
     harness.server.end_watches()
     await settle()
-    assert harness.lists() == ["0"]
+    assert harness.lists() == [""]
     assert [watch["resourceVersion"] for watch in harness.watches()] == ["100", "101"]
 
 
@@ -145,8 +145,8 @@ async def test_expired_watch_relists_with_the_last_rv_and_synthesises_deletes(ha
     assert deleted[0].obj["metadata"]["name"] == "gone"
     assert [change.type for change in harness.changes] == ["DELETED", "ADDED"]
     assert not any(change.initial for change in harness.changes)
-    # The relist asked for the last synced RV first (not "0", not "").
-    assert harness.lists() == ["0", "102"]
+    # The relist asked for the last synced RV first (not a consistent read).
+    assert harness.lists() == ["", "102"]
     assert harness.informer.reflector.stats.relists_after_expired == 1
 
 
@@ -161,7 +161,7 @@ async def test_an_expired_relist_falls_back_to_a_quorum_read(harness: Harness) -
     harness.server.put("ns", "c")
     harness.server.compact(lists_too=True)  # both the watch RV and a relist at that RV are too old
     await harness.clock.advance(60)
-    assert harness.lists()[:3] == ["0", "102", ""]  # then a continue page (no RV)
+    assert harness.lists()[:3] == ["", "102", ""]  # then a continue page (no RV)
     assert harness.names() == ["a", "b", "c"]
     assert harness.informer.reflector.stats.quorum_relists == 1
 
@@ -196,7 +196,7 @@ async def test_a_too_large_rv_on_relist_falls_back_to_a_quorum_read(harness: Har
     harness.server.compact()
     await harness.clock.advance(60)
     # The LIST at the last RV was refused as too large: at once a quorum read, not a retry of it.
-    assert harness.lists()[:3] == ["0", "102", ""]
+    assert harness.lists()[:3] == ["", "102", ""]
     assert harness.names() == ["a", "b", "c"]
     assert harness.informer.reflector.stats.quorum_relists == 1
 
@@ -205,12 +205,12 @@ async def test_a_too_large_rv_on_watch_relists_from_a_quorum_read(harness: Harne
     harness.server.put("ns", "a")
     harness.informer.start()
     await settle()
-    assert harness.lists() == ["0"]
+    assert harness.lists() == [""]
     harness.server.send_raw(orjson.dumps({"type": "ERROR", "object": too_large()}) + b"\n")
     harness.server.put("ns", "b")
     await harness.clock.advance(60)
     # Not "101" again (the RV the server just called too large) but a consistent read.
-    assert harness.lists()[:2] == ["0", ""]
+    assert harness.lists()[:2] == ["", ""]
     assert harness.names() == ["a", "b"]
     assert harness.informer.reflector.stats.quorum_relists == 1
 
@@ -220,7 +220,7 @@ async def test_a_too_large_rv_when_opening_the_watch_relists_from_a_quorum_read(
     harness.server.faults.append(lambda request: Reply(504, too_large()) if is_watch(request) else None)
     harness.informer.start()
     await harness.clock.advance(60)
-    assert harness.lists()[:2] == ["0", ""]
+    assert harness.lists()[:2] == ["", ""]
     assert harness.server.open_watches == 1
     assert harness.informer.reflector.stats.quorum_relists == 1
 
@@ -233,7 +233,7 @@ async def test_a_timeout_without_the_too_large_cause_keeps_the_last_rv(harness: 
     plain = status_body(504, "Timeout", "Too large resource version: 999999, current: 150")
     harness.server.send_raw(orjson.dumps({"type": "ERROR", "object": plain}) + b"\n")
     await harness.clock.advance(60)
-    assert harness.lists()[:2] == ["0", "101"]
+    assert harness.lists()[:2] == ["", "101"]
     assert harness.informer.reflector.stats.quorum_relists == 0
 
 
@@ -251,7 +251,7 @@ async def test_429_on_watch_waits_and_rewatches_without_relisting(harness: Harne
     assert harness.server.open_watches == 0
     await harness.clock.advance(7.2)
     assert harness.server.open_watches == 1
-    assert harness.lists() == ["0"]
+    assert harness.lists() == [""]
 
 
 async def test_very_short_watches_are_failures_that_back_off_and_relist(harness: Harness) -> None:
@@ -264,7 +264,7 @@ async def test_very_short_watches_are_failures_that_back_off_and_relist(harness:
     assert reflector.failing_since == harness.clock.monotonic()
     assert harness.server.open_watches == 0
     await harness.clock.advance(1.7)  # first backoff step is in [0.8, 1.6)
-    assert harness.lists() == ["0", "100"]
+    assert harness.lists() == ["", "100"]
     assert harness.server.open_watches == 1
 
 
@@ -292,7 +292,7 @@ async def test_connection_failures_back_off_exponentially_then_recover(harness: 
     for gap, step in zip(gaps, steps, strict=True):
         assert step <= gap < 2 * step + 0.25  # jittered step (plus the test's 0.25 s granularity)
     assert harness.server.open_watches == 1
-    assert harness.lists() == ["0"]  # refused connections only re-watch, they never relist
+    assert harness.lists() == [""]  # refused connections only re-watch, they never relist
     assert harness.informer.reflector.stats.failures == 6
     assert harness.informer.reflector.stats.watching  # the watch is open again
 
@@ -355,9 +355,9 @@ async def test_error_event_other_than_expired_fails_backs_off_and_relists(harnes
     assert harness.informer.reflector.stats.failures == 1
     await harness.clock.advance(0.5)
     assert harness.informer.failing_for() == 0.5
-    assert harness.lists() == ["0"]
+    assert harness.lists() == [""]
     await harness.clock.advance(1.5)  # past the first backoff step
-    assert harness.lists() == ["0", "100"]
+    assert harness.lists() == ["", "100"]
 
 
 async def test_forbidden_watch_keeps_failing_and_reports_it(harness: Harness) -> None:
@@ -456,7 +456,7 @@ def test_resource_version_unavailable_is_decided_from_reason_and_causes(
 
 @pytest.mark.parametrize(
     ("last", "unavailable", "expected"),
-    [(None, False, "0"), ("42", False, "42"), ("42", True, ""), (None, True, "")],
+    [(None, False, ""), ("42", False, "42"), ("42", True, ""), (None, True, "")],
 )
 def test_relist_rv(last: str | None, unavailable: bool, expected: str) -> None:
     assert relist_rv(last, unavailable) == expected

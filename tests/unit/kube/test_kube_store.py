@@ -192,3 +192,18 @@ def test_line_splitter_handles_megabyte_lines_and_enforces_its_bound() -> None:
     with pytest.raises(LineTooLong):
         for _ in range(100):
             splitter.feed(b"b" * 65536)
+
+
+@both
+@pytest.mark.parametrize(
+    ("index", "value"),
+    [("app", "ns/x"), ("app", "ns/y"), ("app", "ns/none"), ("namespace", "ns"), ("namespace", "z")],
+)
+def test_keys_by_index_names_what_by_index_returns(compact: bool, index: str, value: str) -> None:
+    store = Store({"app": by_label("app")}, compact=compact)
+    for name, app in (("b", "x"), ("a", "x"), ("c", "y"), ("d", None)):
+        store.upsert(obj(name, labels={"app": app} if app else {}))
+    expected = [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in store.by_index(index, value)]
+    assert store.keys_by_index(index, value) == expected
+    with pytest.raises(KeyError, match="no index"):
+        store.keys_by_index("missing", value)
