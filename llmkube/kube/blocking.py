@@ -108,9 +108,13 @@ async def run_blocking(
         return await asyncio.shield(done)
     except asyncio.CancelledError:
         flag.set()
-        if cleanup_grace > 0:
-            with contextlib.suppress(BaseException):
-                await asyncio.wait({done}, timeout=cleanup_grace)
+        # Wait out the cleanup grace even if cancelled again meanwhile (shutdown cancels a reconcile,
+        # then asyncio.run cancels whatever still runs): a second cancellation must not abandon the
+        # work's cleanup (a partial model file) halfway.
+        deadline = loop.time() + cleanup_grace
+        while not done.done() and (left := deadline - loop.time()) > 0:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({done}, timeout=left)
         if done.done() and not done.cancelled():
             done.exception()  # retrieved: the work's StopRequested is expected, not an orphan error
         raise

@@ -56,6 +56,32 @@ async def test_cancelling_the_caller_stops_the_work_and_waits_for_its_cleanup() 
     assert cleaned_up.is_set()  # the cancellation propagated only after the cleanup
 
 
+async def test_a_second_cancellation_still_waits_for_the_cleanup() -> None:
+    """Shutdown cancels a reconcile, and asyncio.run cancels what is still running when it ends: the
+    second cancellation must not cut the first one's cleanup short (a partial model file was left
+    behind when it did)."""
+    started, cleaned_up = threading.Event(), threading.Event()
+
+    def chunks(flag: StopFlag) -> None:
+        started.set()
+        try:
+            while True:
+                flag.sleep(0.01)
+        finally:
+            time.sleep(0.3)
+            cleaned_up.set()
+
+    task = asyncio.create_task(run_blocking(chunks))
+    while not started.is_set():  # noqa: ASYNC110 - a thread has no event to await
+        await asyncio.sleep(0.01)
+    task.cancel()
+    await asyncio.sleep(0.05)  # the task is in its cleanup wait now
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cleaned_up.is_set()
+
+
 async def test_a_parent_flag_stops_every_child() -> None:
     parent = StopFlag()
     stopped: list[str] = []
