@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -156,11 +156,16 @@ def node_cluster() -> Iterator[NodeCluster]:
 @pytest.fixture
 def node_namespace(node_cluster: NodeCluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace on the node tier, deleted after the test (its pods with it)."""
-    handle = ClusterHandle("node", node_cluster.server, node_cluster.kubeconfig, node_cluster.workdir)
-    yield from _fresh_namespace(handle, request)
+    yield from fresh_namespace(node_cluster, request)
 
 
-def _fresh_namespace(cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
+class _Administered(Protocol):
+    def admin(self) -> KubeRest: ...
+
+
+def fresh_namespace(cluster: _Administered, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace named after the test (unique), deleted afterwards: the body of every namespace
+    fixture, whichever cluster it is on."""
     base = "".join(ch if ch.isalnum() else "-" for ch in request.node.name.lower())[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     admin = cluster.admin()
@@ -175,13 +180,13 @@ def _fresh_namespace(cluster: ClusterHandle, request: pytest.FixtureRequest) -> 
 @pytest.fixture
 def namespace(api_cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace in the api-tier cluster, deleted after the test."""
-    yield from _fresh_namespace(api_cluster, request)
+    yield from fresh_namespace(api_cluster, request)
 
 
 @pytest.fixture
 def full_namespace(full_cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace in the full-tier cluster, deleted after the test."""
-    yield from _fresh_namespace(full_cluster, request)
+    yield from fresh_namespace(full_cluster, request)
 
 
 def apply_manifests(cluster: ClusterHandle, docs: list[dict[str, Any]], namespace: str | None = None) -> None:

@@ -1,9 +1,7 @@
 """The fault suite's control plane: a full tier of its own (its API server gets killed), with the
 API server auditing the controller identity's requests (how writes are counted across SIGKILLs)."""
 
-import contextlib
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +9,7 @@ import pytest
 from fault_support import LONG, install
 
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError
-from llmkube.testing.rest import RestError
+from llmkube.testing.pytest_plugin import fresh_namespace
 
 FAULTS = Path(__file__).parent
 
@@ -43,12 +41,4 @@ def fault_cluster() -> Iterator[LocalCluster]:
 
 @pytest.fixture
 def fault_namespace(fault_cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    base = "".join(ch if ch.isalnum() else "-" for ch in request.node.name.lower())[:40].strip("-")
-    name = f"{base}-{uuid.uuid4().hex[:6]}"
-    admin = fault_cluster.admin()
-    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    try:
-        yield name
-    finally:
-        with contextlib.suppress(RestError):
-            admin.delete("v1", "Namespace", name)
+    yield from fresh_namespace(fault_cluster, request)
