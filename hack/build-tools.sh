@@ -75,56 +75,45 @@ build_kustomize() {
     "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=$KUSTOMIZE_VERSION"
 }
 
-build_monitoring_check() {
-  # Our own small program: the version stamp covers the API module and the source file.
-  local here stamp_value mod
+build_go_program() {  # build_go_program NAME VERSIONS MODULE WHAT MODULE@VERSION...
+  # One of our own small programs (hack/tools/NAME.go) built against pinned modules: the version
+  # stamp covers the pinned versions and the source file.
+  local name=$1 versions=$2 module=$3 what=$4 here stamp_value mod
+  shift 4
   here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-  stamp_value="$PROMETHEUS_OPERATOR_APIS-$(sha256sum "$here/tools/monitoring-check.go" | cut -c1-12)"
-  if fresh monitoring-check "$stamp_value"; then
-    log "monitoring-check $stamp_value: cached"
+  stamp_value="$versions-$(sha256sum "$here/tools/$name.go" | cut -c1-12)"
+  if fresh "$name" "$stamp_value"; then
+    log "$name $stamp_value: cached"
     return
   fi
-  mod="$CACHE_ROOT/build/monitoring-check-$PROMETHEUS_OPERATOR_APIS"
+  mod="$CACHE_ROOT/build/$name-${versions%%-*}"
   mkdir -p "$mod"
-  cp "$here/tools/monitoring-check.go" "$mod/main.go"
-  log "monitoring-check $stamp_value: building against the Prometheus Operator API types"
+  cp "$here/tools/$name.go" "$mod/main.go"
+  log "$name $stamp_value: building against $what"
   local t0=$SECONDS
   (
     cd "$mod"
-    [ -f go.mod ] || printf 'module llmkube.dev/monitoringcheck\n\ngo 1.26\n' > go.mod
-    go get "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@$PROMETHEUS_OPERATOR_APIS" >&2
+    [ -f go.mod ] || printf 'module %s\n\ngo 1.26\n' "$module" > go.mod
+    go get "$@" >&2
     go mod tidy >&2
-    go build -ldflags "-s -w" -o "$BIN/monitoring-check.tmp" .
+    go build -ldflags "-s -w" -o "$BIN/$name.tmp" .
   )
-  mv "$BIN/monitoring-check.tmp" "$BIN/monitoring-check"
-  echo "$stamp_value" > "$BIN/.monitoring-check.version"
-  log "monitoring-check $stamp_value: built in $((SECONDS - t0)) s"
+  mv "$BIN/$name.tmp" "$BIN/$name"
+  echo "$stamp_value" > "$BIN/.$name.version"
+  log "$name $stamp_value: built in $((SECONDS - t0)) s"
+}
+
+build_monitoring_check() {
+  build_go_program monitoring-check "$PROMETHEUS_OPERATOR_APIS" llmkube.dev/monitoringcheck \
+    "the Prometheus Operator API types" \
+    "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@$PROMETHEUS_OPERATOR_APIS"
 }
 
 build_gitops_health() {
-  local here stamp_value mod
-  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-  stamp_value="$FLUX_RUNTIME-$FLUX_CLI_UTILS-$(sha256sum "$here/tools/gitops-health.go" | cut -c1-12)"
-  if fresh gitops-health "$stamp_value"; then
-    log "gitops-health $stamp_value: cached"
-    return
-  fi
-  mod="$CACHE_ROOT/build/gitops-health-$FLUX_RUNTIME"
-  mkdir -p "$mod"
-  cp "$here/tools/gitops-health.go" "$mod/main.go"
-  log "gitops-health $stamp_value: building against Flux's kstatus and CEL evaluator (~4 min cold)"
-  local t0=$SECONDS
-  (
-    cd "$mod"
-    [ -f go.mod ] || printf 'module llmkube.dev/gitopshealth\n\ngo 1.26\n' > go.mod
-    go get "github.com/fluxcd/pkg/runtime@$FLUX_RUNTIME" "github.com/fluxcd/cli-utils@$FLUX_CLI_UTILS" \
-      "github.com/fluxcd/pkg/apis/kustomize@$FLUX_KUSTOMIZE_APIS" >&2
-    go mod tidy >&2
-    go build -ldflags "-s -w" -o "$BIN/gitops-health.tmp" .
-  )
-  mv "$BIN/gitops-health.tmp" "$BIN/gitops-health"
-  echo "$stamp_value" > "$BIN/.gitops-health.version"
-  log "gitops-health $stamp_value: built in $((SECONDS - t0)) s"
+  build_go_program gitops-health "$FLUX_RUNTIME-$FLUX_CLI_UTILS" llmkube.dev/gitopshealth \
+    "Flux's kstatus and CEL evaluator (~4 min cold)" \
+    "github.com/fluxcd/pkg/runtime@$FLUX_RUNTIME" "github.com/fluxcd/cli-utils@$FLUX_CLI_UTILS" \
+    "github.com/fluxcd/pkg/apis/kustomize@$FLUX_KUSTOMIZE_APIS"
 }
 
 t_start=$SECONDS
