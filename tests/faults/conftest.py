@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_support import LONG, install
+from fault_support import LONG, installed_cluster
 
-from llmkube.testing.cluster import LocalCluster, MissingBinaryError
+from llmkube.testing.cluster import LocalCluster
 from llmkube.testing.pytest_plugin import fresh_namespace
 
 FAULTS = Path(__file__).parent
@@ -28,15 +28,7 @@ def fault_cluster() -> Iterator[LocalCluster]:
         pytest.skip(
             "the fault suite kills control-plane processes: it needs a local control plane of its own"
         )
-    try:
-        cluster = LocalCluster("full", audit=True).start()
-    except MissingBinaryError as err:
-        pytest.fail(str(err), pytrace=False)
-    try:
-        install(cluster)
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from installed_cluster("full", audit=True)
 
 
 @pytest.fixture

@@ -11,18 +11,20 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.testing.audit import AuditEntry, read_audit
-from llmkube.testing.cluster import CONTROLLER_USER, LocalCluster
+from llmkube.testing.cluster import CONTROLLER_USER, LocalCluster, MissingBinaryError, Tier
 from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_for_crds, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +51,20 @@ def install(cluster: LocalCluster) -> None:
             if path.name != "kustomization.yaml":
                 docs += load_yaml_documents(path)
     admin.apply_all(docs)
+
+
+def installed_cluster(tier: Tier, **options: Any) -> Iterator[LocalCluster]:
+    """A local cluster of the fault suite's own (its processes get killed), with `install`ed CRDs and
+    RBAC; stopped afterwards. The body of the suite's cluster fixtures."""
+    try:
+        cluster = LocalCluster(tier, **options).start()
+    except MissingBinaryError as err:
+        pytest.fail(str(err), pytrace=False)
+    try:
+        install(cluster)
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 # -- objects -------------------------------------------------------------------------------------

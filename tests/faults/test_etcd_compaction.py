@@ -14,10 +14,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from fault_support import create_services, eventually, in_process, install, long_or, merge_patch, poll
+from fault_support import (
+    create_services,
+    eventually,
+    in_process,
+    installed_cluster,
+    long_or,
+    merge_patch,
+    poll,
+)
 
 from llmkube.controllers.resources import INFERENCE_SERVICES
-from llmkube.testing.cluster import LocalCluster, MissingBinaryError
+from llmkube.testing.cluster import LocalCluster
 from llmkube.testing.etcd import compact
 from llmkube.testing.rest import KubeRest
 from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
@@ -25,15 +33,7 @@ from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 
 @pytest.fixture(scope="module")
 def uncached_cluster() -> Iterator[LocalCluster]:
-    try:
-        cluster = LocalCluster("api", apiserver_args=("--watch-cache=false",)).start()
-    except MissingBinaryError as err:
-        pytest.fail(str(err), pytrace=False)
-    try:
-        install(cluster)
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from installed_cluster("api", apiserver_args=("--watch-cache=false",))
 
 
 def deployment_replicas(admin: KubeRest, namespace: str) -> dict[str, int]:

@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 import pytest
-from fault_support import API, MERGE, eventually, hf_model, install, isvc
+from fault_support import API, MERGE, eventually, hf_model, installed_cluster, isvc
 
-from llmkube.testing.cluster import LocalCluster, MissingBinaryError
+from llmkube.testing.cluster import LocalCluster
 from llmkube.testing.rest import KubeRest
 
 SECONDS = float(os.environ.get("LLMKUBE_SOAK_SECONDS", "0"))
@@ -40,16 +40,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def soak_cluster() -> Iterator[LocalCluster]:
-    try:
-        # A /24 of Service IPs (the default of the local control plane) holds 254 Services.
-        cluster = LocalCluster("api", apiserver_args=("--service-cluster-ip-range=10.96.0.0/16",)).start()
-    except MissingBinaryError as err:
-        pytest.fail(str(err), pytrace=False)
-    try:
-        install(cluster)
-        yield cluster
-    finally:
-        cluster.stop()
+    # A /24 of Service IPs (the default of the local control plane) holds 254 Services.
+    yield from installed_cluster("api", apiserver_args=("--service-cluster-ip-range=10.96.0.0/16",))
 
 
 class Sampled:
