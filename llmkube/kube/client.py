@@ -4,7 +4,9 @@ One instance per process (one connection pool).  Every request is counted in
 ``rest_client_requests_total{code,method,host}`` and in :attr:`ApiClient.request_counts`, which
 tests use to prove that a converged controller makes no mutating request, and by what it asks
 for in RBAC's terms in :attr:`ApiClient.api_requests` (verb, group, resource, subresource), which
-tests compare with the controller's RBAC.  With leader election,
+tests compare with the controller's RBAC, and every refusal by its data in
+:attr:`ApiClient.refusals` (method, code, reason, cause reasons), so a test can tell an RBAC 403
+from a namespace being deleted without reading a message.  With leader election,
 :attr:`ApiClient.write_guard` is asked before every mutating request (leadership.py), so nothing
 is written without the lease.
 """
@@ -16,7 +18,7 @@ import copy
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 from urllib.parse import urlencode, urlsplit
 
 import orjson
@@ -25,7 +27,7 @@ import llmkube
 from llmkube.kube import metrics, yaml_json
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.config import AuthProvider, ClientConfig, StaticAuth
-from llmkube.kube.errors import ApiError, Unauthorized, error_from_response
+from llmkube.kube.errors import NAMESPACE_TERMINATING, ApiError, Unauthorized, error_from_response
 from llmkube.kube.request_info import ApiRequest, api_request
 from llmkube.kube.resource import Resource
 from llmkube.kube.transport import AiohttpTransport, HttpResponse, RequestTimeout, Transport, TransportError
@@ -39,6 +41,7 @@ __all__ = [
     "STRATEGIC_MERGE_PATCH",
     "USER_AGENT",
     "ApiClient",
+    "Refusal",
     "WriteGuard",
 ]
 
@@ -74,6 +77,19 @@ def _encode_params(params: Params | None) -> str:
     return urlencode(pairs) if pairs else ""
 
 
+class Refusal(NamedTuple):
+    """A non-2xx answer as its Status tells it: ``reason`` and the ``details.causes`` reasons."""
+
+    method: str
+    status: int
+    reason: str
+    causes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, method: str, error: ApiError) -> Refusal:
+        return cls(method, error.status, error.reason, tuple(cause.reason for cause in error.causes))
+
+
 class ApiClient:
     def __init__(
         self,
@@ -100,6 +116,8 @@ class ApiClient:
         self.request_counts: Counter[tuple[str, str]] = Counter()
         #: what each request asked for, as RBAC reads it -> number of requests (any outcome)
         self.api_requests: Counter[ApiRequest] = Counter()
+        #: every non-2xx answer, by what the Status says -> number of such answers
+        self.refusals: Counter[Refusal] = Counter()
         #: asked before every POST/PUT/PATCH/DELETE (each attempt, retries included)
         self.write_guard: WriteGuard | None = None
 
@@ -129,6 +147,15 @@ class ApiClient:
     def mutating_requests(self) -> int:
         """How many POST/PUT/PATCH/DELETE requests this client has sent (any outcome)."""
         return sum(count for (method, _), count in self.request_counts.items() if method in MUTATING_METHODS)
+
+    def rbac_refusals(self) -> dict[Refusal, int]:
+        """The 403s an authorizer gave: every Forbidden except those for new content in a namespace
+        being deleted, which is the namespace's lifecycle, not a missing permission."""
+        return {
+            refusal: count
+            for refusal, count in self.refusals.items()
+            if refusal.status == 403 and NAMESPACE_TERMINATING not in refusal.causes
+        }
 
     def total_requests(self) -> int:
         return sum(self.request_counts.values())
@@ -195,6 +222,7 @@ class ApiClient:
                     return
                 retry_after = response.headers.get("Retry-After")
                 error = error_from_response(status, await response.read(), retry_after)
+                self.refusals[Refusal.of(method, error)] += 1
             if isinstance(error, Unauthorized) and not refreshed and await self._auth.refresh():
                 refreshed = True
                 continue

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 __all__ = [
+    "NAMESPACE_TERMINATING",
     "AlreadyExists",
     "ApiError",
     "Conflict",
@@ -29,6 +30,9 @@ __all__ = [
 #: knows (metav1.CauseTypeResourceVersionTooLarge): after an etcd restore, or from a lagging
 #: API server's watch cache.
 RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
+#: ``Status.details.causes[].reason`` of a 403 for new content in a namespace being deleted
+#: (v1.NamespaceTerminatingCause, set by the NamespaceLifecycle admission plugin).
+NAMESPACE_TERMINATING = "NamespaceTerminating"
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +182,4 @@ def namespace_terminating(error: ApiError) -> bool:
     NamespaceTerminating): not an RBAC problem, and retrying cannot help."""
     if not isinstance(error, Forbidden):
         return False
-    return any(cause.reason == "NamespaceTerminating" for cause in error.causes) or (
-        "because it is being terminated" in error.message
-    )
+    return any(cause.reason == NAMESPACE_TERMINATING for cause in error.causes)

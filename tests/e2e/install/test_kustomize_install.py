@@ -57,7 +57,7 @@ def managers(obj: dict[str, Any]) -> set[str]:
 
 
 def refused(controller: InProcessController) -> int:
-    return sum(n for (_, code), n in controller.manager.client.request_counts.items() if code == "403")
+    return sum(controller.manager.client.rbac_refusals().values())
 
 
 async def quiet(controller: InProcessController) -> None:

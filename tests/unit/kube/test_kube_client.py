@@ -11,7 +11,7 @@ from kube_fakes import FakeApiServer, RecordingTransport, Reply, fail_once, make
 from prometheus_client import REGISTRY
 
 from llmkube import __version__
-from llmkube.kube.client import APPLY_PATCH, ApiClient
+from llmkube.kube.client import APPLY_PATCH, ApiClient, Refusal
 from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.errors import (
     AlreadyExists,
@@ -225,6 +225,35 @@ async def test_transport_errors_are_counted_and_raised() -> None:
     with pytest.raises(TransportError):
         await client.get(CONFIG_MAPS, "x", "ns")
     assert client.request_counts == {("GET", "<error>"): 1}
+
+
+async def test_refusals_are_recorded_by_their_status_reason_and_causes() -> None:
+    terminating = status_body(
+        403,
+        "Forbidden",
+        'deployments.apps "a" is forbidden: unable to create new content in namespace ai',
+        causes=[{"reason": "NamespaceTerminating", "field": "metadata.namespace", "message": "..."}],
+    )
+    transport = RecordingTransport(
+        [
+            Reply(403, terminating),
+            Reply(403, status_body(403, "Forbidden", 'User "x" cannot create resource "deployments"')),
+            Reply(404, status_body(404, "NotFound")),
+        ]
+    )
+    client = ApiClient("https://h:1", transport=transport)
+    for _ in range(2):
+        with pytest.raises(Forbidden):
+            await client.request("POST", "/apis/apps/v1/namespaces/ai/deployments", body={})
+    with pytest.raises(NotFound):
+        await client.get(CONFIG_MAPS, "x", "ns")
+    assert client.refusals == {
+        Refusal("POST", 403, "Forbidden", ("NamespaceTerminating",)): 1,
+        Refusal("POST", 403, "Forbidden", ()): 1,
+        Refusal("GET", 404, "NotFound", ()): 1,
+    }
+    # Only the authorizer's 403 is RBAC's: the terminating namespace's is its lifecycle.
+    assert client.rbac_refusals() == {Refusal("POST", 403, "Forbidden", ()): 1}
 
 
 async def test_rest_client_requests_metric_uses_controller_runtime_labels() -> None:

@@ -28,7 +28,11 @@ from llmkube.kube.ownership import NotOurs
             ),
             True,
         ),
-        (Forbidden(403, "unable to create new content in namespace ai because it is being terminated"), True),
+        # Decided from the cause alone: the same words without it are not taken for it.
+        (
+            Forbidden(403, "unable to create new content in namespace ai because it is being terminated"),
+            False,
+        ),
         (Forbidden(403, 'deployments.apps is forbidden: User "x" cannot create resource'), False),
         (NotFound(404, "namespaces ai not found"), False),
     ],
