@@ -120,6 +120,7 @@ class InferenceServiceController:
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
         self.services.add_index(BY_RUNTIME_CLASS, runtime_class_index)
+        self.status_writer.follow(self.services)
         self.models = host.informer(MODELS, compact=True)
         manager = host.applier.field_manager
         # Trimmed to what is owned or read first (cache_transforms.py).

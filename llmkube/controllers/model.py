@@ -100,6 +100,7 @@ class ModelController:
         self.metrics = metrics
         self.status_writer = StatusWriter(host.applier, MODELS, differs=status_changed, encode=encode_status)
         self.models = host.informer(MODELS, compact=True)  # as the InferenceService controller asks
+        self.status_writer.follow(self.models)
         self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
         self._session: aiohttp.ClientSession | None = None
         self._copy_bytes_per_second = copy_bytes_per_second

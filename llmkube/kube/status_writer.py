@@ -7,6 +7,11 @@ the writer remembers, per object, the resourceVersion its last write was based o
 wrote, and while the cache still shows that version, the object's current status is what we wrote
 (`current`): callers plan from it and compare with it (read your own writes).
 
+The memory of a write ends as soon as the cache shows any other version. A status write wakes no
+reconcile (the controllers watch for spec, label and annotation changes), so the writer follows the
+informer itself (`follow`) and forgets on the watch event: at 10,000 services each remembered
+status was about 6 KB held until the object's next reconcile, if it ever came.
+
 What "changed" means (e.g. "anything but a timestamp") is the caller's ``differs`` function; how a
 status becomes JSON is its ``encode`` function. The writer itself knows nothing about the kind.
 """
@@ -18,7 +23,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from llmkube.kube.apply import Applier, ApplyResult
+from llmkube.kube.informer import Informer
 from llmkube.kube.resource import Resource
+from llmkube.kube.store import Change, Store
 from llmkube.kube.types import Obj, ObjectKey
 
 __all__ = ["LastWrite", "StatusWriter", "after_write", "current_status", "status_body", "status_write_needed"]
@@ -70,6 +77,11 @@ def status_write_needed(
     return differs(current_status(cached, cached_version, last_write), new)
 
 
+def _version(obj: Obj) -> str | None:
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(version) if version is not None else None
+
+
 def status_body(observed: Obj, status: Obj) -> Obj:
     """The status apply for ``observed``: its identity and the status, nothing else."""
     meta = observed.get("metadata") or {}
@@ -91,6 +103,27 @@ class StatusWriter(Generic[S]):
         self._differs = differs
         self._encode = encode
         self._written: dict[ObjectKey, LastWrite[S]] = {}
+        self._store: Store | None = None
+
+    def __len__(self) -> int:
+        """How many writes are remembered (the cache has not shown them yet)."""
+        return len(self._written)
+
+    def follow(self, informer: Informer) -> None:
+        """Forget each write when ``informer`` (of this writer's resource) shows the object at any
+        version not older than it, or the object is gone."""
+        self._store = informer.store
+        informer.add_handler(self._cache_changed)
+
+    def _cache_changed(self, change: Change) -> None:
+        key = ObjectKey.of(change.obj)
+        written = self._written.get(key)
+        if written is not None and (change.new is None or _version(change.new) not in written.stale):
+            del self._written[key]
+
+    def _cached_version(self, key: ObjectKey) -> str | None:
+        cached = None if self._store is None else self._store.get_object(key.namespace, key.name)
+        return None if cached is None else _version(cached)
 
     def current(self, observed: Obj, cached: S | None) -> S | None:
         """The status of ``observed`` (the cached object, whose status parses to ``cached``) as it
@@ -119,7 +152,13 @@ class StatusWriter(Generic[S]):
         )
         based_on = (observed.get("metadata") or {}).get("resourceVersion")
         produced = (result.object.get("metadata") or {}).get("resourceVersion")
-        self._written[key] = after_write(previous, based_on, produced, new)
+        written = after_write(previous, based_on, produced, new)
+        if self._store is None or self._cached_version(key) in written.stale:
+            self._written[key] = written
+        else:
+            # The watch delivered our write (or a later version) while the apply's answer was on
+            # its way: the cache is already past it, and no event is left to forget it by.
+            self._written.pop(key, None)
         return result
 
     def forget(self, key: ObjectKey) -> None:

@@ -146,6 +146,12 @@ async def test_cpu_service_goes_pending_creating_ready(
     assert condition_triple(ready, "Reconciling")[0] == "False"
     assert set(conditions(ready)) == {"Available", "Progressing", "Ready", "Reconciling"}
     assert {c["observedGeneration"] for c in ready["conditions"]} == {generation}
+    # Each status write, once its watch event arrived, is forgotten (no reconcile is needed for it).
+    writers = (
+        operator.controllers.inference_services.status_writer,
+        operator.controllers.models.status_writer,
+    )
+    await eventually(lambda: sum(map(len, writers)) == 0, within=10, what="no status write remembered")
 
     # What was built: the claim mounted read-only, no init container, CPU requests only, a CPU node.
     deployment = admin.get("apps/v1", "Deployment", "tiny", ns)

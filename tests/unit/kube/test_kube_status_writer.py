@@ -7,6 +7,7 @@ from kube_fakes import RecordingTransport
 
 from llmkube.kube.apply import Applier, ApplyOutcome, ApplyResult
 from llmkube.kube.client import ApiClient
+from llmkube.kube.informer import Informer
 from llmkube.kube.resource import CONFIG_MAPS, Resource
 from llmkube.kube.status_writer import (
     LastWrite,
@@ -138,3 +139,56 @@ async def test_the_writer_remembers_a_chain_of_writes_until_the_cache_catches_up
     assert writer.current(at("6", READY), READY) == READY
     assert writer.current(at("4", None), None) is None
     assert applier.writes == [CREATING, READY]
+
+
+def following_writer() -> tuple[StatusWriter[Status], EchoApplier, Informer]:
+    applier = EchoApplier()
+    informer = Informer(applier.client, CONFIG_MAPS, compact=True)
+    informer.replace([at("4", None)], "4")
+    writer: StatusWriter[Status] = StatusWriter(applier, CONFIG_MAPS, differs=differs, encode=dict)
+    writer.follow(informer)
+    return writer, applier, informer
+
+
+async def test_a_followed_write_is_forgotten_when_the_watch_delivers_it() -> None:
+    # A status write wakes no reconcile: without the watch event, the write stayed remembered.
+    writer, _, informer = following_writer()
+    written = await writer.write(at("4", None), None, CREATING)
+    assert written is not None and len(writer) == 1
+    other = {"metadata": {"name": "other", "namespace": "ai", "resourceVersion": "6"}}
+    informer.watch_event("ADDED", other)  # another object's news
+    assert len(writer) == 1
+    informer.watch_event("MODIFIED", written.object)
+    assert len(writer) == 0
+    assert writer.current(written.object, CREATING) == CREATING
+
+
+async def test_a_followed_write_is_forgotten_when_the_object_is_deleted() -> None:
+    writer, _, informer = following_writer()
+    assert await writer.write(at("4", None), None, CREATING) is not None
+    informer.watch_event("DELETED", at("4", None))
+    assert len(writer) == 0
+
+
+class WatchFirst(EchoApplier):
+    """The watch event of each write reaches the informer before the apply's answer returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.informer = Informer(self.client, CONFIG_MAPS, compact=True)
+
+    async def apply_status(self, resource: Resource, desired: Obj, observed: Obj | None) -> ApplyResult:
+        result = await super().apply_status(resource, desired, observed)
+        self.informer.watch_event("MODIFIED", result.object)
+        return result
+
+
+async def test_a_write_the_watch_delivered_before_its_answer_is_not_remembered() -> None:
+    applier = WatchFirst()
+    applier.informer.replace([at("4", None)], "4")
+    writer: StatusWriter[Status] = StatusWriter(applier, CONFIG_MAPS, differs=differs, encode=dict)
+    writer.follow(applier.informer)
+    written = await writer.write(at("4", None), None, CREATING)
+    assert written is not None
+    assert len(writer) == 0  # no event is left to forget it by
+    assert writer.current(written.object, CREATING) == CREATING
