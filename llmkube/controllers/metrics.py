@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 
 from llmkube.controllers.state_metrics import StateMetrics
 from llmkube.kube.controller import Reconciler, Result
+from llmkube.kube.exposition import add_renderer
 from llmkube.kube.types import ObjectKey
 
 ISVC_CONTROLLER = "inferenceservice"
@@ -65,7 +66,8 @@ class LLMKubeMetrics:
             for result in ("success", "error"):
                 self.reconcile_total.labels(controller, result)
         self.state = StateMetrics()
-        registry.register(self.state)
+        registry.register(self.state)  # the queue depth
+        add_renderer(self.state.render, registry)  # the per-object families
 
     def timed(self, controller: str, reconcile: Reconciler) -> Reconciler:
         """`reconcile`, counted in llmkube_reconcile_total{controller, result} and observed in

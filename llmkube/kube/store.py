@@ -227,6 +227,21 @@ class Store:
     def __iter__(self) -> Iterator[Obj]:
         return iter(self.objects())
 
+    def tokens(self) -> list[tuple[str, object]]:
+        """Each key with an opaque token that stays the same object for as long as the cached
+        object is unchanged (what the store keeps of it): a reader can keep what it derived from an
+        object and know when to derive it again without parsing it (`decode` reads it)."""
+        return list(self._items.items())
+
+    def token(self, key: str) -> object | None:
+        return self._items.get(key)
+
+    @staticmethod
+    def decode(token: object) -> Obj:
+        """The object a token of this store stands for."""
+        assert isinstance(token, bytes | dict), "not a token of a Store"
+        return _decoded(token)
+
     def by_index(self, index: str, value: str) -> list[Obj]:
         """Objects whose index function produced ``value`` (sorted by key, for determinism)."""
         if index not in self._indices:

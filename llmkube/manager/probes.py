@@ -1,5 +1,6 @@
 """The process's HTTP endpoints (aiohttp.web): ``/healthz`` and ``/readyz`` on the health address,
-``/metrics`` (Prometheus text format, default registry incl. process metrics) on the metrics one."""
+``/metrics`` (Prometheus text format: the default registry incl. process metrics, and the families
+rendered next to it, kube/exposition.py) on the metrics one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Awaitable, Callable
 import prometheus_client
 import structlog
 from aiohttp import web
+
+from llmkube.kube.exposition import exposition_chunks
 
 __all__ = ["Check", "HttpEndpoints"]
 
@@ -35,8 +38,12 @@ class HttpEndpoints:
 
     @staticmethod
     async def _metrics(request: web.Request) -> web.StreamResponse:
-        body = prometheus_client.generate_latest(prometheus_client.REGISTRY)
-        return web.Response(body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+        response = web.StreamResponse(headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+        await response.prepare(request)
+        for chunk in exposition_chunks(prometheus_client.REGISTRY):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
 
     async def serve_health(self, host: str, port: int, healthz: Check, readyz: Check) -> None:
         app = web.Application()

@@ -4,9 +4,12 @@ labels are spelled as status.phase, for both kinds."""
 
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.controllers.metrics import LLMKubeMetrics
+from llmkube.kube.exposition import exposition
 from llmkube.kube.store import Store, object_key
 
 PHASES = ("Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed")
@@ -31,12 +34,15 @@ def model_series(name: str, phase: str, namespace: str = "ai") -> dict[tuple[tup
 
 
 def series(registry: CollectorRegistry, name: str) -> dict[tuple[tuple[str, str], ...], float]:
-    return {
-        tuple(sorted(sample.labels.items())): sample.value
-        for family in registry.collect()
-        for sample in family.samples
-        if sample.name == name
-    }
+    """One metric's series as a scrape of the registry's answer shows them (parsed back)."""
+    found: dict[tuple[tuple[str, str], ...], float] = {}
+    for family in text_string_to_metric_families(exposition(registry).decode()):
+        for sample in family.samples:
+            if sample.name == name:
+                labels = tuple(sorted(sample.labels.items()))
+                assert labels not in found, f"{name}{labels} twice in one answer"
+                found[labels] = sample.value
+    return found
 
 
 def phase_series(name: str, phase: str, namespace: str = "ai") -> dict[tuple[tuple[str, str], ...], float]:
@@ -178,3 +184,58 @@ def test_per_service_gauges_say_what_runs_and_how_many() -> None:
         for labels in series(registry, "llmkube_inferenceservice_info")
     )
     assert series(registry, "llmkube_inferenceservice_replicas") == {}
+
+
+def test_a_models_change_is_the_next_scrapes_answer_for_its_unchanged_services() -> None:
+    """Rows are kept per version of the service and of its Model: a Model edited (or created
+    after its service) is seen without the service changing."""
+    registry = CollectorRegistry()
+    metrics = LLMKubeMetrics(registry)
+    services, models = Store(compact=True), Store(compact=True)
+    services.upsert(obj("chat", {"phase": "Ready"}, spec={"modelRef": "m", "resources": {"gpu": 1}}))
+    metrics.state.publish_services(services, list, models)
+    labels = (("inferenceservice", "chat"), ("namespace", "ai"))
+    assert series(registry, "llmkube_inferenceservice_gpus_per_replica") == {labels: 1.0}
+    models.upsert(obj("m", {"phase": "Ready"}, spec={"source": "org/m", "hardware": {"gpu": {"count": 4}}}))
+    assert series(registry, "llmkube_inferenceservice_gpus_per_replica") == {labels: 4.0}
+    models.upsert(
+        obj(
+            "m",
+            {"phase": "Ready"},
+            spec={"source": "org/m", "hardware": {"accelerator": "cuda", "gpu": {"count": 2}}},
+        )
+    )
+    assert series(registry, "llmkube_inferenceservice_gpus_per_replica") == {labels: 2.0}
+    ((info, _),) = series(registry, "llmkube_inferenceservice_info").items()
+    assert dict(info)["accelerator"] == "cuda"
+    models.delete("ai/m")
+    assert series(registry, "llmkube_inferenceservice_gpus_per_replica") == {labels: 1.0}
+
+
+def test_each_version_of_an_object_is_parsed_once_across_scrapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = CollectorRegistry()
+    metrics = LLMKubeMetrics(registry)
+    services, models = Store(compact=True), Store(compact=True)
+    for name in ("a", "b", "c"):
+        services.upsert(obj(name, {"phase": "Ready"}))
+        models.upsert(obj(name, {"phase": "Ready"}, spec={"source": f"org/{name}"}))
+    metrics.state.publish_services(services, list, models)
+    metrics.state.publish_models(models)
+    decoded: list[str] = []
+    real_decode = Store.decode
+
+    def counting_decode(token: object) -> dict[str, Any]:
+        found = real_decode(token)
+        decoded.append(found["metadata"]["name"])
+        return found
+
+    monkeypatch.setattr(Store, "decode", staticmethod(counting_decode))
+    exposition(registry)
+    assert sorted(decoded) == ["a", "a", "b", "b", "c", "c"]  # each service and each Model
+    decoded.clear()
+    exposition(registry)
+    assert decoded == []
+    services.upsert(obj("b", {"phase": "Failed"}))
+    answer = series(registry, "llmkube_inferenceservice_phase")
+    assert decoded == ["b"]
+    assert answer[(("inferenceservice", "b"), ("namespace", "ai"), ("phase", "Failed"))] == 1.0

@@ -1,0 +1,137 @@
+"""One Prometheus scrape of the state gauges (llmkube_inferenceservice_*, llmkube_model_status) at N
+services: CPU, memory allocated while it runs (tracemalloc peak), the size of the answer.
+
+The gauges are computed from the informer caches at scrape time (controllers/state_metrics.py), so
+their cost grows with N and is paid on every scrape. The caches here are the controller's own
+compact stores, filled with the bench workload's objects (bench/scale_support.py) carrying the
+statuses our planners give them: a Ready Model, a Creating InferenceService (the phase a
+cluster without pods leaves them in). No API server is needed.
+
+Usage: .venv/bin/python bench/bench_state_metrics.py [--services 1000 10000] [--scrapes 3]
+"""
+
+import argparse
+import gc
+import json
+import time
+import tracemalloc
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from scale_support import inference_service, machine_info, model, save_result
+
+from llmkube.api.inferenceservice import InferenceService
+from llmkube.api.model import Model
+from llmkube.controllers.inferenceservice import encode_status as encode_isvc_status
+from llmkube.controllers.model import encode_status as encode_model_status
+from llmkube.controllers.state_metrics import StateMetrics
+from llmkube.kube.exposition import add_renderer, exposition_chunks
+from llmkube.kube.store import Store
+from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice import plan_inference_service
+from llmkube.plan.model.facts import ModelFacts
+from llmkube.plan.model.planner import plan_model
+from llmkube.plan.observed import ObservedState
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def with_identity(document: dict[str, Any], index: int) -> dict[str, Any]:
+    meta = {
+        **document["metadata"],
+        "uid": f"00000000-0000-4000-8000-{index:012d}",
+        "resourceVersion": str(1000 + index),
+        "generation": 1,
+        "creationTimestamp": "2026-12-01T00:00:00Z",
+    }
+    return {**document, "metadata": meta}
+
+
+def filled_stores(count: int) -> tuple[Store, Store]:
+    services, models = Store(compact=True), Store(compact=True)
+    config = OperatorConfig()
+    for index in range(count):
+        wire_model = with_identity(model(index), index)
+        ready = plan_model(Model.model_validate(wire_model), ModelFacts(), NOW).status
+        wire_model["status"] = encode_model_status(ready)
+        models.upsert(wire_model)
+        wire_isvc = with_identity(inference_service(index), index)
+        isvc = InferenceService.model_validate(wire_isvc)
+        planned = plan_inference_service(
+            isvc, Model.model_validate(wire_model), ObservedState(now=NOW), config
+        )
+        wire_isvc["status"] = encode_isvc_status(planned.status)
+        services.upsert(wire_isvc)
+    return services, models
+
+
+def scrape(registry: CollectorRegistry) -> dict[str, Any]:
+    gc.collect()
+    tracemalloc.start()
+    cpu = time.process_time()
+    answer = 0
+    series = 0
+    for chunk in exposition_chunks(registry):  # as the /metrics handler sends it, piece by piece
+        answer += len(chunk)
+        series += sum(1 for line in chunk.splitlines() if line and not line.startswith(b"#"))
+    cpu = time.process_time() - cpu
+    kept, peak = tracemalloc.get_traced_memory()  # kept: what the scrape left allocated (its rows)
+    tracemalloc.stop()
+    return {
+        "cpu_seconds": round(cpu, 3),
+        "allocated_peak_mib": round(peak / 2**20, 1),
+        "kept_mib": round(kept / 2**20, 1),
+        "bytes": answer,
+        "series": series,
+    }
+
+
+def measure(count: int, scrapes: int) -> dict[str, Any]:
+    services, models = filled_stores(count)
+    state = StateMetrics()
+    state.publish_services(services, lambda: (), models)
+    state.publish_models(models)
+    registry = CollectorRegistry()
+    registry.register(state)
+    add_renderer(state.render, registry)  # as controllers/metrics.py wires it
+    first = scrape(registry)  # derives every row
+    runs = [scrape(registry) for _ in range(scrapes)]
+    best = min(runs, key=lambda run: run["cpu_seconds"])
+    # Without tracemalloc (which slows allocation-heavy code several times): the CPU a scrape costs.
+    cpu = []
+    for _ in range(scrapes):
+        started = time.process_time()
+        for _ in exposition_chunks(registry):
+            pass
+        cpu.append(time.process_time() - started)
+    return {
+        "services": count,
+        "first_scrape_cpu_seconds": first["cpu_seconds"],
+        "first_scrape_allocated_peak_mib": first["allocated_peak_mib"],
+        "rows_kept_mib": first["kept_mib"],
+        "cpu_seconds_per_scrape": round(min(cpu), 3),
+        "allocated_peak_mib": best["allocated_peak_mib"],
+        "answer_bytes": best["bytes"],
+        "series": best["series"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--services", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--scrapes", type=int, default=3)
+    args = parser.parse_args()
+    result = {
+        "benchmark": "state_metrics",
+        "machine": machine_info(),
+        "runs": [measure(count, args.scrapes) for count in args.services],
+    }
+    print(json.dumps(result, indent=2))
+    save_result(f"state-metrics-N{'-'.join(map(str, args.services))}", result)
+
+
+if __name__ == "__main__":
+    main()
