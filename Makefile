@@ -78,7 +78,8 @@ bench: venv k8s-binaries
 	$(BIN)/python bench/bench_scale.py --services 200 --idle 20 --restart-window 60 --changes 20
 	$(BIN)/python bench/bench_scale.py --services 1000 --idle 20 --restart-window 30 --changes 20
 	$(BIN)/python bench/bench_scale.py --services 5000 --idle 20 --restart-window 30 --changes 60
-	$(BIN)/python bench/bench_scale.py --services 10000 --no-floor --idle 10 --restart-window 30 --changes 0
+	$(BIN)/python bench/bench_scale.py --services 10000 --no-floor --idle 10 --restart-window 90 --changes 0
+	$(BIN)/python bench/bench_state_metrics.py --services 1000 10000
 	$(BIN)/python bench/bench_gpu_queue.py --waiting 1000 5000
 
 ## Regenerate manifests/crd from the API types (never edit those files by hand).
