@@ -125,7 +125,7 @@ def _shared_or_none(value: str | None) -> str | None:
     return None if value is None else sys.intern(value)
 
 
-def service_row(obj: Obj, models: Store | None) -> _ServiceRow:
+def _service_row(obj: Obj, models: Store | None) -> _ServiceRow:
     namespace, name = _identity(obj)
     spec = obj.get("spec")
     model_ref = spec.get("modelRef") if isinstance(spec, dict) else None
@@ -156,7 +156,7 @@ def service_row(obj: Obj, models: Store | None) -> _ServiceRow:
     )
 
 
-def model_row(obj: Obj) -> _ModelRow | None:
+def _model_row(obj: Obj) -> _ModelRow | None:
     phase = _phase(obj)
     if phase is None:
         return None
@@ -229,7 +229,7 @@ class StateMetrics(Collector):
                     if known[1] is model_token:
                         fresh[key] = known
                         continue
-                row = service_row(source.store.decode(token), models)
+                row = _service_row(source.store.decode(token), models)
                 model_token = models.token(row.model_key) if models is not None else None
                 fresh[key] = (token, model_token, row)
         self._service_rows = fresh  # deleted objects' rows go
@@ -246,7 +246,7 @@ class StateMetrics(Collector):
                 fresh[key] = (
                     known
                     if known is not None and known[0] is token
-                    else (token, model_row(store.decode(token)))
+                    else (token, _model_row(store.decode(token)))
                 )
         self._model_rows = fresh
         return [row for _, row in fresh.values() if row is not None]
