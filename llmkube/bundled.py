@@ -10,8 +10,6 @@ FileNotFoundError.
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 __all__ = ["MissingBundledFile", "bundled_path", "manifest_documents", "source_root"]
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -44,6 +42,8 @@ def bundled_path(relative: str) -> Path:
 def manifest_documents(*parts: str) -> list[dict[str, Any]]:
     """The objects in manifests/<part> for each part: a YAML file, or every YAML file of a directory
     (not recursive; kustomization.yaml is not an object)."""
+    import yaml  # only `llmkube run` reads manifests: the controller's start does not pay for it
+
     documents: list[dict[str, Any]] = []
     for part in parts:
         path = bundled_path(f"manifests/{part}")
