@@ -299,12 +299,11 @@ class Manager:
                 await self._client.close()
 
     def _return_free_memory(self) -> asyncio.Task[None] | None:
-        """Before the caches fill: large blocks get their own mappings, and a task trims the heap
-        when much of it is free (leader or not: a standby's caches are as large)."""
+        """A task that trims the heap when much of it is free (leader or not: a standby's caches
+        are as large)."""
         heap = GlibcHeap.load() if self.config.return_free_memory else None
         if heap is None:
             return None
-        heap.fix_mmap_threshold()
         return asyncio.get_running_loop().create_task(heap.trim_when_worth_it(), name="heap:trim")
 
     async def _lead_and_work(self) -> None:
