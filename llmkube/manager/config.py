@@ -56,8 +56,6 @@ class ManagerConfig:
     event_reporter: str = EVENT_REPORTER
     #: install SIGTERM/SIGINT handlers (only possible in the main thread)
     handle_signals: bool = True
-    #: give the C heap's free memory back to the system (glibc; manager/heap.py)
-    return_free_memory: bool = True
 
     @property
     def watch_namespace(self) -> str | None:

@@ -57,7 +57,6 @@ from llmkube.kube.ratelimit import RateLimiter
 from llmkube.kube.resource import Resource
 from llmkube.kube.transform import Transform
 from llmkube.manager.config import ManagerConfig, parse_bind_address
-from llmkube.manager.heap import GlibcHeap
 from llmkube.manager.logs import configure_logging
 from llmkube.manager.probes import HttpEndpoints
 
@@ -277,7 +276,6 @@ class Manager:
         # asyncio.run joins the default executor at exit without a timeout: calls made there by
         # code we do not control (aiohttp's DNS lookups) must not be able to hold up a shutdown.
         asyncio.get_running_loop().set_default_executor(DaemonThreadExecutor())
-        trimming = self._return_free_memory()
         await self.connect()
         try:
             if setup is not None:
@@ -292,19 +290,9 @@ class Manager:
             self.recorder.start()
             await self._lead_and_work()
         finally:
-            if trimming is not None:
-                trimming.cancel()
             self._remove_signal_handlers()
             if self._owns_client and self._client is not None:
                 await self._client.close()
-
-    def _return_free_memory(self) -> asyncio.Task[None] | None:
-        """A task that trims the heap when much of it is free (leader or not: a standby's caches
-        are as large)."""
-        heap = GlibcHeap.load() if self.config.return_free_memory else None
-        if heap is None:
-            return None
-        return asyncio.get_running_loop().create_task(heap.trim_when_worth_it(), name="heap:trim")
 
     async def _lead_and_work(self) -> None:
         holding: asyncio.Task[None] | None = None
