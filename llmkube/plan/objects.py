@@ -20,9 +20,11 @@ _IMMUTABLE = (str, int, float, bool, type(None))
 
 
 def fresh_copy(value: Any) -> Any:
-    """A deep copy of a JSON-like value (dicts, lists, scalars), as the API would read it back
-    (tuples become lists): through orjson, 18 us for a Deployment intent where a walk in Python
-    took 61 (it runs on every reconcile). What orjson cannot write is copied by `tree_copy`."""
+    """A deep copy of a JSON value (dicts with str keys, lists, str, int, float, bool, None), as
+    the API would read it back (tuples become lists): through orjson, 18 us for a Deployment intent
+    where a walk in Python took 61 (it runs on every reconcile). Only for JSON: orjson would also
+    write a datetime, a dataclass or an enum as JSON, and NaN as null. What it cannot write at all
+    (a non-str key, a foreign object) is copied by `tree_copy`."""
     try:
         return orjson.loads(orjson.dumps(value))
     except TypeError:  # orjson.JSONEncodeError: not JSON (a non-str key, a foreign object)
