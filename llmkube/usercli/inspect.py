@@ -12,11 +12,8 @@ from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.types import Obj
 from llmkube.usercli import render, views
 from llmkube.usercli.errors import explain
-from llmkube.usercli.kinds import CORE_EVENTS, INFERENCE_SERVICES, MODELS
+from llmkube.usercli.kinds import CORE_EVENTS, INFERENCE_SERVICES, MODEL_KINDS, MODELS
 from llmkube.usercli.session import Session
-
-MODEL_KINDS = ("models", "model", "mdl")
-SERVICE_KINDS = ("services", "service", "svc", "inferenceservices", "isvc")
 
 
 async def get_service(session: Session, name: str) -> Obj:

@@ -20,3 +20,7 @@ __all__ = [
     "NODES",
     "PODS",
 ]
+
+#: the words `llmkube list` accepts for each kind
+MODEL_KINDS = ("models", "model", "mdl")
+SERVICE_KINDS = ("services", "service", "svc", "inferenceservices", "isvc")

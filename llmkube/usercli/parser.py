@@ -3,6 +3,7 @@ command, and turns any failure into one line on stderr and exit status 1."""
 
 import argparse
 import asyncio
+import importlib
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -10,13 +11,27 @@ from typing import Any
 from llmkube.kube.errors import ApiError
 from llmkube.kube.transport import TransportError
 from llmkube.usercli.errors import UserError, explain
+from llmkube.usercli.kinds import MODEL_KINDS, SERVICE_KINDS
 from llmkube.usercli.session import Session, open_session
 
 Command = Callable[[Session, argparse.Namespace], Awaitable[int]]
 
 CACHE_TYPES = ("f16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 RUNTIMES = ("llamacpp", "vllm", "tgi", "personaplex", "generic")
+
 PRIORITIES = ("critical", "high", "normal", "low", "batch")
+
+
+def later(module: str, name: str) -> Command:
+    """The command ``name`` of ``module``, imported when it runs: building the parser (as
+    `llmkube controller` does at every start) imports none of the commands (tables, progress,
+    memory estimates), about a tenth of the controller's start-up CPU."""
+
+    async def command(session: Session, args: argparse.Namespace) -> int:
+        function: Command = getattr(importlib.import_module(module), name)
+        return await function(session, args)
+
+    return command
 
 
 def run_command(command: Command) -> Callable[[argparse.Namespace], int]:
@@ -68,8 +83,6 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def _deploy(sub: Any) -> None:
-    from llmkube.usercli.deploy import print_offline, run_deploy
-
     p = sub.add_parser(
         "deploy",
         help="create a Model and an InferenceService, and wait until they serve",
@@ -144,10 +157,12 @@ def _deploy(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for Ready (default: 600)")
     _output_flag(p)
     _connection_flags(p)
-    connected = run_command(run_deploy)
+    connected = run_command(later("llmkube.usercli.deploy", "run_deploy"))
 
     def deploy(args: argparse.Namespace) -> int:
         if args.dry_run == "client":  # no cluster needed to print the objects
+            from llmkube.usercli.deploy import print_offline
+
             try:
                 return print_offline(args)
             except UserError as error:
@@ -159,8 +174,6 @@ def _deploy(sub: Any) -> None:
 
 
 def _inspect(sub: Any) -> None:
-    from llmkube.usercli.inspect import MODEL_KINDS, SERVICE_KINDS, run_list, run_queue, run_status
-
     p = sub.add_parser("list", aliases=["ls"], help="list InferenceServices (or Models)")
     p.add_argument(
         "kind", nargs="?", default="services", choices=(*SERVICE_KINDS, *MODEL_KINDS), help="what to list"
@@ -168,43 +181,37 @@ def _inspect(sub: Any) -> None:
     p.add_argument("-A", "--all-namespaces", action="store_true", help="list across all namespaces")
     _output_flag(p, ("wide", "json", "yaml"))
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_list))
+    p.set_defaults(func=run_command(later("llmkube.usercli.inspect", "run_list")))
 
     p = sub.add_parser("status", help="everything about one service: phase, why, model, conditions, events")
     p.add_argument("name", help="InferenceService name")
     _output_flag(p)
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_status))
+    p.set_defaults(func=run_command(later("llmkube.usercli.inspect", "run_status")))
 
     p = sub.add_parser("queue", help="the cluster-wide GPU queue, in order")
     _output_flag(p)
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_queue))
+    p.set_defaults(func=run_command(later("llmkube.usercli.inspect", "run_queue")))
 
 
 def _manage(sub: Any) -> None:
-    from llmkube.usercli.delete import run_delete
-    from llmkube.usercli.scale import run_scale
-
     p = sub.add_parser("scale", help="set the replica count (or the autoscaling bounds)")
     p.add_argument("name", help="InferenceService name")
     p.add_argument("replicas", type=int, nargs="?", help="replicas (0 stops the service)")
     p.add_argument("--min", dest="min_replicas", type=int, help="autoscaling lower bound")
     p.add_argument("--max", dest="max_replicas", type=int, help="autoscaling upper bound")
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_scale))
+    p.set_defaults(func=run_command(later("llmkube.usercli.scale", "run_scale")))
 
     p = sub.add_parser("delete", aliases=["rm"], help="delete a service and its Model")
     p.add_argument("name", help="InferenceService name")
     p.add_argument("--keep-model", action="store_true", help="delete only the InferenceService")
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_delete))
+    p.set_defaults(func=run_command(later("llmkube.usercli.delete", "run_delete")))
 
 
 def _use(sub: Any) -> None:
-    from llmkube.usercli.logs import run_logs
-    from llmkube.usercli.request import run_chat, run_curl
-
     p = sub.add_parser("logs", help="the serving container's logs of every replica")
     p.add_argument("name", help="InferenceService name")
     p.add_argument("-f", "--follow", action="store_true", help="keep streaming new lines")
@@ -214,7 +221,7 @@ def _use(sub: Any) -> None:
     p.add_argument("--download", action="store_true", help="the model-downloader init container instead")
     p.add_argument("--pod", help="only this pod")
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_logs))
+    p.set_defaults(func=run_command(later("llmkube.usercli.logs", "run_logs")))
 
     via_help = "how to reach the service: auto (port-forward outside the cluster), port-forward, direct"
     p = sub.add_parser("chat", help="send one chat message and print the answer")
@@ -227,7 +234,7 @@ def _use(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the answer")
     _output_flag(p)
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_chat))
+    p.set_defaults(func=run_command(later("llmkube.usercli.request", "run_chat")))
 
     p = sub.add_parser("curl", help="send one HTTP request to the service and print the answer")
     p.add_argument("name", help="InferenceService name")
@@ -239,7 +246,7 @@ def _use(sub: Any) -> None:
     p.add_argument("--via", choices=("auto", "port-forward", "direct"), default="auto", help=via_help)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the answer")
     _connection_flags(p)
-    p.set_defaults(func=run_command(run_curl))
+    p.set_defaults(func=run_command(later("llmkube.usercli.request", "run_curl")))
 
 
 def add_user_commands(sub: Any) -> None:
