@@ -92,18 +92,19 @@ def _install_basics(cluster_kubeconfig: Path, with_sample: bool) -> None:
 
 
 def _wait_for_interrupt() -> None:
+    """Until Ctrl-C (SIGINT) or SIGTERM. Both are handled here whatever the process inherited: a
+    shell starts a background job with SIGINT ignored, and Python then leaves it ignored, so
+    `kill -INT` of such a job (or a test that sends it) would never stop it."""
     stop = False
 
     def handler(*_: object) -> None:
         nonlocal stop
         stop = True
 
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        while not stop:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handler)
+    while not stop:
+        time.sleep(0.5)
 
 
 def _cluster(args: argparse.Namespace) -> int:

@@ -95,7 +95,8 @@ def cluster_command(fresh_env: Path, tmp_path: Path) -> Iterator[subprocess.Pope
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
+        # PYTHONFAULTHANDLER: a process that does not stop can be asked where it is (SIGABRT).
+        env={**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, "PYTHONFAULTHANDLER": "1"},
         start_new_session=True,
     )
     try:
@@ -139,4 +140,11 @@ def test_llmkube_cluster_runs_from_the_installed_wheel(cluster_command: subproce
         == []
     )
     os.killpg(cluster_command.pid, signal.SIGINT)
-    assert cluster_command.wait(timeout=60) == 0
+    try:
+        code = cluster_command.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{cluster_command.pid}/status").read_text()
+        os.kill(cluster_command.pid, signal.SIGABRT)  # faulthandler writes every thread's stack
+        rest = cluster_command.communicate(timeout=30)[0]
+        pytest.fail(f"llmkube cluster did not stop on SIGINT:\n{status}\n{rest}")
+    assert code == 0

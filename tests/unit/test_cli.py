@@ -2,6 +2,8 @@
 
 import argparse
 import logging
+import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
@@ -168,3 +170,23 @@ def test_every_flag_and_argument_of_every_command_has_help_text() -> None:
     flags = _flags(build_parser())
     assert len(flags) > 80  # controller, cluster and user commands alike
     assert [(command, flag) for command, flag, text in flags if not text] == []
+
+
+def test_waiting_for_ctrl_c_stops_on_sigint_even_when_started_with_it_ignored() -> None:
+    """`llmkube cluster` waits for Ctrl-C; a shell starts background jobs with SIGINT ignored, and
+    the wait must still end on SIGINT (it did not: the wheel test's `llmkube cluster` hung)."""
+    code = "import llmkube.cli as c; print('waiting', flush=True); c._wait_for_interrupt(); print('stopped')"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "waiting\n"
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=10)[0]
+    finally:
+        process.kill()
+    assert output == "stopped\n"
+    assert process.returncode == 0
