@@ -152,6 +152,9 @@ def copy_local_model_sync(
         try:
             os.makedirs(model_dir, exist_ok=True)
             remove_stale_temp_files(model_dir)
+            # No new partial file once a stop is asked for: a copy retried during a shutdown would
+            # otherwise create one the exiting process may not live to remove.
+            stop.check()
             descriptor, temp_path = tempfile.mkstemp(dir=model_dir, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
         except OSError as error:
             return _failure(error, f"failed to create a file in the model cache {model_dir}")

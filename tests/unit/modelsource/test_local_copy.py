@@ -5,8 +5,10 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from modelsource_support import GGUFFactory
@@ -314,3 +316,26 @@ def test_the_process_exits_without_waiting_for_a_copy(tmp_path: Path) -> None:
     exit_delay = time.monotonic() - float(process.stdout.strip())
     assert exit_delay < 3.0, f"the process exited {exit_delay:.1f}s after its copy was cancelled"
     assert listing(cache) == []
+
+
+def test_a_copy_asked_to_stop_before_it_starts_creates_no_file(
+    tmp_path: Path, make_gguf: GGUFFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy retried while the process shuts down must not even create a partial file: the
+    exiting process may not live to remove it (the SIGTERM-during-a-copy test found one left)."""
+    created: list[str] = []
+    real_mkstemp = tempfile.mkstemp
+
+    def recording_mkstemp(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        descriptor, path = real_mkstemp(*args, **kwargs)
+        created.append(path)
+        return descriptor, path
+
+    monkeypatch.setattr(tempfile, "mkstemp", recording_mkstemp)
+    stop = StopFlag()
+    stop.set()
+    with pytest.raises(StopRequested):
+        copy_local_model_sync(
+            str(make_gguf()), str(tmp_path / "cache"), "m", roots=roots_at(tmp_path), stop=stop
+        )
+    assert created == []
