@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 from llmkube.kube.apply import Applier, ApplyResult
 from llmkube.kube.informer import Informer
 from llmkube.kube.resource import Resource
-from llmkube.kube.store import Change, Store
+from llmkube.kube.store import Change, Store, resource_version
 from llmkube.kube.types import Obj, ObjectKey
 
 __all__ = ["LastWrite", "StatusWriter", "after_write", "current_status", "status_body", "status_write_needed"]
@@ -77,11 +77,6 @@ def status_write_needed(
     return differs(current_status(cached, cached_version, last_write), new)
 
 
-def _version(obj: Obj) -> str | None:
-    version = (obj.get("metadata") or {}).get("resourceVersion")
-    return str(version) if version is not None else None
-
-
 def status_body(observed: Obj, status: Obj) -> Obj:
     """The status apply for ``observed``: its identity and the status, nothing else."""
     meta = observed.get("metadata") or {}
@@ -118,12 +113,12 @@ class StatusWriter(Generic[S]):
     def _cache_changed(self, change: Change) -> None:
         key = ObjectKey.of(change.obj)
         written = self._written.get(key)
-        if written is not None and (change.new is None or _version(change.new) not in written.stale):
+        if written is not None and (change.new is None or resource_version(change.new) not in written.stale):
             del self._written[key]
 
     def _cached_version(self, key: ObjectKey) -> str | None:
         cached = None if self._store is None else self._store.get_object(key.namespace, key.name)
-        return None if cached is None else _version(cached)
+        return None if cached is None else resource_version(cached)
 
     def current(self, observed: Obj, cached: S | None) -> S | None:
         """The status of ``observed`` (the cached object, whose status parses to ``cached``) as it

@@ -38,6 +38,7 @@ __all__ = [
     "by_label",
     "by_namespace",
     "object_key",
+    "resource_version",
 ]
 
 IndexFunc = Callable[[Obj], Iterable[str]]
@@ -275,7 +276,7 @@ class Store:
             object_key(obj),
             _encoded(obj) if self.compact else obj,
             _uid(obj),
-            _resource_version(obj),
+            resource_version(obj),
             tuple((name, tuple(func(obj))) for name, func in self._indexers.items()),
         )
 
@@ -314,7 +315,7 @@ class Store:
                 self._put(item, previous)
                 changes.append(PendingChange("DELETED", key, stored, None, initial))
                 changes.append(PendingChange("ADDED", key, None, item.stored, initial))
-            elif _resource_version(previous) != item.resource_version:
+            elif resource_version(previous) != item.resource_version:
                 self._put(item, previous)
                 changes.append(PendingChange("MODIFIED", key, stored, item.stored, initial))
         return changes
@@ -363,7 +364,7 @@ class Store:
                         del index[value]
 
 
-def _resource_version(obj: Obj) -> str | None:
+def resource_version(obj: Obj) -> str | None:
     rv = (obj.get("metadata") or {}).get("resourceVersion")
     return str(rv) if rv is not None else None
 
