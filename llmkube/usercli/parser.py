@@ -7,15 +7,16 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmkube.kube.errors import ApiError
-from llmkube.kube.transport import TransportError
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.kinds import MODEL_KINDS, SERVICE_KINDS
-from llmkube.usercli.session import Session, open_session
 
-Command = Callable[[Session, argparse.Namespace], Awaitable[int]]
+if TYPE_CHECKING:
+    from llmkube.usercli.session import Session
+
+Command = Callable[["Session", argparse.Namespace], Awaitable[int]]
 
 CACHE_TYPES = ("f16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 RUNTIMES = ("llamacpp", "vllm", "tgi", "personaplex", "generic")
@@ -29,7 +30,7 @@ def later(module: str, name: str) -> Command:
     if importlib.util.find_spec(module) is None:
         raise ModuleNotFoundError(module)
 
-    async def command(session: Session, args: argparse.Namespace) -> int:
+    async def command(session: "Session", args: argparse.Namespace) -> int:
         function: Command = getattr(importlib.import_module(module), name)
         return await function(session, args)
 
@@ -38,6 +39,11 @@ def later(module: str, name: str) -> Command:
 
 def run_command(command: Command) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        # The client (aiohttp, structlog) is loaded here, when a user command runs: building the
+        # parser, as every `llmkube` start does, stays light (the controller decides what to load).
+        from llmkube.kube.transport import TransportError
+        from llmkube.usercli.session import open_session
+
         async def main() -> int:
             async with open_session(args.kubeconfig, args.context, args.namespace) as session:
                 return await command(session, args)
