@@ -1,6 +1,7 @@
 """What the controller process pays before it does anything: import time and resident memory.
 
-Runs a fresh interpreter that imports what `llmkube controller` imports and loads a token
+Runs a fresh interpreter that imports what `llmkube controller` imports (as it does: the GC paused,
+JSON logs, so no rich) and loads a token
 kubeconfig (the in-cluster case reads the same way), then reports its RSS, the import time, the
 number of modules, the top-level packages by cumulative import time (`python -X importtime`) and
 what each heavy optional package would add if it were imported too.
@@ -32,20 +33,24 @@ def rss_mib():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096 / 2**20
 base = rss_mib()
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
+import gc
+gc.disable()  # as `llmkube controller` starts (llmkube.cli.main)
 import llmkube.cli
-from llmkube.controllers.setup import setup_controllers
-from llmkube.manager import Manager
+llmkube.cli.build_parser().parse_args(["controller"])
+llmkube.cli.load_controller_modules("json")
+gc.enable()
 from llmkube.kube.config import load_client_config
 asyncio.run(load_client_config({path!r}))
-seconds = time.perf_counter() - started
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 result = {{
     "interpreter_rss_mib": round(base, 1),
     "rss_after_import_mib": round(rss_mib(), 1),
     "import_seconds": round(seconds, 3),
+    "import_cpu_seconds": round(cpu, 3),
     "modules": len(sys.modules),
     "heavy_packages_loaded": sorted(
-        m for m in ("kubernetes_asyncio", "gguf", "numpy", "cryptography", "rich") if m in sys.modules
+        m for m in ("kubernetes_asyncio", "gguf", "numpy", "cryptography", "rich") if sys.modules.get(m) is not None
     ),
 }}
 extra = {{}}

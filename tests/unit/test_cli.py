@@ -197,3 +197,59 @@ def test_waiting_for_ctrl_c_stops_on_sigint_even_when_started_with_it_ignored() 
         process.kill()
     assert output == "stopped\n"
     assert process.returncode == 0
+
+
+def _fresh_interpreter(code: str) -> tuple[str, str]:
+    """stdout and stderr of `code` run by a new Python process (what it imports starts empty)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout, completed.stderr
+
+
+def test_the_parser_loads_neither_the_client_nor_structlog() -> None:
+    """Every `llmkube` start builds the parser first; what it imports, every command pays for."""
+    loaded, _ = _fresh_interpreter(
+        "import sys\n"
+        "from llmkube.cli import build_parser\n"
+        "build_parser().parse_args(['version'])\n"
+        "print(sorted(m for m in ('aiohttp', 'structlog', 'pydantic', 'rich') if m in sys.modules))\n"
+    )
+    assert loaded.strip() == "[]"
+
+
+@pytest.mark.parametrize(("log_format", "rich_loaded"), [("json", False), ("console", True)])
+def test_a_controller_with_json_logs_loads_no_rich_and_still_logs_tracebacks(
+    log_format: str, rich_loaded: bool
+) -> None:
+    """structlog imports rich for its console tracebacks; JSON lines do without it."""
+    loaded, logged = _fresh_interpreter(
+        "import sys\n"
+        "from llmkube.cli import load_controller_modules\n"
+        f"load_controller_modules({log_format!r})\n"
+        "from llmkube.manager.logs import configure_logging\n"
+        "import structlog\n"
+        f"configure_logging('info', {log_format!r}, sys.stderr)\n"
+        "try:\n"
+        "    1 / 0\n"
+        "except ZeroDivisionError:\n"
+        "    structlog.get_logger().exception('reconcile failed')\n"
+        "print(sys.modules.get('rich') is not None)\n"
+    )
+    assert loaded.strip() == str(rich_loaded)
+    assert "reconcile failed" in logged and "ZeroDivisionError" in logged
+
+
+def test_main_pauses_the_gc_only_while_it_loads() -> None:
+    import gc
+
+    assert gc.isenabled()
+    assert main(["version"]) == 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert main(["version"]) == 0
+        assert not gc.isenabled()  # a caller's choice stands
+    finally:
+        gc.enable()
