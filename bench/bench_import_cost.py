@@ -50,7 +50,8 @@ result = {{
     "import_cpu_seconds": round(cpu, 3),
     "modules": len(sys.modules),
     "heavy_packages_loaded": sorted(
-        m for m in ("kubernetes_asyncio", "gguf", "numpy", "cryptography", "rich") if sys.modules.get(m) is not None
+        m for m in ("kubernetes_asyncio", "gguf", "numpy", "cryptography", "rich")
+        if sys.modules.get(m) is not None  # None: marked absent
     ),
 }}
 extra = {{}}
