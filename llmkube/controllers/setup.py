@@ -15,8 +15,8 @@ from llmkube.plan.model.decision import ModelPlanConfig
 class ControllersConfig:
     operator: OperatorConfig = field(default_factory=OperatorConfig)
     model: ModelPlanConfig = field(default_factory=ModelPlanConfig)
-    isvc_workers: int = 4
-    model_workers: int = 2
+    isvc_workers: int = 16
+    model_workers: int = 4
     #: disk bandwidth cap of one model copy into the cache (None: no cap)
     model_copy_bytes_per_second: float | None = None
     #: --manage-priority-classes: False leaves the five classes to the installer (never written)

@@ -72,6 +72,15 @@ def test_controller_defaults_match_the_reference_flags() -> None:
     assert config.model.revalidate_interval == timedelta(hours=1)
 
 
+@pytest.mark.parametrize(
+    ("flags", "workers"),
+    [([], (16, 4)), (["--workers=6"], (6, 3)), (["--workers=1"], (1, 1)), (["--workers=64"], (64, 4))],
+)
+def test_models_get_half_the_workers_at_most_four(flags: list[str], workers: tuple[int, int]) -> None:
+    config = controllers_config(build_parser().parse_args(["controller", *flags]))
+    assert (config.isvc_workers, config.model_workers) == workers
+
+
 def test_leader_election_and_copy_flags() -> None:
     args = build_parser().parse_args(
         [
