@@ -550,11 +550,25 @@ def machine_info(cluster: LocalCluster | None = None) -> dict[str, Any]:
         "kubernetes": K8S_VERSION,
         "load_average": [round(value, 2) for value in os.getloadavg()],
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # The controller's settings from the environment (e.g. LLMKUBE_WORKERS): an A/B run says so.
+        "llmkube_environment": {
+            key: value for key, value in os.environ.items() if key.startswith("LLMKUBE_")
+        },
     }
     with contextlib.suppress(subprocess.CalledProcessError, OSError):
         info["llmkube_commit"] = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
         ).stdout.strip()
+        # Uncommitted changes measured: the commit alone does not name the code.
+        info["llmkube_dirty"] = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
     if cluster is not None:
         with contextlib.suppress(Exception):
             info["kube_apiserver"] = json.loads(cluster.admin().get_text("/version")[1]).get("gitVersion")
