@@ -75,8 +75,8 @@ lock: venv
 bench: venv k8s-binaries
 	$(BIN)/python bench/bench_import_cost.py
 	$(BIN)/python bench/bench_cache_memory.py --services 1000
-	$(BIN)/python bench/bench_scale.py --services 200 --idle 20 --restart-window 60 --changes 20
-	$(BIN)/python bench/bench_scale.py --services 1000 --idle 20 --restart-window 30 --changes 20
+	$(BIN)/python bench/bench_scale.py --services 200 --repeat 3 --idle 20 --restart-window 60 --changes 20
+	$(BIN)/python bench/bench_scale.py --services 1000 --repeat 3 --idle 20 --restart-window 30 --changes 20
 	$(BIN)/python bench/bench_scale.py --services 5000 --idle 20 --restart-window 30 --changes 60
 	$(BIN)/python bench/bench_scale.py --services 10000 --no-floor --idle 10 --restart-window 90 --changes 0
 	$(BIN)/python bench/bench_state_metrics.py --services 1000 10000
