@@ -7,6 +7,7 @@ they are matched whole (`fullmatch`: Go's `^...$` never matches before a trailin
 `$` does). Lengths are in bytes, as Go's `len` counts them.
 """
 
+import functools
 import re
 
 LABEL_VALUE_MAX_LENGTH = 63
@@ -49,7 +50,10 @@ def _byte_length(value: str) -> int:
     return len(value.encode("utf-8", "surrogatepass"))
 
 
+@functools.lru_cache(maxsize=4096)
 def _matches(pattern: str, value: str) -> bool:
+    # Every planned object is checked, and its label keys, names and values mostly repeat from one
+    # object to the next: a cached answer is ~0.2 us, a match through re's own cache ~1.3 us.
     return re.fullmatch(pattern, value) is not None
 
 
