@@ -1,10 +1,10 @@
 """What the controller process pays before it does anything: import time and resident memory.
 
-Runs a fresh interpreter that imports what `llmkube controller` imports (as it does: the GC paused,
-JSON logs, so no rich) and loads a token
-kubeconfig (the in-cluster case reads the same way), then reports its RSS, the import time, the
-number of modules, the top-level packages by cumulative import time (`python -X importtime`) and
-what each heavy optional package would add if it were imported too.
+Runs a fresh interpreter that imports what `llmkube controller` imports, as it does (the GC paused,
+JSON logs, so no rich), and loads a token kubeconfig (the in-cluster case reads the same way), then
+reports its RSS, the import time and CPU, the number of modules, the top-level packages by
+cumulative import time (`python -X importtime`) and what each heavy optional package would add if
+it were imported too.
 
 Usage: .venv/bin/python bench/bench_import_cost.py
 Prints one JSON object.

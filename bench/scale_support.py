@@ -459,8 +459,9 @@ def compile_bytecode(package: Path) -> None:
     """Write the package's .pyc files now, as pip does when it installs the wheel (the image's case).
 
     Without this a checkout's changed modules are compiled again at every start of the measured
-    process whenever PYTHONDONTWRITEBYTECODE is set (the image sets it, a developer may too): the
-    start-up CPU would measure the bytecode compiler (~0.1-0.4 s), not the controller."""
+    process whenever PYTHONDONTWRITEBYTECODE is set (a developer's shell may set it; the image sets
+    it too, but holds the modules pip compiled): the start-up CPU would measure the bytecode
+    compiler (~0.1-0.4 s), not the controller."""
     if not compileall.compile_dir(package, quiet=1):
         raise SystemExit(f"cannot compile {package}")
 

@@ -168,3 +168,15 @@ def test_sysctl_names() -> None:
 
 def test_annotation_size_counts_bytes() -> None:
     assert annotations_size({"k": "é"}) == 3
+
+
+def test_answers_are_cached_for_values_as_long_as_a_name_only() -> None:
+    """Planned objects repeat their keys and names; a huge value from a spec must not be kept."""
+    from llmkube.plan import kube_syntax
+
+    kube_syntax._cached_match.cache_clear()
+    assert is_dns1123_subdomain("example.com") == [] == is_dns1123_subdomain("example.com")
+    assert kube_syntax._cached_match.cache_info().hits == 1
+    huge = "a" * 100_000
+    assert is_label_value(huge) == is_label_value(huge) != []
+    assert kube_syntax._cached_match.cache_info().currsize == 1
