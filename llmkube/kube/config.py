@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import yaml
-
 from llmkube.kube.exec_credential import ExecAuth, ExecCredential, run_exec_plugin
 from llmkube.kube.kubeconfig import ConfigError, Material, ResolvedConfig, merge_kubeconfigs, resolve
 
@@ -137,6 +135,8 @@ def kubeconfig_paths(explicit: str | Path | None = None) -> list[Path]:
 
 
 def read_kubeconfigs(paths: list[Path]) -> dict[str, object]:
+    import yaml  # only kubeconfig files are YAML: a controller configured in-cluster never loads it
+
     if not paths:
         raise ConfigError("no kubeconfig found (none of the files in $KUBECONFIG exists)")
     documents = []

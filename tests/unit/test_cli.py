@@ -228,6 +228,24 @@ def test_the_parser_loads_neither_the_client_nor_structlog() -> None:
     assert loaded.strip() == "[]"
 
 
+def test_an_in_cluster_controller_loads_no_yaml_parser(tmp_path: Path) -> None:
+    """Only a kubeconfig file is YAML; the in-cluster configuration is files and variables."""
+    (tmp_path / "token").write_text("t")
+    (tmp_path / "namespace").write_text("llmkube-system")
+    loaded, _ = _fresh_interpreter(
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from llmkube.cli import load_controller_modules\n"
+        "load_controller_modules('json')\n"
+        "from llmkube.kube.config import in_cluster, in_cluster_config\n"
+        "os.environ['KUBERNETES_SERVICE_HOST'] = '10.0.0.1'\n"
+        f"account = Path({str(tmp_path)!r})\n"
+        "assert in_cluster(account)\n"
+        "print(in_cluster_config(account).namespace, 'yaml' in sys.modules)\n"
+    )
+    assert loaded.split() == ["llmkube-system", "False"]
+
+
 @pytest.mark.parametrize(("log_format", "rich_loaded"), [("json", False), ("console", True)])
 def test_a_controller_with_json_logs_loads_no_rich_and_still_logs_tracebacks(
     log_format: str, rich_loaded: bool
