@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from llmkube import __version__
 from llmkube.bundled import MissingBundledFile, bundled_path, manifest_documents
+from llmkube.controllers.worker_counts import DEFAULT_WORKERS, MAX_MODEL_WORKERS, model_workers_for
 
 if TYPE_CHECKING:
     from llmkube.controllers.setup import ControllersConfig
@@ -199,16 +200,6 @@ def _run_on_node(args: argparse.Namespace) -> int:
         return _controller(_loopback_endpoints(args))
 
 
-#: Model reconciles may copy a model into the cache (disk-bound, minutes): more at once only
-#: share the same disk.
-MAX_MODEL_WORKERS = 4
-
-
-def model_workers(workers: int) -> int:
-    """Models get half the InferenceService workers, at most MAX_MODEL_WORKERS."""
-    return max(1, min(MAX_MODEL_WORKERS, workers // 2))
-
-
 def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
     from datetime import timedelta
 
@@ -236,7 +227,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             local_source_roots=normalized_roots((args.model_local_roots or "").split(",")),
         ),
         isvc_workers=args.workers,
-        model_workers=model_workers(args.workers),
+        model_workers=model_workers_for(args.workers),
         model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
         manage_priority_classes=args.manage_priority_classes,
     )
@@ -365,9 +356,9 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=int(env("LLMKUBE_WORKERS", "16")),
-        help="concurrent InferenceService reconciles; Models get half, at most 4 (default 16) "
-        "[LLMKUBE_WORKERS]",
+        default=int(env("LLMKUBE_WORKERS", str(DEFAULT_WORKERS))),
+        help=f"concurrent InferenceService reconciles; Models get half, at most {MAX_MODEL_WORKERS} "
+        f"(default {DEFAULT_WORKERS}) [LLMKUBE_WORKERS]",
     )
     parser.add_argument(
         "--leader-elect",

@@ -7,6 +7,7 @@ from llmkube.controllers.inferenceservice import InferenceServiceController
 from llmkube.controllers.metrics import default_metrics
 from llmkube.controllers.model import ModelController
 from llmkube.controllers.priorityclass import PriorityClassController
+from llmkube.controllers.worker_counts import DEFAULT_WORKERS, model_workers_for
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
 
@@ -15,8 +16,8 @@ from llmkube.plan.model.decision import ModelPlanConfig
 class ControllersConfig:
     operator: OperatorConfig = field(default_factory=OperatorConfig)
     model: ModelPlanConfig = field(default_factory=ModelPlanConfig)
-    isvc_workers: int = 16
-    model_workers: int = 4
+    isvc_workers: int = DEFAULT_WORKERS
+    model_workers: int = model_workers_for(DEFAULT_WORKERS)
     #: disk bandwidth cap of one model copy into the cache (None: no cap)
     model_copy_bytes_per_second: float | None = None
     #: --manage-priority-classes: False leaves the five classes to the installer (never written)

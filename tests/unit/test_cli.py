@@ -16,6 +16,7 @@ import yaml
 from llmkube import __version__
 from llmkube.api.crds import all_crds
 from llmkube.cli import build_parser, controllers_config, main, manager_config
+from llmkube.controllers.setup import ControllersConfig
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +80,14 @@ def test_controller_defaults_match_the_reference_flags() -> None:
 def test_models_get_half_the_workers_at_most_four(flags: list[str], workers: tuple[int, int]) -> None:
     config = controllers_config(build_parser().parse_args(["controller", *flags]))
     assert (config.isvc_workers, config.model_workers) == workers
+
+
+def test_embedded_controllers_get_the_command_lines_default_workers() -> None:
+    config = controllers_config(build_parser().parse_args(["controller"]))
+    assert (ControllersConfig().isvc_workers, ControllersConfig().model_workers) == (
+        config.isvc_workers,
+        config.model_workers,
+    )
 
 
 def test_leader_election_and_copy_flags() -> None:
