@@ -34,12 +34,8 @@ def rss_mib():
         return int(f.read().split()[1]) * 4096 / 2**20
 base = rss_mib()
 started, cpu = time.perf_counter(), time.process_time()
-import gc
-gc.disable()  # as `llmkube controller` starts (llmkube.cli.main)
 import llmkube.cli
-llmkube.cli.build_parser().parse_args(["controller"])
-llmkube.cli.load_controller_modules("json")
-gc.enable()
+llmkube.cli.parse_and_load(["controller", "--log-format=json"])  # as `llmkube controller` starts
 from llmkube.kube.config import load_client_config
 asyncio.run(load_client_config({path!r}))
 seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
