@@ -30,6 +30,7 @@ from llmkube.controllers.worker_counts import DEFAULT_WORKERS, MAX_MODEL_WORKERS
 if TYPE_CHECKING:
     from llmkube.controllers.setup import ControllersConfig
     from llmkube.manager import ManagerConfig
+    from llmkube.plan.tenancy import TenancyPolicy
 
 BUILD_SCRIPT = "hack/build-k8s.sh"
 SAMPLE = "samples/cpu-llamacpp.yaml"
@@ -209,6 +210,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
     from llmkube.plan.model.local_roots import normalized_roots
 
     intel = os.environ.get("LLMKUBE_INTEL_GPU_RESOURCE") or "gpu.intel.com/i915"
+    roots = normalized_roots((args.model_local_roots or "").split(","))
     return ControllersConfig(
         operator=OperatorConfig(
             model_cache_path=args.model_cache_path,
@@ -219,17 +221,47 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             init_container_image=args.init_container_image,
             default_fsgroup=args.default_fsgroup,
             intel_gpu_resource=intel,
+            tenancy=tenancy_policy(args, roots),
         ),
         model=ModelPlanConfig(
             cache_path=args.model_cache_path,
             revalidate_interval=timedelta(seconds=args.model_revalidate_interval),
             intel_gpu_resource=intel,
-            local_source_roots=normalized_roots((args.model_local_roots or "").split(",")),
+            local_source_roots=roots,
         ),
         isvc_workers=args.workers,
         model_workers=model_workers_for(args.workers),
         model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
         manage_priority_classes=args.manage_priority_classes,
+    )
+
+
+def _listed(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def tenancy_policy(args: argparse.Namespace, roots: tuple[str, ...]) -> "TenancyPolicy":
+    """What tenants may ask for (plan/tenancy.py). Raises ValueError for a value no cluster has."""
+    from llmkube.plan.tenancy import SERVICE_TYPES, TenancyPolicy
+
+    service_types = _listed(args.allowed_service_types)
+    unknown = [t for t in service_types if t not in SERVICE_TYPES]
+    if unknown or not service_types:
+        raise ValueError(
+            f"--allowed-service-types: {', '.join(unknown) or 'empty'}: "
+            f"want some of {', '.join(SERVICE_TYPES)}"
+        )
+    classes = _listed(args.allowed_priority_classes)
+    if reserved := [c for c in classes if c.startswith("system-")]:
+        raise ValueError(
+            f"--allowed-priority-classes: {', '.join(reserved)}: system-* classes are never allowed"
+        )
+    return TenancyPolicy(
+        max_pod_security=args.max_pod_security,
+        allowed_priority_classes=frozenset(classes),
+        default_max_priority=args.default_max_priority,
+        allowed_service_types=frozenset(service_types),
+        local_source_roots=roots,
     )
 
 
@@ -456,6 +488,36 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="the only directories local-path Models (file://..., /...) may be read from, symbolic "
         "links leading out of them refused; empty (the default of `controller`) refuses every local "
         "source. `run` defaults to your home directory",
+    )
+    parser.add_argument(
+        "--max-pod-security",
+        choices=["privileged", "baseline", "restricted"],
+        default=env("LLMKUBE_MAX_POD_SECURITY", "baseline"),
+        help="the most a service's pods may be, as a Pod Security Standards level (default baseline): "
+        "a spec asking for more (privileged, host namespaces, added capabilities, ...) is Failed with "
+        "PolicyViolation; a namespace's pod-security.kubernetes.io/enforce label can only lower it "
+        "[LLMKUBE_MAX_POD_SECURITY]",
+    )
+    parser.add_argument(
+        "--allowed-priority-classes",
+        default=env("LLMKUBE_ALLOWED_PRIORITY_CLASSES", ""),
+        metavar="CLASS[,CLASS...]",
+        help="PriorityClasses a service may name besides the llmkube-* ones (default none; system-* "
+        "never) [LLMKUBE_ALLOWED_PRIORITY_CLASSES]",
+    )
+    parser.add_argument(
+        "--default-max-priority",
+        choices=["critical", "high", "normal", "low", "batch"],
+        default=env("LLMKUBE_DEFAULT_MAX_PRIORITY", "critical"),
+        help="the highest priority in a namespace without the inference.llmkube.dev/max-priority "
+        "label (default critical: no ceiling) [LLMKUBE_DEFAULT_MAX_PRIORITY]",
+    )
+    parser.add_argument(
+        "--allowed-service-types",
+        default=env("LLMKUBE_ALLOWED_SERVICE_TYPES", "ClusterIP"),
+        metavar="TYPE[,TYPE...]",
+        help="Service types spec.endpoint.type may ask for: ClusterIP, NodePort, LoadBalancer "
+        "(default ClusterIP) [LLMKUBE_ALLOWED_SERVICE_TYPES]",
     )
     parser.add_argument(
         "--model-copy-bytes-per-second",

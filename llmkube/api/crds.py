@@ -254,6 +254,11 @@ def model_schema() -> Schema:
             "acceleratorReady": _b("Whether some node offers the accelerator this model needs."),
             "gguf": gguf,
             "lastUpdated": _s("When the status last changed.", format="date-time"),
+            "observedGeneration": _i(
+                "The metadata.generation this status describes: a status of an older spec says nothing "
+                "about the current one (InferenceServices wait for it to catch up).",
+                "int64",
+            ),
             "conditions": _condition_schema(),
         },
     )

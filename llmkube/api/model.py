@@ -88,6 +88,8 @@ class ModelStatus(ApiModel):
     accelerator_ready: bool | None = None
     gguf: GGUFMetadata | None = None
     last_updated: datetime | None = None
+    #: the metadata.generation this status describes (an llmkube addition, the kstatus convention)
+    observed_generation: int | None = None
     conditions: list[Condition] | None = None
 
 

@@ -6,14 +6,16 @@ Whoever makes the planner or a field policy read another field of these kinds ad
 """
 
 from llmkube.kube.transform import Transform, keep_only, keep_owned
+from llmkube.kube.types import Obj
 
 
 def deployment_cache(field_manager: str) -> Transform:
     """Deployments: what we apply, plus the replica count the HPA may own (the hand-over and the
     "desired" of an autoscaled service), the selector (immutable: the planner checks it), the
-    strategy (an exclusive subtree: fields in it that we do not set are taken over) and the status
-    counters the phase is computed from."""
-    return keep_owned(
+    strategy (an exclusive subtree: fields in it that we do not set are taken over), the status
+    counters the phase is computed from, and of the status conditions only `ReplicaFailure` (pods
+    an admission plugin refuses to create: plan/pod_failures.py)."""
+    owned = keep_owned(
         field_manager,
         ("spec", "replicas"),
         ("spec", "selector"),
@@ -23,7 +25,21 @@ def deployment_cache(field_manager: str) -> Transform:
         ("status", "availableReplicas"),
         ("status", "updatedReplicas"),
         ("status", "observedGeneration"),
+        ("status", "conditions"),
     )
+
+    def transform(obj: Obj) -> Obj:
+        kept = owned(obj)
+        status = kept.get("status")
+        if isinstance(status, dict) and "conditions" in status:
+            failures = [c for c in status["conditions"] or () if c.get("type") == "ReplicaFailure"]
+            if failures:
+                status["conditions"] = failures
+            else:
+                del status["conditions"]
+        return kept
+
+    return transform
 
 
 def service_cache(field_manager: str) -> Transform:

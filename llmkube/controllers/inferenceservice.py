@@ -48,6 +48,8 @@ from llmkube.controllers.resources import (
     MANAGED_SELECTOR,
     METAL_SLICES_SELECTOR,
     MODELS,
+    NAMESPACE_CACHE_TRANSFORM,
+    NAMESPACES,
     NODE_CACHE_TRANSFORM,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -79,6 +81,7 @@ from llmkube.plan.observed import ObservedState
 from llmkube.plan.rollout import rollout_of
 from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed, with_rollout
 from llmkube.plan.storage import INIT_CONTAINER_NAME
+from llmkube.plan.tenancy import namespace_policy
 
 log = structlog.get_logger("llmkube.controllers.inferenceservice")
 
@@ -141,6 +144,8 @@ class InferenceServiceController:
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
         # For the memory-fit check's GPU memory (no watch: a label change shows at the next reconcile).
         self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
+        # What each namespace allows (Pod Security level, local sources, priority ceiling).
+        self.namespaces = host.informer(NAMESPACES, transform=NAMESPACE_CACHE_TRANSFORM)
 
         host.add_task("inferenceservice:state-metrics", self._publish_state_metrics)
         self.controller: Controller = host.add_controller(
@@ -179,6 +184,8 @@ class InferenceServiceController:
                     enqueue_mapped(self._services_of_slice),
                     label_selector=METAL_SLICES_SELECTOR,
                 ),
+                # The cache keeps only the policy labels: any label change is a policy change.
+                Watch(NAMESPACES, enqueue_mapped(self._services_of_namespace), predicates=[labels_changed]),
             ],
         )
 
@@ -195,6 +202,9 @@ class InferenceServiceController:
     def _services_in_namespace(self, obj: Obj) -> list[ObjectKey]:
         namespace = (obj.get("metadata") or {}).get("namespace") or ""
         return self._keys(BY_NAMESPACE, namespace)
+
+    def _services_of_namespace(self, namespace: Obj) -> list[ObjectKey]:
+        return self._keys(BY_NAMESPACE, (namespace.get("metadata") or {}).get("name") or "")
 
     def _service_of_pod(self, pod: Obj) -> list[ObjectKey]:
         meta = pod.get("metadata") or {}
@@ -327,6 +337,7 @@ class InferenceServiceController:
                 (rc.get("metadata") or {}).get("name") or "" for rc in self.runtime_classes.store.objects()
             ),
             nodes=tuple(self.nodes.store.objects()),
+            namespace=namespace_policy(self.namespaces.store.get_object(None, namespace)),
         )
 
     async def _converge(

@@ -18,20 +18,28 @@ from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
 from llmkube.controllers.modelsource.executor import ActionPerformer
-from llmkube.controllers.resources import MODELS, NODE_CACHE_TRANSFORM, NODES, PERSISTENT_VOLUME_CLAIMS
+from llmkube.controllers.resources import (
+    MODELS,
+    NAMESPACE_CACHE_TRANSFORM,
+    NAMESPACES,
+    NODE_CACHE_TRANSFORM,
+    NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+)
 from llmkube.kube.blocking import StopFlag
 from llmkube.kube.controller import Controller, Result, TerminalError
 from llmkube.kube.errors import NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
-from llmkube.kube.predicates import generation_changed
+from llmkube.kube.predicates import generation_changed, labels_changed
 from llmkube.kube.status_writer import StatusWriter
-from llmkube.kube.store import Change
+from llmkube.kube.store import BY_NAMESPACE, Change
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.model.status import status_changed
 from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
+from llmkube.plan.tenancy import namespace_policy
 
 log = structlog.get_logger("llmkube.controllers.model")
 
@@ -102,6 +110,7 @@ class ModelController:
         self.models = host.informer(MODELS, compact=True)  # as the InferenceService controller asks
         self.status_writer.follow(self.models)
         self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
+        self.namespaces = host.informer(NAMESPACES, transform=NAMESPACE_CACHE_TRANSFORM)
         self._session: aiohttp.ClientSession | None = None
         self._copy_bytes_per_second = copy_bytes_per_second
         # Set when the host stops the controllers: every copy and hash in flight stops within a
@@ -114,6 +123,8 @@ class ModelController:
             watches=[
                 Watch(MODELS, enqueue_object, predicates=[generation_changed]),
                 Watch(NODES, enqueue_mapped(self._gpu_models), predicates=[node_capacity_changed]),
+                # Whether a namespace may use local sources (the cache keeps only the policy labels).
+                Watch(NAMESPACES, enqueue_mapped(self._local_models), predicates=[labels_changed]),
             ],
         )
         host.add_task("model:io", self._own_io)
@@ -126,6 +137,14 @@ class ModelController:
             if accelerator in _GPU_ACCELERATORS:
                 keys.append(ObjectKey.of(model))
         return keys
+
+    def _local_models(self, namespace: Obj) -> list[ObjectKey]:
+        name = (namespace.get("metadata") or {}).get("name") or ""
+        return [
+            ObjectKey.of(model)
+            for model in self.models.store.by_index(BY_NAMESPACE, name)
+            if classify_source(str((model.get("spec") or {}).get("source") or "")) is SourceKind.LOCAL
+        ]
 
     async def _publish_state_metrics(self) -> None:
         """While the controllers run (the leader), the Model status gauge reports this cache."""
@@ -174,6 +193,9 @@ class ModelController:
             pvc_phase=await self._pvc_phase(model),
             gpu_capacity=gpu_capacity(self.nodes.store.objects()) if self.nodes.has_synced() else None,
             cached_file=await io.observe_cached_file(model, self.config),
+            local_sources_allowed=namespace_policy(
+                self.namespaces.store.get_object(None, key.namespace)
+            ).local_sources_allowed,
         )
         stored = {"raw": raw}
 

@@ -20,6 +20,7 @@ from llmkube.controllers.resources import (
     HORIZONTAL_POD_AUTOSCALERS,
     INFERENCE_SERVICES,
     MODELS,
+    NAMESPACES,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
@@ -130,6 +131,13 @@ PERMISSIONS: tuple[Permission, ...] = (
         "Events (events.k8s.io/v1): created, and patched as a series when they repeat",
     ),
     Permission(NODES, ("list", "watch"), Scope.CLUSTER, "GPU capacity, for Models' acceleratorReady"),
+    Permission(
+        NAMESPACES,
+        ("list", "watch"),
+        Scope.CLUSTER,
+        "the labels that say what a namespace allows: its Pod Security level, local model sources, "
+        "the highest priority",
+    ),
     Permission(
         PRIORITY_CLASSES,
         ("list", "watch"),

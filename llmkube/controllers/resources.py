@@ -5,6 +5,7 @@ from llmkube.kube.resource import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,
     HORIZONTAL_POD_AUTOSCALERS,
+    NAMESPACES,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
@@ -15,6 +16,7 @@ from llmkube.kube.resource import (
 )
 from llmkube.kube.transform import keep_only
 from llmkube.plan.memory_fit import GPU_MEMORY_LABELS
+from llmkube.plan.tenancy import POLICY_LABELS
 
 INFERENCE_SERVICES = Resource(c.GROUP, c.VERSION, c.ISVC_PLURAL, c.ISVC_KIND)
 MODELS = Resource(c.GROUP, c.VERSION, c.MODEL_PLURAL, c.MODEL_KIND)
@@ -30,6 +32,8 @@ METAL_SLICES_SELECTOR = f"{c.LABEL_METAL_MANAGED_BY}={c.METAL_AGENT_VALUE}"
 NODE_CACHE_TRANSFORM = keep_only(
     ("status", "capacity"), *(("metadata", "labels", label) for label in GPU_MEMORY_LABELS.values())
 )
+# Namespaces are cached for the labels that say what they allow (plan/tenancy.py) and nothing else.
+NAMESPACE_CACHE_TRANSFORM = keep_only(*(("metadata", "labels", label) for label in POLICY_LABELS))
 
 __all__ = [
     "DEPLOYMENTS",
@@ -39,6 +43,8 @@ __all__ = [
     "MANAGED_SELECTOR",
     "METAL_SLICES_SELECTOR",
     "MODELS",
+    "NAMESPACES",
+    "NAMESPACE_CACHE_TRANSFORM",
     "NODES",
     "NODE_CACHE_TRANSFORM",
     "PERSISTENT_VOLUME_CLAIMS",

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from llmkube.plan.tenancy import TenancyPolicy
+
 GPUVendorName = Literal["nvidia", "amd", "intel"]
 
 DEFAULT_GPU_RESOURCES: Mapping[GPUVendorName, str] = MappingProxyType(
@@ -32,6 +34,8 @@ class OperatorConfig:
     intel_gpu_resource: str = DEFAULT_GPU_RESOURCES["intel"]
     # Per-vendor extended-resource names (decision #4); a vendor listed here wins over the defaults.
     gpu_resource_overrides: Mapping[GPUVendorName, str] = field(default_factory=lambda: MappingProxyType({}))
+    # What tenants may ask for: Pod Security, PriorityClasses, Service types, host paths.
+    tenancy: TenancyPolicy = field(default_factory=TenancyPolicy)
 
     def gpu_resource(self, vendor: GPUVendorName) -> str:
         override = self.gpu_resource_overrides.get(vendor)

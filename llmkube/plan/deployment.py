@@ -12,7 +12,7 @@ from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.gpu import gpu_toleration
-from llmkube.plan.hardening import home_env, memory_limit, writable_mounts, writable_volumes
+from llmkube.plan.hardening import NON_ROOT_USER, home_env, memory_limit, writable_mounts, writable_volumes
 from llmkube.plan.merge_keys import merge_by_key
 from llmkube.plan.names import managed, selector_labels, workload_labels
 from llmkube.plan.objects import compact, fresh_copy, object_metadata, owner_reference
@@ -112,7 +112,7 @@ def pod_spec(inputs: WorkloadInputs) -> KubeObject:
     tolerations += spec.tolerations or []
     return compact(
         {
-            "securityContext": pod_security_context(spec, inputs.config),
+            "securityContext": pod_security_context(spec, inputs.config, inputs.runtime),
             "initContainers": list(inputs.storage.init_containers),
             "containers": [main_container(inputs)],
             "volumes": [*inputs.storage.volumes, *writable_volumes(inputs.runtime.writable_dirs)],
@@ -129,13 +129,21 @@ def pod_spec(inputs: WorkloadInputs) -> KubeObject:
     )
 
 
-def pod_security_context(spec: InferenceServiceSpec, config: OperatorConfig) -> KubeObject:
+def pod_security_context(
+    spec: InferenceServiceSpec, config: OperatorConfig, runtime: RuntimeDefaults
+) -> KubeObject:
     """The user's verbatim when given; else RuntimeDefault seccomp and the operator's fsGroup, so the
-    non-root downloader can write the model volume."""
+    non-root downloader can write the model volume, and, for the runtimes whose images we know, a
+    non-root user: with the container defaults that meets Pod Security "restricted"
+    (plan/hardening.py)."""
     if spec.pod_security_context is not None:
         return spec.pod_security_context
+    user = NON_ROOT_USER if runtime.writable_dirs else None
     return compact(
         {
+            "runAsNonRoot": True if user is not None else None,
+            "runAsUser": user,
+            "runAsGroup": user,
             "seccompProfile": {"type": "RuntimeDefault"},
             "fsGroup": config.default_fsgroup if config.default_fsgroup > 0 else None,
         }

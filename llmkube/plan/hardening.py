@@ -21,6 +21,12 @@ working under them, and how the user overrides them. docs/behaviour.md#pod-harde
   least the request (the spec has no limits field: the contract is the reference operator's).
 - The model-downloader init container asks for little and is capped (curl streams to disk), with a
   read-only root too: it writes only under /models.
+- Pod Security "restricted" by default: for the runtimes whose images we know, the pod runs as a
+  non-root user and group (`NON_ROOT_USER`, the convention of distroless images; the images run
+  as root only because nobody told them otherwise: llama-server, vLLM and TGI need no privilege),
+  with RuntimeDefault seccomp, no privilege escalation and every capability dropped. The
+  downloader runs as the pod's user (its files are then the server's own) and says
+  `runAsNonRoot` itself unless the pod asks for root.
 """
 
 from collections.abc import Mapping
@@ -31,6 +37,8 @@ from llmkube.api.inferenceservice import InferenceResources
 from llmkube.plan.quantity import QuantityError, canonical_quantity, parse_quantity
 
 HOME = "/tmp"
+#: The user and group inference pods run as by default (plan/deployment.py).
+NON_ROOT_USER = 65532
 INIT_CONTAINER_RESOURCES: KubeObject = {
     "requests": {"cpu": "100m", "memory": "64Mi"},
     "limits": {"memory": "512Mi"},

@@ -16,6 +16,7 @@ from llmkube.api.meta import Condition
 from llmkube.api.model import Model
 from llmkube.plan.cache_pvc import cache_pvc_intent
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.current_model import describes_current_spec, stale_status_message
 from llmkube.plan.deployment import WorkloadInputs, container_port, deployment_intent
 from llmkube.plan.download import DOWNLOAD_REQUEUE_SECONDS, download_progress, downloading_pod
 from llmkube.plan.events import (
@@ -41,7 +42,7 @@ from llmkube.plan.names import selector_labels, service_name
 from llmkube.plan.object_checks import object_issues
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
 from llmkube.plan.observed import ObservedState
-from llmkube.plan.pod_failures import diagnose_pod_failure
+from llmkube.plan.pod_failures import FAILED_CREATE, diagnose_pod_failure, replica_failure
 from llmkube.plan.priority import effective_priority, priority_class_name
 from llmkube.plan.queue import QueueEntry, queue_position
 from llmkube.plan.rollout import rollout_of
@@ -70,6 +71,14 @@ from llmkube.plan.status import (
     spec_conditions,
 )
 from llmkube.plan.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
+from llmkube.plan.tenancy import (
+    POLICY_VIOLATION,
+    PolicyIssue,
+    host_path_issues,
+    pod_security_issues,
+    priority_issues,
+    service_type_issues,
+)
 from llmkube.plan.validation import Issue, ValidationInputs, validate
 
 # After deleting a Deployment whose selector changed (pre-0.8 objects, #606), the new one can only
@@ -124,10 +133,47 @@ def plan_inference_service(
         missing = f'Model "{isvc.spec.model_ref}" not found in namespace "{ctx.namespace}"'
         return _model_gate(ctx, "Failed", MODEL_NOT_FOUND_REASON, missing)
     if model.status is None or model.status.phase != "Ready":
-        return _model_gate(ctx, "Pending", WAITING_FOR_MODEL_REASON, WAITING_FOR_MODEL)
-    plan = _plan_with_model(ctx, model)
+        return _withdraw_forbidden(
+            ctx, _model_gate(ctx, "Pending", WAITING_FOR_MODEL_REASON, WAITING_FOR_MODEL)
+        )
+    if not describes_current_spec(model):
+        # A status of the Model's previous spec says nothing about what the new one names (a path, a
+        # claim): nothing is planned from it until the Model controller has judged the new spec.
+        gate = _model_gate(ctx, "Pending", WAITING_FOR_MODEL_REASON, stale_status_message(model))
+        return _withdraw_forbidden(ctx, gate)
+    plan = _withdraw_forbidden(ctx, _plan_with_model(ctx, model))
     # Announce what changed, not what the stored status already says (plan/events.py).
     return replace(plan, events=announced(plan.events, _previous_conditions(ctx), plan.status.conditions))
+
+
+def _withdraw_forbidden(ctx: _Context, plan: InferenceServicePlan) -> InferenceServicePlan:
+    """A Deployment of ours that keeps creating pods the admin does not allow (a host path outside
+    what is allowed, a pod above --max-pod-security: made by an earlier version, or allowed before
+    the admin changed the rules) is deleted when the plan does not replace it. A namespace's own
+    Pod Security level is the API server's to enforce: it refuses the pods, the status says why."""
+    live = ctx.observed.deployment
+    if plan.deployment is not None or live is None or not _owned(ctx, live):
+        return plan
+    ref = object_ref(live)
+    if ref in plan.deletes:
+        return plan
+    template = (live.get("spec") or {}).get("template") or {}
+    policy = ctx.config.tenancy
+    issues = [
+        *host_path_issues(template, ctx.namespace, policy, ctx.observed.namespace),
+        # Against the cluster's maximum only (the namespace's level is left to the API server).
+        *pod_security_issues(
+            live, ctx.isvc.spec, ctx.namespace, policy, replace(ctx.observed.namespace, enforce=None)
+        ),
+    ]
+    if not issues:
+        return plan
+    message = (
+        f"Deployment {ctx.namespace}/{ctx.name} deleted: its pods are not allowed any more: "
+        + "; ".join(issue.text() for issue in issues)
+    )
+    event = PlannedEvent("Warning", POLICY_VIOLATION, message)
+    return replace(plan, deletes=(*plan.deletes, ref), events=(*plan.events, event))
 
 
 def _model_gate(ctx: _Context, phase: Phase, reason: str, message: str) -> InferenceServicePlan:
@@ -180,7 +226,8 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
             needs_model_init=runtime.needs_model_init,
         )
     )
-    issues = validate(
+    issues = _policy_issues(ctx)
+    issues += validate(
         ValidationInputs(
             isvc=ctx.isvc,
             runtime=runtime,
@@ -198,6 +245,11 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     if not metal:
         issues += _ownership_conflicts(ctx)
     errors = [i.text() for i in issues if i.severity == "error"]
+    # A spec asking for more than the admin allows is a policy violation first, whatever else is wrong.
+    error_reason = next(
+        (i.reason for i in issues if i.severity == "error" and i.reason == POLICY_VIOLATION),
+        INVALID_SPEC_REASON,
+    )
     ignored = [i.text() for i in issues if i.severity == "warning"]
     advice = [
         event
@@ -210,7 +262,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     events = [
         *advice,
         *(
-            PlannedEvent("Warning", INVALID_SPEC, i.text(), DEGRADED)
+            PlannedEvent("Warning", i.reason or INVALID_SPEC, i.text(), DEGRADED)
             if i.severity == "error"
             else PlannedEvent("Warning", IGNORED_SETTING, i.text(), SPEC_VALID)
             for i in issues
@@ -239,7 +291,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     if fit is not None and fit.blocks:
         events.append(PlannedEvent("Warning", INSUFFICIENT_MEMORY, fit.message, MEMORY_FIT))
     if errors or not isinstance(storage, ModelStorage):
-        return _invalid(ctx, conditions, errors, events)
+        return _invalid(ctx, conditions, errors, events, reason=error_reason)
     if fit is not None and fit.blocks and enforced(ctx.isvc.metadata.annotations):
         # The user asked not to start what cannot fit: Failed, and nothing applied or deleted.
         message = f"{fit.message} (not started: the memory-fit annotation says enforce)"
@@ -252,7 +304,37 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     if refused:
         events += [PlannedEvent("Warning", INVALID_SPEC, issue.text(), DEGRADED) for issue in refused]
         return _invalid(ctx, conditions, [issue.text() for issue in refused], events)
+    # The last step, whatever route built the pod: what the admin allows its pods to be.
+    forbidden = _pod_policy_issues(ctx, plan.deployment)
+    if forbidden:
+        events += [PlannedEvent("Warning", POLICY_VIOLATION, issue.text(), DEGRADED) for issue in forbidden]
+        return _invalid(
+            ctx, conditions, [issue.text() for issue in forbidden], events, reason=POLICY_VIOLATION
+        )
     return plan
+
+
+def _policy_issues(ctx: _Context) -> list[Issue]:
+    """What the spec itself asks for beyond what the admin allows (the pod is checked once built)."""
+    spec, policy = ctx.isvc.spec, ctx.config.tenancy
+    found: list[PolicyIssue] = [
+        *priority_issues(
+            spec, ctx.priority_class, ctx.priority, ctx.namespace, policy, ctx.observed.namespace
+        ),
+        *service_type_issues(spec, policy),
+    ]
+    return [Issue(issue.field, issue.message, "error", POLICY_VIOLATION) for issue in found]
+
+
+def _pod_policy_issues(ctx: _Context, deployment: KubeObject | None) -> list[PolicyIssue]:
+    if deployment is None:
+        return []
+    template = (deployment.get("spec") or {}).get("template") or {}
+    policy, ns = ctx.config.tenancy, ctx.observed.namespace
+    return [
+        *host_path_issues(template, ctx.namespace, policy, ns),
+        *pod_security_issues(deployment, ctx.isvc.spec, ctx.namespace, policy, ns),
+    ]
 
 
 def _invalid(
@@ -373,6 +455,11 @@ def _workload_plan(
         scheduling = diagnose_scheduling(observed.pods, ctx.config.known_gpu_resources(), gpu_count)
         # Scheduled pods that cannot run (image, crash, download): the kubelet backs off, so do we.
         failure = diagnose_pod_failure(observed.pods) if scheduling is None else None
+        if failure is None and scheduling is None:
+            # No pod to diagnose: an admission plugin may refuse to create them at all.
+            failure = replica_failure(current)
+            if failure is not None:
+                events.append(PlannedEvent("Warning", FAILED_CREATE, failure.message, DEGRADED))
     phase: Phase = "Failed" if failure else determine_phase(ready, desired, scheduling)
     downloading = downloading_pod(observed.pods) if phase == "Creating" else None
     download = download_progress(downloading, observed.download_log) if downloading else None

@@ -7,6 +7,7 @@ from types import MappingProxyType
 
 from llmkube.api.base import KubeObject
 from llmkube.plan.queue import GpuQueue
+from llmkube.plan.tenancy import NamespacePolicy
 
 
 @dataclass(frozen=True)
@@ -28,3 +29,5 @@ class ObservedState:
     nodes: tuple[KubeObject, ...] = ()
     # The last lines of the model-downloader's log, read only while a pod of the service runs it.
     download_log: str | None = None
+    # What the service's namespace allows (its labels): Pod Security level, local sources, priority.
+    namespace: NamespacePolicy = field(default_factory=NamespacePolicy)

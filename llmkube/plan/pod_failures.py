@@ -14,6 +14,11 @@ once and precisely instead of as an endless `Creating`:
 
 The message names the container and the cause, and leaves out what changes on every retry
 (restart counts, timestamps), so an unchanged failure produces an unchanged status.
+
+Pods that cannot even be created (an admission plugin refuses them: Pod Security, a ResourceQuota,
+a policy engine) leave no pod to look at: the ReplicaSet records the refusal, and the Deployment
+controller copies it into the Deployment's `ReplicaFailure` condition (reason `FailedCreate`, the
+API server's message). `replica_failure` reads it from there, whatever the admission plugin.
 """
 
 from collections.abc import Mapping, Sequence
@@ -23,6 +28,7 @@ from typing import Any
 from llmkube.plan.storage import INIT_CONTAINER_NAME
 
 MODEL_DOWNLOAD_FAILED = "ModelDownloadFailed"
+FAILED_CREATE = "FailedCreate"
 INIT_CONTAINER_FAILED = "InitContainerFailed"
 CRASH_LOOP = "CrashLoopBackOff"
 IMAGE_REASONS = frozenset({"ErrImageNeverPull", "ImagePullBackOff", "InvalidImageName", "ErrImagePull"})
@@ -114,3 +120,12 @@ def last_line(text: str) -> str:
         return ""
     line = lines[-1]
     return line if len(line) <= _MAX_LOG_LINE else line[: _MAX_LOG_LINE - 3] + "..."
+
+
+def replica_failure(deployment: Mapping[str, Any] | None) -> PodFailure | None:
+    """The Deployment's `ReplicaFailure=True` condition: its pods are refused at creation."""
+    for condition in ((deployment or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+            refusal = str(condition.get("message") or "no reason given")
+            return PodFailure(FAILED_CREATE, f"the pods of this service cannot be created: {refusal}")
+    return None

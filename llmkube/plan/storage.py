@@ -140,13 +140,17 @@ def plan_storage(
 
 
 def init_security_context(spec: InferenceServiceSpec) -> KubeObject:
-    """Least privilege, but the same user and group as the pod so the files it writes are readable."""
+    """Least privilege, but the same user and group as the pod so the files it writes are readable.
+    Non-root unless the pod asks for root (its user 0, or runAsNonRoot false): the downloader image
+    runs as an unprivileged user of its own otherwise."""
     pod = spec.pod_security_context or {}
+    root = pod.get("runAsUser") == 0 or pod.get("runAsNonRoot") is False
     return compact(
         {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,  # it writes only under /models
             "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": None if root else True,
             "runAsUser": pod.get("runAsUser"),
             "runAsGroup": pod.get("runAsGroup"),
         }

@@ -62,6 +62,8 @@ class Issue:
     field: str
     message: str
     severity: Severity
+    #: the reason an error is reported under (status and Event); "" for the default, InvalidSpec
+    reason: str = ""
 
     def text(self) -> str:
         return f"{self.field}: {self.message}"

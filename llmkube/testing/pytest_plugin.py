@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from llmkube.plan.tenancy import LOCAL_SOURCES_ALLOWED, LOCAL_SOURCES_LABEL
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError, Tier
 from llmkube.testing.node import HOST_PROGRAMS, NodeCluster, node_tier_unavailable
 from llmkube.testing.rest import KubeRest, RestError, wait_for_crds
@@ -169,7 +170,11 @@ def fresh_namespace(cluster: _Administered, request: pytest.FixtureRequest) -> I
     base = "".join(ch if ch.isalnum() else "-" for ch in request.node.name.lower())[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     admin = cluster.admin()
-    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    metadata: dict[str, Any] = {"name": name}
+    if request.node.get_closest_marker("local_sources") is not None:
+        # As an admin allows local model sources for a namespace (llmkube/plan/tenancy.py).
+        metadata["labels"] = {LOCAL_SOURCES_LABEL: LOCAL_SOURCES_ALLOWED}
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
     try:
         yield name
     finally:

@@ -18,6 +18,7 @@ from llmkube.controllers.setup import Controllers, ControllersConfig, setup_cont
 from llmkube.manager import Manager, ManagerConfig
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
+from llmkube.plan.tenancy import TenancyPolicy
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import load_yaml_documents
 
@@ -42,12 +43,20 @@ async def operator(
     install_operator(full_cluster)
     assert full_cluster.controller_kubeconfig is not None, "the e2e suite needs the local control plane"
     model_cache = tmp_path_factory.mktemp("model-cache")
+    # Local-path Models may come from the tests' temporary directories (--model-local-roots), in the
+    # namespaces of tests marked local_sources.
+    roots = (str(tmp_path_factory.getbasetemp()),)
     config = ControllersConfig(
-        operator=OperatorConfig(),
-        # Local-path Models may come from the tests' temporary directories (--model-local-roots).
-        model=ModelPlanConfig(
-            cache_path=str(model_cache), local_source_roots=(str(tmp_path_factory.getbasetemp()),)
+        # NodePort too, as an admin of a cluster where node ports are fine (tests change a Service's
+        # type); LoadBalancer stays refused (tests/e2e/test_tenant_isolation.py).
+        operator=OperatorConfig(
+            tenancy=TenancyPolicy(
+                local_source_roots=roots,
+                allowed_service_types=frozenset({"ClusterIP", "NodePort"}),
+                allowed_priority_classes=frozenset({"team-gold"}),
+            )
         ),
+        model=ModelPlanConfig(cache_path=str(model_cache), local_source_roots=roots),
         isvc_workers=4,
         model_workers=2,
     )

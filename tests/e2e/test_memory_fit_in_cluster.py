@@ -27,6 +27,9 @@ from usercli_support import llmkube
 
 from llmkube.testing.synthetic_gguf import Shape, write
 
+# Their Models come from local files: the test namespaces allow them, as an admin would.
+pytestmark = pytest.mark.local_sources
+
 EVENTS = "events.k8s.io/v1"
 # Small enough to copy at once, shaped like a model: 4 layers, 256 wide, 8 heads / 2 KV heads.
 SHAPE = Shape(embedding=256, layers=4, heads=8, kv_heads=2, feed_forward=768, vocab=1000, type="f16")

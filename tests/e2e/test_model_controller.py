@@ -35,6 +35,9 @@ from llmkube.kube.controller import Controller
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.memory_fit import GPU_MEMORY_LABELS
 
+# Their Models come from local files: the test namespaces allow them, as an admin would.
+pytestmark = pytest.mark.local_sources
+
 GGUF_NAME = "Tiny Llama"
 
 

@@ -4,9 +4,13 @@ started, Ready with the size, a copy that failed; each transition once."""
 from pathlib import Path
 from typing import Any
 
+import pytest
 from e2e_support import RunningController, eventually, model, phase_is
 
 from llmkube.testing.synthetic_gguf import Shape, write
+
+# Their Models come from local files: the test namespaces allow them, as an admin would.
+pytestmark = pytest.mark.local_sources
 
 EVENTS = "events.k8s.io/v1"
 

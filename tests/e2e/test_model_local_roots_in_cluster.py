@@ -28,6 +28,9 @@ from e2e_support import (
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.source import cache_key
 
+# Their Models come from local files: the test namespaces allow them, as an admin would.
+pytestmark = pytest.mark.local_sources
+
 API = "inference.llmkube.dev/v1alpha1"
 
 

@@ -24,7 +24,6 @@ from e2e_support import (
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig
-from llmkube.plan.config import OperatorConfig
 
 # name -> (phase, running pods) once converged
 EXPECTED = {
@@ -151,7 +150,10 @@ async def start_second_controller(operator: RunningController, namespace: str) -
             graceful_shutdown_timeout=10,
         )
     )
-    config = ControllersConfig(operator=OperatorConfig(), model=operator.controllers.models.config)
+    # The same configuration as the session's controller: a restart changes nothing else.
+    config = ControllersConfig(
+        operator=operator.controllers.inference_services.config, model=operator.controllers.models.config
+    )
     holder: dict[str, Controllers] = {}
 
     def setup(m: Manager) -> None:

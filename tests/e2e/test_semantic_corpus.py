@@ -110,8 +110,21 @@ CASES: list[Case] = [
         "isvc",
         "Failed",
         ("Degraded", "True", "InvalidSpec"),
-        ("spec.priorityClassName", '"no-such-class" does not exist'),
+        ("spec.priorityClassName", '"team-gold" does not exist'),
         "InvalidSpec",
+        isvc=_cpu(priorityClassName="team-gold"),  # allowed (--allowed-priority-classes), but missing
+    ),
+    Case(
+        "unlisted-class",
+        "isvc",
+        "Failed",
+        ("Degraded", "True", "PolicyViolation"),
+        (
+            "spec.priorityClassName",
+            '"no-such-class" is not allowed',
+            "--allowed-priority-classes (team-gold)",
+        ),
+        "PolicyViolation",
         isvc=_cpu(priorityClassName="no-such-class"),
     ),
     Case(

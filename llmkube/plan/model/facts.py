@@ -125,6 +125,8 @@ class ModelFacts:
     cached_file: CachedFile | None = None  # local sources: what the cache directory holds
     # Summed node capacity per extended resource name; None when listing nodes failed (fail open).
     gpu_capacity: Mapping[str, int] | None = None
+    # Whether the Model's namespace may use local sources (its label; plan/tenancy.py).
+    local_sources_allowed: bool = False
     probe: ProbeOutcome | None = None
     remote_header: RemoteHeader | None = None
     copy: CopyResult | None = None

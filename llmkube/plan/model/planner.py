@@ -49,6 +49,7 @@ from llmkube.plan.source import (
     parse_pvc_source,
 )
 from llmkube.plan.summary import summarize
+from llmkube.plan.tenancy import NamespacePolicy, local_source_refusal
 
 PHASE_READY = "Ready"
 PVC_BOUND = "Bound"
@@ -104,6 +105,8 @@ def plan_model(
         violation = local_source_violation(
             model.spec.source, local_path(model.spec.source), inputs.config.local_source_roots
         )
+        if violation is None and not facts.local_sources_allowed:
+            violation = local_source_refusal(model.metadata.namespace or "", NamespacePolicy(known=True))
         if violation is None:
             decision = _plan_local(inputs)
         else:
@@ -138,6 +141,9 @@ def _stamped(decision: ModelDecision, inputs: _Inputs) -> ModelDecision:
             now=inputs.now,
         )
         status = status.model_copy(update={"conditions": conditions})
+    # Which spec this status describes: an InferenceService plans from a Model status only when it
+    # describes the Model's current spec (plan/model_gate.py), never from an older one.
+    status = status.model_copy(update={"observed_generation": inputs.generation})
     last_updated = inputs.now if status_changed(inputs.old, status) else inputs.old.last_updated
     return replace(decision, status=status.model_copy(update={"last_updated": last_updated}))
 

@@ -72,7 +72,7 @@ def conditions(status: ModelStatus) -> dict[str, tuple[str, str]]:
 async def reconcile(
     model: Model, io: ModelSourceIO, config: ModelPlanConfig, store: StatusStore, now: datetime
 ) -> tuple[Model, Any]:
-    facts = ModelFacts(cached_file=await io.observe_cached_file(model, config))
+    facts = ModelFacts(cached_file=await io.observe_cached_file(model, config), local_sources_allowed=True)
     written_before = len(store.writes)
     decision = await drive_model_plan(model, facts, config, io, store.write, clock=lambda: now)
     if len(store.writes) > written_before:
@@ -255,7 +255,7 @@ async def test_the_loop_guard_stops_an_executor_that_reports_nothing(tmp_path: P
     with pytest.raises(PlanLoopError):
         await drive_model_plan(
             make_model("/data/m.gguf"),
-            ModelFacts(),
+            ModelFacts(local_sources_allowed=True),
             ModelPlanConfig(cache_path=str(tmp_path), local_source_roots=("/data",)),
             forgetful,
             store.write,

@@ -48,17 +48,23 @@ def make_model(
     hardware: dict[str, Any] | None = None,
     refresh_policy: str | None = None,
     status: dict[str, Any] | None = None,
+    generation: int = 1,
 ) -> Model:
     spec: dict[str, Any] = {"source": source}
     if hardware is not None:
         spec["hardware"] = hardware
     if refresh_policy is not None:
         spec["refreshPolicy"] = refresh_policy
-    model_status: dict[str, Any] = {"phase": phase, **(status or {})}
+    # A status of this very spec (plan/current_model.py), unless the test says otherwise.
+    model_status: dict[str, Any] = {"phase": phase, "observedGeneration": generation, **(status or {})}
     if cache_key is not None:
         model_status["cacheKey"] = cache_key
     return Model.model_validate(
-        {"metadata": {"name": name, "namespace": "ai"}, "spec": spec, "status": model_status}
+        {
+            "metadata": {"name": name, "namespace": "ai", "generation": generation},
+            "spec": spec,
+            "status": model_status,
+        }
     )
 
 

@@ -104,12 +104,21 @@ def test_strategy_recreate_when_the_gpu_comes_from_the_service() -> None:
     assert deployment is not None and deployment["spec"]["strategy"] == {"type": "Recreate"}
 
 
+NON_ROOT = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532}
+
+
 @pytest.mark.parametrize(
     ("spec", "config", "expected"),
     [
-        ({}, OperatorConfig(), {"seccompProfile": {"type": "RuntimeDefault"}, "fsGroup": 102}),
-        ({}, OperatorConfig(default_fsgroup=0), {"seccompProfile": {"type": "RuntimeDefault"}}),
-        ({}, OperatorConfig(default_fsgroup=-1), {"seccompProfile": {"type": "RuntimeDefault"}}),
+        ({}, OperatorConfig(), {**NON_ROOT, "seccompProfile": {"type": "RuntimeDefault"}, "fsGroup": 102}),
+        ({}, OperatorConfig(default_fsgroup=0), {**NON_ROOT, "seccompProfile": {"type": "RuntimeDefault"}}),
+        ({}, OperatorConfig(default_fsgroup=-1), {**NON_ROOT, "seccompProfile": {"type": "RuntimeDefault"}}),
+        # An image we do not know runs as the user it was built for.
+        (
+            {"runtime": "generic", "image": "i"},
+            OperatorConfig(),
+            {"seccompProfile": {"type": "RuntimeDefault"}, "fsGroup": 102},
+        ),
         (
             {"podSecurityContext": {"runAsUser": 1000, "fsGroup": 7}},
             OperatorConfig(),
@@ -144,7 +153,7 @@ def test_pod_security_context(
             {"runtime": "generic", "image": "i"},
             {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         ),
-        ({"securityContext": {"privileged": True}}, {"privileged": True}),
+        ({"securityContext": {"readOnlyRootFilesystem": False}}, {"readOnlyRootFilesystem": False}),
     ],
 )
 def test_container_security_context(spec: dict[str, Any], expected: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from llmkube.plan import init_scripts
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.inferenceservice import plan_inference_service
 from llmkube.plan.observed import ObservedState
+from llmkube.plan.tenancy import SERVICE_TYPES, TenancyPolicy
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(GOLDEN.glob("*.yaml"))
@@ -29,7 +30,9 @@ def test_golden(path: Path) -> None:
     golden: dict[str, Any] = yaml.safe_load(path.read_text())
     isvc = InferenceService.model_validate(golden["input"]["isvc"])
     model = Model.model_validate(golden["input"]["model"])
-    result = plan_inference_service(isvc, model, ObservedState(now=NOW), OperatorConfig())
+    # Every option includes a LoadBalancer Service: allowed here as an admin would (plan/tenancy.py).
+    config = OperatorConfig(tenancy=TenancyPolicy(allowed_service_types=frozenset(SERVICE_TYPES)))
+    result = plan_inference_service(isvc, model, ObservedState(now=NOW), config)
     expected = golden["expected"]
 
     deployment = result.deployment

@@ -230,3 +230,39 @@ def test_unschedulable_pods_are_explained_by_scheduling_first() -> None:
     result = plan(observed=observe(deployment=live_deployment(ready=0), pods=[pending]))
     assert result.status.phase == "Creating"
     assert result.status.scheduling_status == "InsufficientResources"
+
+
+REFUSAL = (
+    'pods "demo-6b7c9d8f5-" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true '
+    '(pod or container "server" must set securityContext.runAsNonRoot=true)'
+)
+
+
+def refused_deployment(**condition: str) -> dict[str, Any]:
+    live = live_deployment(ready=0)
+    live["status"]["conditions"] = [
+        {
+            "type": "ReplicaFailure",
+            "status": "True",
+            "reason": "FailedCreate",
+            "message": REFUSAL,
+            **condition,
+        }
+    ]
+    return live
+
+
+def test_pods_refused_at_creation_fail_the_service_with_the_servers_message_and_an_event() -> None:
+    """No pod exists to diagnose: the Deployment's ReplicaFailure condition says why (any admission
+    plugin: Pod Security, a ResourceQuota, a policy engine)."""
+    result = plan(observed=observe(deployment=refused_deployment()))
+    assert result.status.phase == "Failed"
+    degraded = condition(result, "Degraded")
+    assert degraded == ("True", "FailedCreate", f"the pods of this service cannot be created: {REFUSAL}")
+    assert [(e.type, e.reason) for e in result.events] == [("Warning", "FailedCreate")]
+    assert result.deployment is not None  # still applied: a fixed namespace or quota lets it recover
+
+
+def test_a_replica_failure_that_cleared_is_not_reported() -> None:
+    result = plan(observed=observe(deployment=refused_deployment(status="False")))
+    assert result.status.phase == "Creating" and result.events == ()

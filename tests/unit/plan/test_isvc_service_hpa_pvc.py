@@ -11,6 +11,7 @@ from llmkube.plan.cache_pvc import cache_pvc_intent
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.hpa import hpa_errors
 from llmkube.plan.service import endpoint_url
+from llmkube.plan.tenancy import SERVICE_TYPES, TenancyPolicy
 
 
 def test_service_intent() -> None:
@@ -57,7 +58,9 @@ def test_service_intent() -> None:
 )
 def test_service_type_and_port(endpoint: dict[str, Any] | None, service_type: str, port: int) -> None:
     spec = {"endpoint": endpoint} if endpoint is not None else {}
-    service = plan(spec).service
+    # Types beyond ClusterIP only where the admin allows them (plan/tenancy.py).
+    every_type = OperatorConfig(tenancy=TenancyPolicy(allowed_service_types=frozenset(SERVICE_TYPES)))
+    service = plan(spec, config=every_type).service
     assert service is not None
     assert service["spec"]["type"] == service_type
     assert service["spec"]["ports"] == [

@@ -163,9 +163,15 @@ def test_refresh_policy_selects_the_script(policy: str | None, script: str) -> N
 @pytest.mark.parametrize(
     ("pod_context", "expected_extra"),
     [
-        (None, {}),
-        ({"runAsUser": 1000}, {"runAsUser": 1000}),
-        ({"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000}, {"runAsUser": 1000, "runAsGroup": 3000}),
+        (None, {"runAsNonRoot": True}),
+        ({"runAsUser": 1000}, {"runAsNonRoot": True, "runAsUser": 1000}),
+        (
+            {"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000},
+            {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 3000},
+        ),
+        # A pod that asks for root gets it in the downloader too (baseline allows it).
+        ({"runAsUser": 0}, {"runAsUser": 0}),
+        ({"runAsNonRoot": False}, {}),
     ],
 )
 def test_init_container_security_context(

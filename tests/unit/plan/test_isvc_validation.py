@@ -8,7 +8,11 @@ from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.plan.config import OperatorConfig
+from llmkube.plan.tenancy import TenancyPolicy
 from llmkube.plan.validation import RUNTIME_FIELDS
+
+# A custom PriorityClass is used only where the admin lists it (plan/tenancy.py).
+TEAM_GOLD_ALLOWED = OperatorConfig(tenancy=TenancyPolicy(allowed_priority_classes=frozenset({"team-gold"})))
 
 # (case, spec, model, config, field named, value named)
 ERRORS: list[tuple[str, dict[str, Any], Any, OperatorConfig, str, str]] = [
@@ -65,7 +69,7 @@ ERRORS: list[tuple[str, dict[str, Any], Any, OperatorConfig, str, str]] = [
         "unknown custom PriorityClass",
         {"priorityClassName": "team-gold"},
         make_model(),
-        OperatorConfig(),
+        TEAM_GOLD_ALLOWED,
         "spec.priorityClassName",
         '"team-gold"',
     ),
@@ -166,7 +170,9 @@ def test_ready_is_zero_when_failing_without_a_workload() -> None:
 
 def test_existing_custom_priority_class_is_used_decision_7() -> None:
     result = plan(
-        {"priorityClassName": "team-gold"}, observed=observe(priority_classes={"team-gold": 500_000})
+        {"priorityClassName": "team-gold"},
+        observed=observe(priority_classes={"team-gold": 500_000}),
+        config=TEAM_GOLD_ALLOWED,
     )
     assert result.status.phase == "Creating" and result.status.effective_priority == 500_000
     assert result.deployment is not None

@@ -101,7 +101,9 @@ def conditions_of(status: ModelStatus) -> dict[str, tuple[str, str, str]]:
     ],
 )
 def test_the_planner_fails_the_model_without_reading_anything(source: str, roots: tuple[str, ...]) -> None:
-    decision = plan_model(model(source), ModelFacts(), NOW, ModelPlanConfig(local_source_roots=roots))
+    decision = plan_model(
+        model(source), ModelFacts(local_sources_allowed=True), NOW, ModelPlanConfig(local_source_roots=roots)
+    )
     assert decision.action.kind is ActionKind.NONE  # no copy, no probe, no verify
     assert decision.status.phase == "Failed"
     status, reason, message = conditions_of(decision.status)["Degraded"]
@@ -112,15 +114,15 @@ def test_the_planner_fails_the_model_without_reading_anything(source: str, roots
 
 def test_a_ready_copy_stops_being_served_once_its_root_is_withdrawn() -> None:
     allowed = ModelPlanConfig(local_source_roots=("/data",))
-    copying = plan_model(model("/data/m.gguf"), ModelFacts(), NOW, allowed)
+    copying = plan_model(model("/data/m.gguf"), ModelFacts(local_sources_allowed=True), NOW, allowed)
     stored = StoredFile(path="/models/k/m.gguf", size=10, sha256="ab" * 32, gguf=None, source_size=10)
     copying_model = model("/data/m.gguf", status=copying.status.model_dump(by_alias=True))
-    ready = plan_model(copying_model, ModelFacts(copy=stored), NOW, allowed)
+    ready = plan_model(copying_model, ModelFacts(local_sources_allowed=True, copy=stored), NOW, allowed)
     assert ready.status.phase == "Ready"
 
     withdrawn = plan_model(
         model("/data/m.gguf", status=ready.status.model_dump(by_alias=True)),
-        ModelFacts(),
+        ModelFacts(local_sources_allowed=True),
         NOW + timedelta(minutes=1),
         ModelPlanConfig(local_source_roots=("/elsewhere",)),
     )
@@ -131,12 +133,12 @@ def test_a_ready_copy_stops_being_served_once_its_root_is_withdrawn() -> None:
 
 def test_a_link_out_of_the_roots_found_by_the_copy_is_an_invalid_source_retried_slowly() -> None:
     config = ModelPlanConfig(local_source_roots=("/data",))
-    copying = plan_model(model("/data/link.gguf"), ModelFacts(), NOW, config)
+    copying = plan_model(model("/data/link.gguf"), ModelFacts(local_sources_allowed=True), NOW, config)
     assert copying.action.kind is ActionKind.COPY_LOCAL
     escaped = FetchError(FetchFailure.ESCAPES_ROOTS, "local model source ... is not allowed: ...")
     decision = plan_model(
         model("/data/link.gguf", status=copying.status.model_dump(by_alias=True)),
-        ModelFacts(copy=escaped),
+        ModelFacts(local_sources_allowed=True, copy=escaped),
         NOW,
         config,
     )
@@ -147,7 +149,25 @@ def test_a_link_out_of_the_roots_found_by_the_copy_is_an_invalid_source_retried_
 
 def test_metal_models_are_not_confined_the_host_agent_reads_them() -> None:
     decision = plan_model(
-        model("/Users/me/m.gguf", accelerator="metal"), ModelFacts(), NOW, ModelPlanConfig()
+        model("/Users/me/m.gguf", accelerator="metal"),
+        ModelFacts(local_sources_allowed=True),
+        NOW,
+        ModelPlanConfig(),
     )
     assert decision.status.phase == "Ready"
     assert decision.action.kind is ActionKind.NONE
+
+
+def test_a_namespace_without_the_admins_label_may_not_use_local_sources() -> None:
+    """Inside the roots, but in a namespace the admin did not allow: nothing is read, nothing retried."""
+    refused = plan_model(
+        model("/data/m.gguf"), ModelFacts(), NOW, ModelPlanConfig(local_source_roots=("/data",))
+    )
+    assert refused.status.phase == "Failed" and refused.action.kind is ActionKind.NONE
+    assert refused.requeue.after is None and not refused.requeue.backoff
+    degraded = next(c for c in refused.status.conditions or () if c.type == "Degraded")
+    assert degraded.reason == "InvalidSource"
+    assert degraded.message == (
+        "local model sources are not allowed in namespace 'ml': an admin allows them with the namespace "
+        "label inference.llmkube.dev/local-model-sources=allowed"
+    )

@@ -97,7 +97,9 @@ def plan(
     model: Model, facts: ModelFacts | None = None, config: ModelPlanConfig | None = None
 ) -> ModelDecision:
     config = config or ModelPlanConfig(local_source_roots=LOCAL_ROOTS)
-    return plan_model(model, facts or ModelFacts(), NOW, config)
+    # The models' namespace may use local sources (tests/unit/plan/model/test_model_local_roots.py
+    # holds the refusal where it may not).
+    return plan_model(model, replace(facts or ModelFacts(), local_sources_allowed=True), NOW, config)
 
 
 # --- pvc:// -------------------------------------------------------------------------------------
@@ -503,7 +505,10 @@ COPIED = StoredFile(
 
 def test_local_copy_success_is_ready_and_in_sync() -> None:
     copying = plan(make_model(LOCAL_SRC)).status
-    decision = plan(make_model(LOCAL_SRC, status=copying), ModelFacts(copy=COPIED, gpu_capacity={}))
+    decision = plan(
+        make_model(LOCAL_SRC, status=copying),
+        ModelFacts(local_sources_allowed=True, copy=COPIED, gpu_capacity={}),
+    )
     status = decision.status
     assert (status.phase, status.path, status.size, status.sha256, status.gguf) == (
         "Ready",
@@ -540,7 +545,9 @@ def test_local_copy_success_is_ready_and_in_sync() -> None:
 def test_local_copy_failures(failure: FetchFailure, reason: str, requeue: Requeue, error: bool) -> None:
     copying = plan(make_model(LOCAL_SRC)).status
     result = FetchError(kind=failure, message="failed to open local model file /data/llama.gguf: boom")
-    decision = plan(make_model(LOCAL_SRC, status=copying), ModelFacts(copy=result))
+    decision = plan(
+        make_model(LOCAL_SRC, status=copying), ModelFacts(local_sources_allowed=True, copy=result)
+    )
     assert decision.status.phase == "Failed"
     assert conditions(decision) == {
         "Progressing": ("False", reason, result.message),
@@ -557,7 +564,9 @@ def test_a_retried_copy_keeps_degraded_until_the_outcome_is_known() -> None:
     decision = plan(make_model(LOCAL_SRC, status=failed))
     assert decision.action.kind is ActionKind.COPY_LOCAL
     assert conditions(decision)["Degraded"][:2] == ("True", "CopyFailed")
-    done = plan(make_model(LOCAL_SRC, status=decision.status), ModelFacts(copy=COPIED))
+    done = plan(
+        make_model(LOCAL_SRC, status=decision.status), ModelFacts(local_sources_allowed=True, copy=COPIED)
+    )
     assert conditions(done)["Degraded"][:2] == ("False", "Superseded")
 
 
@@ -624,9 +633,11 @@ def test_unreadable_cache_fails_with_backoff() -> None:
 
 def local_ready(path: str = COPIED.path, at: datetime = T0, gguf: GGUFMetadata | None = META) -> ModelStatus:
     config = ModelPlanConfig(local_source_roots=LOCAL_ROOTS)
-    copying = plan_model(make_model(LOCAL_SRC), ModelFacts(), at, config).status
+    copying = plan_model(make_model(LOCAL_SRC), ModelFacts(local_sources_allowed=True), at, config).status
     stored = StoredFile(path=path, size=2048, sha256=SHA, gguf=gguf, source_size=2048)
-    return plan_model(make_model(LOCAL_SRC, status=copying), ModelFacts(copy=stored), at, config).status
+    return plan_model(
+        make_model(LOCAL_SRC, status=copying), ModelFacts(local_sources_allowed=True, copy=stored), at, config
+    ).status
 
 
 def test_ready_cache_not_due_is_left_alone() -> None:
@@ -787,7 +798,7 @@ def test_the_reconcile_loop_ends_without_repeating_an_action(
         "failed": ModelStatus(phase="Failed", conditions=[cond("Degraded", "True", "CopyFailed")]),
     }[previous]
     model = make_model(source, status=earlier, refresh=refresh, sha256=sha256)
-    facts = ModelFacts(cached_file=cached, pvc_phase=pvc_phase)
+    facts = ModelFacts(cached_file=cached, pvc_phase=pvc_phase, local_sources_allowed=True)
     performed: list[ActionKind] = []
     for _ in range(5):
         decision = plan_model(model, facts, at, ModelPlanConfig(local_source_roots=LOCAL_ROOTS))
