@@ -36,6 +36,7 @@ SERVICE_ACCOUNT = "llmkube-controller"
 #: manifests/<path> copied to charts/llmkube/files/<path>
 CHART_FILES = (
     "admission/inferenceservice_policy.yaml",
+    "admission/secret_references_policy.yaml",
     "priorityclasses/priority_classes.yaml",
     "rbac/cluster_role.yaml",
     "rbac/leader_election_role.yaml",

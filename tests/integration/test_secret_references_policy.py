@@ -1,0 +1,191 @@
+"""manifests/admission/secret_references_policy.yaml on a real API server, from the tenant's own
+token: an InferenceService may name only Secrets its author may read. A tenant bound to
+`llmkube-editor` alone (no Secrets) is refused every reference, by Secret name; granted `get` on one
+Secret, it may name that one and no other; an admin may name any.
+
+The policy is applied as shipped; only its binding is narrowed to this module's namespace."""
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmkube.api.crds import all_crds
+from llmkube.testing.identities import service_account_kubeconfig
+from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = ROOT / "manifests" / "admission" / "secret_references_policy.yaml"
+USER_ROLES = ROOT / "manifests" / "rbac" / "user_roles.yaml"
+API = "inference.llmkube.dev/v1alpha1"
+SCOPE_LABEL = "llmkube-test/secret-references"
+
+
+def service(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "InferenceService",
+        "metadata": {"name": name},
+        "spec": {"modelRef": "m", **spec},
+    }
+
+
+def secret_env(secret: str) -> dict[str, Any]:
+    return {"env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}]}
+
+
+REFERENCES = {
+    "env": secret_env,
+    "pull": lambda secret: {"imagePullSecrets": [{"name": secret}]},
+    "vllm": lambda secret: {
+        "runtime": "vllm",
+        "vllmConfig": {"hfTokenSecretRef": {"name": secret, "key": "t"}},
+    },
+    "tgi": lambda secret: {"runtime": "tgi", "tgiConfig": {"hfTokenSecretRef": {"name": secret, "key": "t"}}},
+    "personaplex": lambda secret: {
+        "runtime": "personaplex",
+        "image": "i",
+        "personaPlexConfig": {"hfTokenSecretRef": {"name": secret, "key": "t"}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def scoped(
+    api_cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, KubeRest]]:
+    """A namespace under the policy, and a tenant in it with llmkube-editor only."""
+    admin = api_cluster.admin()
+    apply_manifests(api_cluster, all_crds())
+    apply_manifests(api_cluster, load_yaml_documents(USER_ROLES))
+    namespace = "secret-refs"
+    admin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {SCOPE_LABEL: "on"}},
+        }
+    )
+    docs = load_yaml_documents(POLICY)
+    binding = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding")
+    binding["spec"]["matchResources"] = {"namespaceSelector": {"matchLabels": {SCOPE_LABEL: "on"}}}
+    for doc in docs:
+        admin.apply(doc)
+    admin.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "tenant-editor", "namespace": namespace},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "llmkube-editor",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}],
+        }
+    )
+    for name in ("hf-token", "registry", "other-team-token"):
+        admin.apply(
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}}
+        )
+    path = service_account_kubeconfig(
+        api_cluster.kubeconfig, namespace, "tenant", tmp_path_factory.mktemp("tenant") / "kubeconfig"
+    )
+    tenant = KubeRest.from_kubeconfig(path)
+    # Policies take effect asynchronously: wait until a bad object is refused.
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            tenant.request(
+                "POST",
+                f"/apis/inference.llmkube.dev/v1alpha1/namespaces/{namespace}/inferenceservices?dryRun=All",
+                service("probe", **secret_env("hf-token")),
+            )
+        except RestError as refused:
+            if refused.status == 422 or refused.status == 403:
+                break
+        if time.monotonic() > deadline:
+            raise TimeoutError("the policy never took effect")
+        time.sleep(0.2)
+    yield namespace, tenant
+    admin.delete("v1", "Namespace", namespace)
+    for doc in reversed(docs):
+        admin.delete(doc["apiVersion"], doc["kind"], doc["metadata"]["name"])
+
+
+def create(client: KubeRest, namespace: str, body: dict[str, Any]) -> None:
+    client.request(
+        "POST",
+        f"/apis/inference.llmkube.dev/v1alpha1/namespaces/{namespace}/inferenceservices?dryRun=All",
+        body,
+    )
+
+
+@pytest.mark.parametrize("where", sorted(REFERENCES))
+def test_a_tenant_without_secret_rights_may_not_name_a_secret(
+    scoped: tuple[str, KubeRest], where: str
+) -> None:
+    namespace, tenant = scoped
+    with pytest.raises(RestError) as refused:
+        create(tenant, namespace, service(f"ref-{where}", **REFERENCES[where]("hf-token")))
+    assert refused.value.status == 403
+    body = refused.value.body
+    assert isinstance(body, dict) and body.get("reason") == "Forbidden"
+    who = f"system:serviceaccount:{namespace}:tenant"
+    assert body["message"].endswith(
+        f'spec: names Secret "hf-token" in namespace {namespace}, and {who} may not read (get) every one of '
+        "them: its pods would hand them to the service"
+    )
+
+
+def test_a_spec_without_secrets_is_not_judged(scoped: tuple[str, KubeRest]) -> None:
+    namespace, tenant = scoped
+    create(tenant, namespace, service("plain", env=[{"name": "A", "value": "b"}]))
+
+
+def test_get_on_one_secret_allows_exactly_that_one(
+    api_cluster: ClusterHandle, scoped: tuple[str, KubeRest]
+) -> None:
+    namespace, tenant = scoped
+    admin = api_cluster.admin()
+    admin.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "read-hf-token", "namespace": namespace},
+            "rules": [
+                {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["hf-token"], "verbs": ["get"]}
+            ],
+        }
+    )
+    admin.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "read-hf-token", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-hf-token"},
+            "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}],
+        }
+    )
+    try:
+        create(tenant, namespace, service("mine", **secret_env("hf-token")))
+        with pytest.raises(RestError) as refused:
+            create(
+                tenant,
+                namespace,
+                service("theirs", **secret_env("other-team-token"), imagePullSecrets=[{"name": "hf-token"}]),
+            )
+        message = refused.value.body["message"] if isinstance(refused.value.body, dict) else ""
+        assert 'names Secret "other-team-token", "hf-token" in namespace' in message
+    finally:
+        admin.delete("rbac.authorization.k8s.io/v1", "RoleBinding", "read-hf-token", namespace)
+        admin.delete("rbac.authorization.k8s.io/v1", "Role", "read-hf-token", namespace)
+
+
+def test_an_admin_may_name_any(api_cluster: ClusterHandle, scoped: tuple[str, KubeRest]) -> None:
+    namespace, _ = scoped
+    create(api_cluster.admin(), namespace, service("admin", **secret_env("other-team-token")))
