@@ -33,7 +33,8 @@ from llmkube.testing.controller_process import ControllerProcess, controller_arg
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 
-pytestmark = pytest.mark.integration
+# Models here come from local files: the namespaces allow them, as an admin would.
+pytestmark = [pytest.mark.integration, pytest.mark.local_sources]
 
 API = "inference.llmkube.dev/v1alpha1"
 FAST = ["--leader-elect-lease-duration=4", "--leader-elect-renew-deadline=3", "--leader-elect-retry-period=1"]
