@@ -89,7 +89,7 @@ def ordinary() -> bytes:
     return gguf_file(plain(), [tensor_info("token_embd.weight", [16, 8])], data=bytes(16 * 8 * 4))
 
 
-#: What a hostile source served in the issue that found these (and a few more of the same kind).
+#: What a hostile source was seen to serve (and a few more of the same kind).
 HOSTILE: Mapping[str, bytes] = {
     "name-2mib": gguf_file(plain("N" * (2 * MIB))),
     "name-4mib": gguf_file(plain("N" * (4 * MIB))),

@@ -1,4 +1,5 @@
-"""Hostile model sources against the real controller and API server (issue 26, items 4, 5, 6).
+"""Hostile model sources against the real controller and API server: hostile headers, sources
+the controller must not reach, hanging sources.
 
 The sources are real HTTP servers on loopback that the tests own and count: one serves the
 hostile GGUF headers of llmkube.testing.hostile_gguf and a Content-Range of 10^30 bytes; a bare

@@ -383,7 +383,7 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
     A header the file's own bytes make unusable (not GGUF, beyond the reader's bounds, a Range
     answer no file can give) fails the Model, and that failure stands: the header is not read
     again until the spec changes or a revalidation finds another file (ETag or size). A retry with
-    backoff would fetch the same bytes to fail the same way (issue 26: 105 requests in 2 minutes).
+    backoff would fetch the same bytes to fail the same way (105 requests in 2 minutes, measured).
     """
     key = cache_key(inputs.source)
     base = _rebased(inputs.old, key)

@@ -2,8 +2,8 @@
 
 Every value a source puts into status is bounded (bounds.py), so a planned status is a few KiB.
 Should one still be refused (a bound missed, a stricter API server), the Model must not be left
-without any status: the issue that found this saw five hostile Models with none at all, each
-retried for ever. So the controller writes a small status instead, built only from fields that
+without any status: five hostile Models were once left with none at all, each retried for
+ever. So the controller writes a small status instead, built only from fields that
 cannot be the cause: phase Failed, Degraded `StatusRejected` saying what the API server answered,
 the source's cache key and fingerprint (bounded), so the planner holds the failure until the spec
 or the file changes (planner._plan_http) rather than fetching again.

@@ -171,7 +171,7 @@ class ModelHost:
         return response
 
     async def lying_total(self, request: web.Request) -> web.StreamResponse:
-        """Announces a file of 10^30 bytes (the OverflowError of issue 26)."""
+        """Announces a file of 10^30 bytes (the old reader raised OverflowError making it)."""
         body = self._file(request)
         match = _RANGE.match(request.headers.get("Range", ""))
         assert match is not None

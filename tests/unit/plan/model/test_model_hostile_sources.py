@@ -1,4 +1,4 @@
-"""plan_model against hostile http(s) sources (issue 26, items 4 and 5): a header the file makes
+"""plan_model against hostile http(s) sources: a header the file makes
 unusable fails the Model and the failure stands until the spec or the file changes; a refused
 source fails as SourceNotAllowed; every message is bounded; an action in flight is waited for and
 results for another spec are ignored."""
