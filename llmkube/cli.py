@@ -19,17 +19,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from llmkube import __version__
 from llmkube.bundled import MissingBundledFile, bundled_path, manifest_documents
 from llmkube.controllers.worker_counts import DEFAULT_WORKERS, MAX_MODEL_WORKERS, model_workers_for
 
+T = TypeVar("T")
+
 if TYPE_CHECKING:
     from llmkube.controllers.setup import ControllersConfig
     from llmkube.manager import ManagerConfig
+    from llmkube.plan.model.egress import EgressConfig
     from llmkube.plan.tenancy import TenancyPolicy
 
 BUILD_SCRIPT = "hack/build-k8s.sh"
@@ -198,6 +201,10 @@ def _run_on_node(args: argparse.Namespace) -> int:
         cluster.network.enter_current_thread()
         demo.announce_when_ready()
         args.kubeconfig = str(cluster.kubeconfig)
+        # The sample's model server is a Service of the cluster, which is refused unless allowed.
+        args.model_source_allowed_hosts = ",".join(
+            filter(None, (args.model_source_allowed_hosts, demo.model_host))
+        )
         return _controller(_loopback_endpoints(args))
 
 
@@ -212,6 +219,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
     intel = os.environ.get("LLMKUBE_INTEL_GPU_RESOURCE") or "gpu.intel.com/i915"
     roots = normalized_roots((args.model_local_roots or "").split(","))
     return ControllersConfig(
+        model_egress=egress_config(args),
         operator=OperatorConfig(
             model_cache_path=args.model_cache_path,
             model_cache_size=args.model_cache_size,
@@ -262,6 +270,26 @@ def tenancy_policy(args: argparse.Namespace, roots: tuple[str, ...]) -> "Tenancy
         default_max_priority=args.default_max_priority,
         allowed_service_types=frozenset(service_types),
         local_source_roots=roots,
+    )
+
+
+def _parsed(flag: str, value: str | None, parse: "Callable[[str], T]") -> "T":
+    try:
+        return parse(value or "")
+    except ValueError as invalid:
+        raise ValueError(f"{flag}: {invalid}") from None
+
+
+def egress_config(args: argparse.Namespace) -> "EgressConfig":
+    """--model-source-allowed-hosts, --service-cidr, --pod-cidr; a ValueError names the flag."""
+    from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts, parse_cidrs
+
+    return EgressConfig(
+        allowed_hosts=_parsed(
+            "--model-source-allowed-hosts", args.model_source_allowed_hosts, parse_allowed_hosts
+        ),
+        service_cidrs=_parsed("--service-cidr", args.service_cidr, parse_cidrs),
+        pod_cidrs=_parsed("--pod-cidr", args.pod_cidr, parse_cidrs),
     )
 
 
@@ -518,6 +546,29 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         metavar="TYPE[,TYPE...]",
         help="Service types spec.endpoint.type may ask for: ClusterIP, NodePort, LoadBalancer "
         "(default ClusterIP) [LLMKUBE_ALLOWED_SERVICE_TYPES]",
+    )
+    parser.add_argument(
+        "--model-source-allowed-hosts",
+        default=env("LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS", ""),
+        metavar="HOST[,HOST...]",
+        help="hosts the controller may fetch Models' http(s) sources from although they are in a "
+        "network it refuses (loopback, link-local and metadata addresses, the cluster's Service and "
+        "Pod networks): host, *.domain, host:port, an IP address, [IPv6]:port or a CIDR. The API "
+        "server's own endpoint is never allowed [LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS]",
+    )
+    parser.add_argument(
+        "--service-cidr",
+        default=env("LLMKUBE_SERVICE_CIDR", ""),
+        metavar="CIDR[,CIDR...]",
+        help="the cluster's Service networks, refused as model sources (default: read from the "
+        "cluster's ServiceCIDR objects) [LLMKUBE_SERVICE_CIDR]",
+    )
+    parser.add_argument(
+        "--pod-cidr",
+        default=env("LLMKUBE_POD_CIDR", ""),
+        metavar="CIDR[,CIDR...]",
+        help="the cluster's Pod networks, refused as model sources (default: the Nodes' "
+        "spec.podCIDRs) [LLMKUBE_POD_CIDR]",
     )
     parser.add_argument(
         "--model-copy-bytes-per-second",

@@ -1,22 +1,31 @@
 """The Model controller: observe (cache, claim, nodes, cache directory) -> plan (pure) -> act
 (copy, verify, probe) -> plan again -> status. The loop itself is
 `modelsource.drive_model_plan`; this module feeds it facts and persists what it decides.
+
+Actions run in the background (modelsource/background.py): a reconcile starts one and ends, and
+the action's result is a fact of the next reconcile. Every http(s) request goes through the
+egress policy (model_egress.py, modelsource/egress.py). A status the API server refuses is
+replaced by a small one that says so (`StatusRejected`), never left unwritten.
 """
 
 import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import aiohttp
+import orjson
 import structlog
 from pydantic import ValidationError
 
 from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
+from llmkube.controllers.model_egress import ClusterAddresses
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
+from llmkube.controllers.modelsource.background import BackgroundActions, SlotPools
+from llmkube.controllers.modelsource.egress import GuardedResolver
 from llmkube.controllers.modelsource.executor import ActionPerformer
 from llmkube.controllers.resources import (
     MODELS,
@@ -26,17 +35,20 @@ from llmkube.controllers.resources import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
 )
+from llmkube.kube.apply import ApplyResult
 from llmkube.kube.blocking import StopFlag
 from llmkube.kube.controller import Controller, Result, TerminalError
-from llmkube.kube.errors import NotFound
+from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
 from llmkube.kube.predicates import generation_changed, labels_changed
 from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import BY_NAMESPACE, Change
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
+from llmkube.plan.model.egress import EgressConfig
 from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts
+from llmkube.plan.model.refused_status import MAX_STATUS_BYTES, is_refused_status, status_after_refusal
 from llmkube.plan.model.status import status_changed
 from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
 from llmkube.plan.tenancy import namespace_policy
@@ -84,13 +96,13 @@ class TimedCopies:
     io: ActionPerformer
     observe: Callable[[float], None]
 
-    async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
+    async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts | None:
         if action.kind not in (ActionKind.COPY_LOCAL, ActionKind.REFETCH):
             return await self.io.perform(action, facts)
         started = time.perf_counter()
-        facts = await self.io.perform(action, facts)
+        performed = await self.io.perform(action, facts)
         self.observe(time.perf_counter() - started)  # a copy that was stopped has no duration
-        return facts
+        return performed
 
 
 class ModelController:
@@ -102,6 +114,7 @@ class ModelController:
         workers: int,
         *,
         copy_bytes_per_second: float | None = None,
+        egress: EgressConfig | None = None,
     ) -> None:
         self.host = host
         self.config = config
@@ -116,6 +129,12 @@ class ModelController:
         # Set when the host stops the controllers: every copy and hash in flight stops within a
         # chunk and removes its partial file (the next leader copies afresh).
         self._stop_io = StopFlag()
+        self.addresses = ClusterAddresses(
+            egress or EgressConfig(),
+            host.client,
+            self.nodes.store.objects,
+            cluster_wide=self.models.namespace is None,
+        )
         self.controller: Controller = host.add_controller(
             MODEL_CONTROLLER,
             metrics.timed(MODEL_CONTROLLER, self.reconcile),
@@ -127,7 +146,10 @@ class ModelController:
                 Watch(NAMESPACES, enqueue_mapped(self._local_models), predicates=[labels_changed]),
             ],
         )
+        # Copies and hashes share the disk as the Model workers once did (at most that many at once).
+        self.actions = BackgroundActions(self._perform, self.controller.enqueue, SlotPools.sized(workers))
         host.add_task("model:io", self._own_io)
+        host.add_task("model:egress", self.addresses.discover)
         host.add_task("model:state-metrics", self._publish_state_metrics)
 
     def _gpu_models(self, _node: Obj) -> list[ObjectKey]:
@@ -162,24 +184,42 @@ class ModelController:
             await asyncio.Event().wait()
         finally:
             self._stop_io.set()
+            await self.actions.close()
             if self._session is not None:
                 await self._session.close()
 
     def _io(self) -> ModelSourceIO:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(headers={"User-Agent": "llmkube-controller"})
+            # Every connection's addresses come from the guarded resolver (no second lookup).
+            connector = aiohttp.TCPConnector(resolver=GuardedResolver(self.addresses.policy))
+            self._session = aiohttp.ClientSession(
+                connector=connector, headers={"User-Agent": "llmkube-controller"}
+            )
         return ModelSourceIO(
             session=self._session,
             stop=self._stop_io,
             copy_bytes_per_second=self._copy_bytes_per_second,
             local_roots=self.config.local_source_roots,
+            policy=self.addresses.policy,
         )
+
+    async def _perform(self, key: ObjectKey, action: ModelAction, facts: ModelFacts) -> ModelFacts | None:
+        """One action, in its background task; copies are timed for the download metric."""
+        if action.source_kind is SourceKind.HTTP:
+            await self.addresses.ready()
+
+        def copied(seconds: float) -> None:
+            # The series appears with the first copy: Models that are never copied add none.
+            self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(seconds)
+
+        return await TimedCopies(self._io(), copied).perform(action, facts)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         raw = self.models.store.get_object(key.namespace, key.name)
         if raw is None:
             self.metrics.forget_model(key.namespace, key.name)
             self.status_writer.forget(key)
+            self.actions.forget(key)
             return None
         try:
             model = Model.model_validate(raw)
@@ -188,32 +228,35 @@ class ModelController:
         # Plan from the status as it is now, our own last writes included (kube/status_writer.py).
         model = model.model_copy(update={"status": self.status_writer.current(raw, model.status)})
 
-        io = self._io()
-        facts = ModelFacts(
+        observed = ModelFacts(
             pvc_phase=await self._pvc_phase(model),
             gpu_capacity=gpu_capacity(self.nodes.store.objects()) if self.nodes.has_synced() else None,
-            cached_file=await io.observe_cached_file(model, self.config),
+            cached_file=await self._io().observe_cached_file(model, self.config),
             local_sources_allowed=namespace_policy(
                 self.namespaces.store.get_object(None, key.namespace)
             ).local_sources_allowed,
         )
+        facts, results = self.actions.facts_for(key, observed)
         stored = {"raw": raw}
 
         async def write_status(current: Model, status: ModelStatus) -> Model:
-            result = await self.status_writer.write(stored["raw"], current.status, status)
+            result = await self._write_status(
+                key, stored["raw"], current.status, status, current.metadata.generation
+            )
             if result is None:
                 return current
             stored["raw"] = result.object
-            log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
-            for event in model_events(current.status, status):
+            written = Model.model_validate(result.object)
+            for event in model_events(current.status, written.status or status):
                 self.host.recorder.event(result.object, event.type, event.reason, event.message)
-            return Model.model_validate(result.object)
+            return written
 
-        def copied(seconds: float) -> None:
-            # The series appears with the first copy: Models that are never copied add none.
-            self.metrics.download_duration.labels(key.name, key.namespace, "local").observe(seconds)
-
-        decision = await drive_model_plan(model, facts, self.config, TimedCopies(io, copied), write_status)
+        decision = await drive_model_plan(
+            model, facts, self.config, self.actions.performer(key), write_status
+        )
+        self.actions.consumed(key, results)
+        if decision.waiting:
+            return None  # the action's end queues the Model again
         if decision.requeue.backoff:
             # The failure is in status already; retry through the per-item rate limiter.
             log.warning("model not ready, retrying with backoff", error=decision.error)
@@ -221,6 +264,48 @@ class ModelController:
         if decision.requeue.after is not None:
             return Result(requeue_after=max(1.0, decision.requeue.after / timedelta(seconds=1)))
         return None
+
+    async def _write_status(
+        self,
+        key: ObjectKey,
+        raw: Obj,
+        cached: ModelStatus | None,
+        status: ModelStatus,
+        generation: int | None,
+    ) -> ApplyResult | None:
+        """Write `status`; if the API server refuses it (too large, invalid), write the small
+        status that says so instead: a Model is never left without one. Anything else, and a
+        refusal of that status too, is raised (and retried with backoff, from the same facts)."""
+        size = len(orjson.dumps(encode_status(status)))
+        try:
+            if size > MAX_STATUS_BYTES:
+                raise ApiError(
+                    413, f"a status of {size} bytes (at most {MAX_STATUS_BYTES} are sent)", reason="NotSent"
+                )
+            result = await self.status_writer.write(raw, cached, status)
+        except ApiError as error:
+            if not is_refused_status(error.status):
+                raise
+            log.warning(
+                "status refused, writing a smaller one",
+                namespace=key.namespace,
+                name=key.name,
+                code=error.status,
+                reason=error.reason,
+            )
+            status = status_after_refusal(
+                status,
+                cached,
+                code=error.status,
+                reason=error.reason,
+                detail=error.message,
+                now=datetime.now(UTC),
+                generation=generation,
+            )
+            result = await self.status_writer.write(raw, cached, status)
+        if result is not None:
+            log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
+        return result
 
     async def _pvc_phase(self, model: Model) -> str | None:
         if classify_source(model.spec.source) is not SourceKind.PVC:

@@ -26,6 +26,7 @@ from llmkube.controllers.resources import (
     PODS,
     PRIORITY_CLASSES,
     RUNTIME_CLASSES,
+    SERVICE_CIDRS,
     SERVICES,
 )
 from llmkube.kube.resource import EVENTS, LEASES, Resource
@@ -122,7 +123,11 @@ PERMISSIONS: tuple[Permission, ...] = (
         subresource="log",
     ),
     Permission(
-        ENDPOINT_SLICES, ("list", "watch"), Scope.WATCHED, "the metal agent's EndpointSlices: metal readiness"
+        ENDPOINT_SLICES,
+        ("list", "watch"),
+        Scope.WATCHED,
+        "the metal agent's EndpointSlices: metal readiness; once at start (cluster-wide installs), "
+        "the API server's own (default/kubernetes): Models' sources there are not fetched",
     ),
     Permission(
         EVENTS,
@@ -157,6 +162,13 @@ PERMISSIONS: tuple[Permission, ...] = (
         ("list", "watch"),
         Scope.CLUSTER,
         "RuntimeClass names, so a service naming one that does not exist is told so",
+    ),
+    Permission(
+        SERVICE_CIDRS,
+        ("list",),
+        Scope.CLUSTER,
+        "the cluster's Service networks, read at start unless --service-cidr names them: Models' "
+        "http(s) sources there are not fetched",
     ),
     Permission(
         LEASES,

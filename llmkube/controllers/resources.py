@@ -20,17 +20,22 @@ from llmkube.plan.tenancy import POLICY_LABELS
 
 INFERENCE_SERVICES = Resource(c.GROUP, c.VERSION, c.ISVC_PLURAL, c.ISVC_KIND)
 MODELS = Resource(c.GROUP, c.VERSION, c.MODEL_PLURAL, c.MODEL_KIND)
+# The cluster's Service networks (Kubernetes 1.33+), read once at start: model sources there are refused.
+SERVICE_CIDRS = Resource("networking.k8s.io", "v1", "servicecidrs", "ServiceCIDR", namespaced=False)
 
 # Owned kinds are cached with this selector only: never every Deployment of the cluster.
 MANAGED_SELECTOR = f"{c.LABEL_MANAGED_BY}={c.MANAGED_BY_VALUE}"
 # Pods of our services (label existence), and the metal agent's EndpointSlices.
 SERVICE_PODS_SELECTOR = c.LABEL_SERVICE
 METAL_SLICES_SELECTOR = f"{c.LABEL_METAL_MANAGED_BY}={c.METAL_AGENT_VALUE}"
-# Nodes are cached for their capacity and the GPU memory labels only: everything else (images,
-# conditions, other labels) would cost tens of KiB per Node (bench/bench_node_cache.py). One
-# transform for the one shared Node informer (the Model and InferenceService controllers).
+# Nodes are cached for their capacity, the GPU memory labels and their Pod networks only (model
+# sources there are refused): everything else (images, conditions, other labels) would cost tens of
+# KiB per Node (bench/bench_node_cache.py). One transform for the one shared Node informer (the
+# Model and InferenceService controllers).
 NODE_CACHE_TRANSFORM = keep_only(
-    ("status", "capacity"), *(("metadata", "labels", label) for label in GPU_MEMORY_LABELS.values())
+    ("status", "capacity"),
+    ("spec", "podCIDRs"),
+    *(("metadata", "labels", label) for label in GPU_MEMORY_LABELS.values()),
 )
 # Namespaces are cached for the labels that say what they allow (plan/tenancy.py) and nothing else.
 NAMESPACE_CACHE_TRANSFORM = keep_only(*(("metadata", "labels", label) for label in POLICY_LABELS))
@@ -52,5 +57,6 @@ __all__ = [
     "PRIORITY_CLASSES",
     "RUNTIME_CLASSES",
     "SERVICES",
+    "SERVICE_CIDRS",
     "SERVICE_PODS_SELECTOR",
 ]

@@ -10,6 +10,7 @@ from llmkube.controllers.priorityclass import PriorityClassController
 from llmkube.controllers.worker_counts import DEFAULT_WORKERS, model_workers_for
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
+from llmkube.plan.model.egress import EgressConfig
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,9 @@ class ControllersConfig:
     model_copy_bytes_per_second: float | None = None
     #: --manage-priority-classes: False leaves the five classes to the installer (never written)
     manage_priority_classes: bool = True
+    #: where Models' http(s) sources may be fetched from (--model-source-allowed-hosts, --service-cidr,
+    #: --pod-cidr); the default refuses loopback, link-local, metadata and the cluster's own networks
+    model_egress: EgressConfig = field(default_factory=EgressConfig)
 
 
 @dataclass
@@ -42,6 +46,7 @@ def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Contro
             metrics,
             config.model_workers,
             copy_bytes_per_second=config.model_copy_bytes_per_second,
+            egress=config.model_egress,
         ),
         priority_classes=PriorityClassController(host) if config.manage_priority_classes else None,
     )

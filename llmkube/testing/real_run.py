@@ -71,6 +71,8 @@ class TinyDemo:
         server_ip = admin.get("v1", "Service", server[1]["metadata"]["name"], SAMPLE_NAMESPACE)["spec"][
             "clusterIP"
         ]
+        # The controller refuses the cluster's Service network as a model source unless allowed.
+        self.model_host = server_ip
         for obj in tiny_llamacpp(SAMPLE_NAMESPACE, SAMPLE_NAME, model_url(server_ip)):
             admin.apply(obj)
         try:

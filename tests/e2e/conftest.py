@@ -18,6 +18,7 @@ from llmkube.controllers.setup import Controllers, ControllersConfig, setup_cont
 from llmkube.manager import Manager, ManagerConfig
 from llmkube.plan.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
+from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
 from llmkube.plan.tenancy import TenancyPolicy
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import load_yaml_documents
@@ -59,6 +60,9 @@ async def operator(
         model=ModelPlanConfig(cache_path=str(model_cache), local_source_roots=roots),
         isvc_workers=4,
         model_workers=2,
+        # The tests serve model files from loopback HTTP servers, which the default policy refuses
+        # (--model-source-allowed-hosts=127.0.0.1); the API server's own endpoint stays refused.
+        model_egress=EgressConfig(allowed_hosts=parse_allowed_hosts("127.0.0.1")),
     )
     manager = Manager(
         ManagerConfig(

@@ -342,16 +342,18 @@ async def test_accelerator_ready_follows_the_nodes_capacity(
 
 
 async def test_nodes_are_cached_with_their_capacity_only(operator: RunningController) -> None:
-    """The controllers read a Node's capacity and its GPU memory label (memory fit) and nothing
-    else: that is all their cache keeps (a GPU Node is tens of KiB; bench/bench_node_cache.py
-    measures the difference), and the GPU capacity summed from it is the real one."""
+    """The controllers read a Node's capacity, its GPU memory label (memory fit) and its Pod
+    networks (model sources there are refused) and nothing else: that is all their cache keeps (a
+    GPU Node is tens of KiB; bench/bench_node_cache.py measures the difference), and the GPU
+    capacity summed from it is the real one."""
     admin = operator.cluster.admin()
     nodes = operator.controllers.models.nodes.store
     real = {node["metadata"]["name"]: node for node in admin.list("v1", "Node")}
     cached = {node["metadata"]["name"]: node for node in nodes.objects()}
     assert set(cached) == set(real)
     for name, node in cached.items():
-        assert set(node) <= {"apiVersion", "kind", "metadata", "status"}
+        assert set(node) <= {"apiVersion", "kind", "metadata", "status", "spec"}
+        assert node.get("spec", {}) == {k: v for k, v in real[name]["spec"].items() if k == "podCIDRs"}
         assert set(node["metadata"]) <= {"name", "uid", "resourceVersion", "labels"}
         assert set(node["metadata"].get("labels") or {}) <= set(GPU_MEMORY_LABELS.values())
         assert node["metadata"]["uid"] == real[name]["metadata"]["uid"]

@@ -174,9 +174,14 @@ class InProcess:
 
 @contextlib.asynccontextmanager
 async def in_process(
-    kubeconfig: Path, *, namespace: str | None = None, **config: Any
+    kubeconfig: Path,
+    *,
+    namespace: str | None = None,
+    controllers: ControllersConfig | None = None,
+    **config: Any,
 ) -> AsyncIterator[InProcess]:
-    """The whole controller in this process (leader election off), as the given identity."""
+    """The whole controller in this process (leader election off), as the given identity;
+    `controllers` replaces the default ControllersConfig (no local roots, the default egress)."""
     manager = Manager(
         ManagerConfig(
             kubeconfig=kubeconfig,
@@ -193,7 +198,7 @@ async def in_process(
 
     def setup(m: Manager) -> None:
         holder["controllers"] = setup_controllers(
-            m, ControllersConfig(model=ModelPlanConfig(), manage_priority_classes=False)
+            m, controllers or ControllersConfig(model=ModelPlanConfig(), manage_priority_classes=False)
         )
 
     task = asyncio.create_task(manager.run(setup))

@@ -17,6 +17,7 @@ from llmkube import __version__
 from llmkube.api.crds import all_crds
 from llmkube.cli import build_parser, controllers_config, main, manager_config
 from llmkube.controllers.setup import ControllersConfig
+from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
 
 
 @pytest.fixture(autouse=True)
@@ -128,6 +129,36 @@ def test_local_model_roots(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     assert controllers_config(from_env).model.local_source_roots == ("/srv/models",)
     assert main(["controller", "--model-local-roots=models"]) == 2
     assert "--model-local-roots: 'models' is not an absolute path" in capsys.readouterr().err
+
+
+def test_model_source_egress_flags(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS", "LLMKUBE_SERVICE_CIDR", "LLMKUBE_POD_CIDR"):
+        monkeypatch.delenv(name, raising=False)
+    default = controllers_config(build_parser().parse_args(["controller"])).model_egress
+    assert default == EgressConfig()  # nothing allowed beyond the default; the networks discovered
+    given = build_parser().parse_args(
+        [
+            "controller",
+            "--model-source-allowed-hosts=mirror.models.svc,*.internal,10.1.2.3:8080",
+            "--service-cidr=10.96.0.0/12",
+            "--pod-cidr=10.244.0.0/16,fd10::/64",
+        ]
+    )
+    egress = controllers_config(given).model_egress
+    assert egress.allowed_hosts == parse_allowed_hosts("mirror.models.svc,*.internal,10.1.2.3:8080")
+    assert [str(c) for c in egress.service_cidrs] == ["10.96.0.0/12"]
+    assert [str(c) for c in egress.pod_cidrs] == ["10.244.0.0/16", "fd10::/64"]
+    monkeypatch.setenv("LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS", "127.0.0.1")
+    from_env = controllers_config(build_parser().parse_args(["controller"])).model_egress
+    assert from_env.allowed_hosts == parse_allowed_hosts("127.0.0.1")
+    assert main(["controller", "--model-source-allowed-hosts=2130706433"]) == 2
+    assert (
+        "--model-source-allowed-hosts: '2130706433' is not an IP address or CIDR" in capsys.readouterr().err
+    )
+    assert main(["controller", "--service-cidr=10.96.0.0/40"]) == 2
+    assert "--service-cidr: '10.96.0.0/40' is not a CIDR" in capsys.readouterr().err
 
 
 def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:

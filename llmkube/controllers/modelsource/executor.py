@@ -2,7 +2,9 @@
 
 The controller observes (informer cache: PVC phase, node GPU capacity; `observe_cached_file` for
 the cache directory), then calls `drive_model_plan`, which alternates pure decisions and these
-helpers until nothing is left to do, writing status only when it changed.
+helpers until nothing is left to do, writing status only when it changed. The controller's
+performer (background.py) does not wait for an action: it starts it as a task of its own and
+the loop ends; the action's result is a fact of the Model's next reconcile.
 """
 
 import asyncio
@@ -15,8 +17,10 @@ import aiohttp
 
 from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.modelsource.cachefiles import find_cached_file, remove_cached_files
+from llmkube.controllers.modelsource.egress import PolicySource
 from llmkube.controllers.modelsource.fingerprint import (
     DEFAULT_PROBE_TIMEOUT,
+    default_policy,
     probe_http_fingerprint,
     probe_local_fingerprint,
 )
@@ -32,6 +36,7 @@ from llmkube.plan.model import (
     ModelDecision,
     ModelFacts,
     ModelPlanConfig,
+    RemoteHeader,
     cache_layout,
     is_controller_cached,
     plan_model,
@@ -48,7 +53,9 @@ StatusWriter = Callable[[Model, ModelStatus], Awaitable[Model]]
 
 
 class ActionPerformer(Protocol):
-    async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts: ...
+    async def perform(self, action: ModelAction, facts: ModelFacts) -> ModelFacts | None:
+        """The facts with the action's result added, or None when the result comes later."""
+        ...
 
 
 class PlanLoopError(RuntimeError):
@@ -61,7 +68,9 @@ class ModelSourceIO:
     `stop` stops every copy and hash in flight (set when the controller shuts down: a copy is not
     worth holding up a shutdown or a hand-over for, the next leader starts it afresh);
     `copy_bytes_per_second` caps the disk bandwidth of each copy (None: no cap); `local_roots` are
-    the only directories local sources are read from (--model-local-roots, normalized)."""
+    the only directories local sources are read from (--model-local-roots, normalized);
+    `policy` gives the egress policy every http(s) request is checked against (the session's
+    resolver must be a GuardedResolver of the same policy: egress.py)."""
 
     session: aiohttp.ClientSession
     probe_timeout: aiohttp.ClientTimeout = DEFAULT_PROBE_TIMEOUT
@@ -69,6 +78,7 @@ class ModelSourceIO:
     stop: StopFlag | None = None
     copy_bytes_per_second: float | None = None
     local_roots: tuple[str, ...] = ()
+    policy: PolicySource = default_policy
 
     async def observe_cached_file(self, model: Model, config: ModelPlanConfig) -> CachedFile | None:
         """What `<cache>/<cacheKey>/` holds for a controller-cached (local, non-metal) Model."""
@@ -99,7 +109,14 @@ class ModelSourceIO:
             return replace(facts, copy=await self._copy(action), cached_file=None)
         if action.kind is ActionKind.COPY_LOCAL:
             return replace(facts, copy=await self._copy(action))
+        if action.kind is ActionKind.READ_HEADER:
+            return replace(facts, remote_header=await self._read_header(action))
         return facts
+
+    async def _read_header(self, action: ModelAction) -> RemoteHeader:
+        return await read_remote_gguf_metadata(
+            self.session, action.source, self.header_options, policy=self.policy
+        )
 
     async def _copy(self, action: ModelAction) -> CopyResult:
         return await copy_local_model(
@@ -115,12 +132,12 @@ class ModelSourceIO:
     async def _probe(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
         if action.source_kind is SourceKind.LOCAL:
             return replace(facts, probe=await probe_local_fingerprint(action.source, self.local_roots))
-        probe_task = probe_http_fingerprint(self.session, action.source, client_timeout=self.probe_timeout)
+        probe_task = probe_http_fingerprint(
+            self.session, action.source, client_timeout=self.probe_timeout, policy=self.policy
+        )
         if not action.read_header:
             return replace(facts, probe=await probe_task)
-        probe, header = await asyncio.gather(
-            probe_task, read_remote_gguf_metadata(self.session, action.source, self.header_options)
-        )
+        probe, header = await asyncio.gather(probe_task, self._read_header(action))
         return replace(facts, probe=probe, remote_header=header)
 
 
@@ -136,15 +153,19 @@ async def drive_model_plan(
 
     `write_status(model, status)` persists the status (the controller's status update) and returns
     the Model as stored; it runs before an action, so a long copy shows `Copying` while it runs.
-    Returns the final decision: its requeue, error and metric fields are for the caller.
+    Returns the final decision: its requeue, error and metric fields are for the caller; when it
+    is `waiting`, an action runs in the background and its end brings the Model back.
     """
     for _ in range(MAX_ACTIONS_PER_RECONCILE + 1):
         decision = plan_model(model, facts, clock(), config)
         if status_changed(model.status, decision.status):
             model = await write_status(model, decision.status)
-        if decision.action.kind is ActionKind.NONE:
+        if decision.waiting or decision.action.kind is ActionKind.NONE:
             return decision
-        facts = await io.perform(decision.action, facts)
+        performed = await io.perform(decision.action, facts)
+        if performed is None:
+            return replace(decision, waiting=True)
+        facts = performed
     raise PlanLoopError(
         f"model {model.metadata.name}: still acting after {MAX_ACTIONS_PER_RECONCILE} actions"
     )

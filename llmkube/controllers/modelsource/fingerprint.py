@@ -3,6 +3,7 @@
 Every failure comes back as a typed, indeterminate ProbeOutcome; nothing raises.
 """
 
+import asyncio
 import os
 import stat
 from collections.abc import Sequence
@@ -10,9 +11,12 @@ from collections.abc import Sequence
 import aiohttp
 
 from llmkube.controllers.modelsource.confined import EscapesRoots, open_beneath_roots
+from llmkube.controllers.modelsource.egress import PolicySource, open_checked, refused
 from llmkube.controllers.modelsource.oserrors import describe
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.model import Fingerprint, ProbeFailure, ProbeOutcome
+from llmkube.plan.model.bounds import INT64_MAX, bounded_etag
+from llmkube.plan.model.egress import EgressPolicy
 
 # A HEAD is tiny: a server that cannot answer within seconds is treated as unreachable, and the
 # next revalidation tries again. `total` bounds redirects too.
@@ -22,9 +26,17 @@ IDENTITY_ENCODING = {"Accept-Encoding": "identity"}
 
 
 def parse_content_length(value: str | None) -> int | None:
-    if value is None or not value.strip().isdigit():
+    """A Content-Length the API server can store (an int64), else None: a size of 10^30 bytes is
+    not one, whatever the server says."""
+    if value is None or not value.strip().isascii() or not value.strip().isdigit() or len(value) > 19:
         return None
-    return int(value)
+    length = int(value)
+    return length if length <= INT64_MAX else None
+
+
+def default_policy() -> EgressPolicy:
+    """The default policy, with no cluster knowledge (the controller passes its own)."""
+    return EgressPolicy()
 
 
 def _status_failure(method: str, url: str, status: int, reason: str | None) -> ProbeOutcome:
@@ -42,23 +54,31 @@ async def probe_http_fingerprint(
     url: str,
     *,
     client_timeout: aiohttp.ClientTimeout = DEFAULT_PROBE_TIMEOUT,
+    policy: PolicySource = default_policy,
 ) -> ProbeOutcome:
-    """HEAD `url` (following redirects, as a download would): ETag and Content-Length of a 200."""
+    """HEAD `url` (following redirects, as a download would, each hop checked against `policy`):
+    ETag and Content-Length of a 200. `client_timeout.total` bounds the whole chain of redirects."""
     try:
-        async with session.head(
-            url, allow_redirects=True, timeout=client_timeout, headers=IDENTITY_ENCODING
-        ) as response:
+        async with (
+            asyncio.timeout(client_timeout.total),
+            open_checked(
+                session, "HEAD", url, policy, headers=IDENTITY_ENCODING, client_timeout=client_timeout
+            ) as response,
+        ):
             if response.status != 200:
                 return _status_failure("HEAD", url, response.status, response.reason)
             fingerprint = Fingerprint(
-                etag=response.headers.get("ETag") or None,
+                etag=bounded_etag(response.headers.get("ETag") or None),
                 content_length=parse_content_length(response.headers.get("Content-Length")),
             )
     except TimeoutError:
         return ProbeOutcome(
             failure=ProbeFailure.TIMEOUT, detail=f"HEAD {url}: no answer within {client_timeout.total}s"
         )
-    except aiohttp.ClientError as error:
+    except (aiohttp.ClientError, OSError) as error:
+        denied = refused(error)
+        if denied is not None:
+            return ProbeOutcome(failure=ProbeFailure.NOT_ALLOWED, detail=denied.detail)
         return ProbeOutcome(failure=ProbeFailure.CONNECTION, detail=f"HEAD {url}: {error!r}")
     if not fingerprint.determinate:
         return ProbeOutcome(

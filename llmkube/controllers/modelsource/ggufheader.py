@@ -9,9 +9,15 @@ package's GGUFReader in the controller: that one needs numpy (70 MB in the image
 resident memory) and takes seconds on a large vocabulary. The tests check both agree on files
 written by the `gguf` package itself.
 
-It also accepts a *sparse* file whose first `valid_bytes` are real and whose tail is a hole: that
-is how the first bytes of a remote file are parsed without fetching it. Any read past the real
-bytes means the header does not fit in them (IncompleteHeaderError).
+The header is written by whoever owns the model source, who may be hostile: every count is
+checked against the bytes that could hold it before anything loops over it, nothing is read past
+`MAX_HEADER_BYTES`, keys and kept strings are bounded, arrays of arrays are skipped with a stack
+of bounded depth (no recursion), and numbers the API server cannot store are left to the planner
+to drop (plan/model/gguf_metadata.py).
+
+It also accepts the first `valid_bytes` of a longer file (of `file_size` bytes): that is how the
+first bytes of a remote file are parsed without fetching it. Any read past the real bytes means
+the header does not fit in them (IncompleteHeaderError).
 """
 
 import mmap
@@ -21,11 +27,31 @@ from typing import Final
 
 from llmkube.api.model import GGUFMetadata
 from llmkube.plan.model import gguf_metadata_from_fields
+from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT, prefix_bytes, truncated_bytes
 from llmkube.plan.model.gguf_metadata import TENSOR_BYTES_FIELD, TOKEN_COUNT_FIELD
 
 GGUF_MAGIC: Final = b"GGUF"
 SUPPORTED_VERSIONS: Final = (2, 3)
 DEFAULT_ALIGNMENT: Final = 32
+
+# Bounds on what a header may ask of the reader (a model source's owner writes the header):
+#: the whole header, key/values and tensor infos; large-vocabulary models carry 5-15 MiB of
+#: tokenizer metadata, and nothing is ever read or fetched past this
+MAX_HEADER_BYTES: Final = 32 * 1024 * 1024
+#: a key, as the GGUF specification bounds it
+MAX_KEY_BYTES: Final = 2**16 - 1
+#: keys longer than this are parsed but not kept (real ones are under 100 bytes) ...
+MAX_KEPT_KEY_BYTES: Final = 256
+#: ... and so are key/values beyond the first this many (real headers have 20 to 60)
+MAX_KEPT_FIELDS: Final = 512
+#: arrays of arrays (the gguf package writes them; llama.cpp reads none)
+MAX_ARRAY_DEPTH: Final = 8
+#: a tensor's dimensions (GGML_MAX_DIMS; llama.cpp refuses more)
+GGML_MAX_DIMS: Final = 4
+# The fewest bytes a key/value (key length, type, one byte of value) and a tensor info (name
+# length, dimension count, type, offset) take: a count is checked against them before any loop.
+_SMALLEST_KEY_VALUE: Final = 8 + 4 + 1
+_SMALLEST_TENSOR_INFO: Final = 8 + 4 + 4 + 8
 
 # GGUF value types (gguf.GGUFValueType), as struct formats; STRING (8) and ARRAY (9) are read apart.
 _STRING, _ARRAY = 8, 9
@@ -56,17 +82,33 @@ class IncompleteHeaderError(HeaderError):
     """The header runs past the bytes known to be real: fetch a longer prefix."""
 
 
-class _Cursor:
-    """Reads forward through `buffer`; `real` bytes are known, the file has `size`."""
+class HeaderTooLargeError(NotGGUFError):
+    """The header runs past `limit` bytes: more than any model's header, so never fetched or read."""
 
-    def __init__(self, buffer: bytes | mmap.mmap, real: int, size: int, order: str) -> None:
-        self.buffer, self.real, self.size, self.order = buffer, real, size, order
+
+class _Cursor:
+    """Reads forward through `buffer`; `real` bytes are known, the file has `size`, and nothing past
+    `limit` is ever read (or asked for)."""
+
+    def __init__(self, buffer: bytes | mmap.mmap, real: int, size: int, order: str, limit: int) -> None:
+        self.buffer, self.real, self.size, self.order, self.limit = buffer, real, size, order, limit
         self.position = 0
+
+    def require(self, length: int, what: str) -> None:
+        """Refuse, before reading or looping, `length` more bytes (`what` needs them) that the file
+        (or the header's limit) cannot hold."""
+        end = self.position + length
+        if end > self.size:
+            raise NotGGUFError(f"{what}: does not fit in the file ({end} > {self.size} bytes)")
+        if end > self.limit:
+            raise HeaderTooLargeError(f"{what}: does not fit in a header's {self.limit} bytes ({end})")
 
     def _claim(self, length: int) -> int:
         start, end = self.position, self.position + length
         if length < 0 or end > self.size:
             raise NotGGUFError(f"header runs past the end of the file ({end} > {self.size} bytes)")
+        if end > self.limit:
+            raise HeaderTooLargeError(f"header runs past the first {self.limit} bytes")
         if end > self.real:
             raise IncompleteHeaderError(f"header needs more than the {self.real} bytes available")
         self.position = end
@@ -81,16 +123,19 @@ class _Cursor:
         assert isinstance(value, int)
         return value
 
-    def string(self) -> str:
+    def raw(self, length: int) -> bytes:
+        start = self._claim(length)
+        return bytes(self.buffer[start : start + length])
+
+    def text(self, limit: int) -> str:
+        """A string value, of which at most the first `limit` characters are decoded (and kept)."""
         length = self.count()
         start = self._claim(length)
-        return bytes(self.buffer[start : start + length]).decode("utf-8", errors="replace")
+        keep = min(length, prefix_bytes(limit))
+        return truncated_bytes(bytes(self.buffer[start : start + keep]), length, limit)
 
     def skip_string(self) -> None:
         self._claim(self.count())
-
-    def remaining(self) -> int:
-        return self.size - self.position
 
 
 def _value_type(cursor: _Cursor) -> int:
@@ -152,23 +197,102 @@ def _tensor_bytes(shape: list[int], ggml_type: int) -> int | None:
     return elements // block[0] * block[1]
 
 
-def _skip_array(cursor: _Cursor) -> int:
-    """Skips the array under the cursor; returns its length."""
-    item = _value_type(cursor)
-    count = cursor.count()
-    # A count the file cannot hold is corrupt: refuse it before looping over it.
-    smallest = 8 if item == _STRING else 12 if item == _ARRAY else struct.calcsize(_SCALARS[item])
-    if count * smallest > cursor.remaining():
-        raise NotGGUFError(f"array of {count} items does not fit in the file")
+def _smallest_item(item: int) -> int:
+    """The fewest bytes one array item of type `item` takes (a string: its length; an array: its
+    type and count)."""
+    return 8 if item == _STRING else 12 if item == _ARRAY else struct.calcsize(_SCALARS[item])
+
+
+def _skip_items(cursor: _Cursor, item: int, count: int) -> None:
+    """Skips `count` items of a scalar or string type."""
+    cursor.require(count * _smallest_item(item), f"an array of {count} items")
     if item in _SCALARS:
         cursor._claim(count * struct.calcsize(_SCALARS[item]))
-    elif item == _STRING:
-        for _ in range(count):
-            cursor.skip_string()
     else:
         for _ in range(count):
-            _skip_array(cursor)
-    return count
+            cursor.skip_string()
+
+
+def _skip_array(cursor: _Cursor) -> int:
+    """Skips the array under the cursor, arrays of arrays included, with a stack of its own (no
+    recursion: a hostile header nested them 5,000 deep); returns the outer array's length."""
+    item, length = _value_type(cursor), cursor.count()
+    if item != _ARRAY:
+        _skip_items(cursor, item, length)
+        return length
+    cursor.require(length * _smallest_item(_ARRAY), f"an array of {length} arrays")
+    left = [length]  # per level of nesting, the arrays still to skip
+    while left:
+        if left[-1] == 0:
+            left.pop()
+            continue
+        left[-1] -= 1
+        inner, count = _value_type(cursor), cursor.count()
+        if inner != _ARRAY:
+            _skip_items(cursor, inner, count)
+            continue
+        if len(left) >= MAX_ARRAY_DEPTH:
+            raise NotGGUFError(f"arrays nested more than {MAX_ARRAY_DEPTH} deep")
+        cursor.require(count * _smallest_item(_ARRAY), f"an array of {count} arrays")
+        left.append(count)
+    return length
+
+
+def _key(cursor: _Cursor) -> str | None:
+    """The next key, or None when it is too long to be one we keep (it is skipped, not decoded)."""
+    length = cursor.count()
+    if length > MAX_KEY_BYTES:
+        raise NotGGUFError(f"a key of {length} bytes (GGUF keys have at most {MAX_KEY_BYTES})")
+    if length > MAX_KEPT_KEY_BYTES:
+        cursor._claim(length)
+        return None
+    return cursor.raw(length).decode("utf-8", errors="replace")
+
+
+def _read_key_values(cursor: _Cursor, kv_count: int) -> dict[str, object]:
+    fields: dict[str, object] = {}
+    for _ in range(kv_count):
+        key = _key(cursor)
+        kind = _value_type(cursor)
+        kept = key if key is not None and len(fields) < MAX_KEPT_FIELDS else None
+        if kind == _ARRAY:  # arrays (vocabularies, scores) are skipped: only one length is needed
+            length = _skip_array(cursor)
+            if key == "tokenizer.ggml.tokens":
+                fields[TOKEN_COUNT_FIELD] = length
+        elif kind == _STRING:
+            if kept is not None:
+                fields[kept] = cursor.text(MAX_GGUF_TEXT)
+            else:
+                cursor.skip_string()
+        else:
+            value = cursor.unpack(_SCALARS[kind])
+            if kept is not None:
+                fields[kept] = value
+    return fields
+
+
+def _read_tensor_infos(cursor: _Cursor, tensor_count: int) -> int | None:
+    """Walks the tensor infos; returns the bytes of tensor data they describe (None when a type is
+    not in GGML_BLOCK_SIZES)."""
+    weights: int | None = 0
+    for _ in range(tensor_count):
+        cursor.skip_string()  # name
+        dimensions = cursor.unpack("I")
+        assert isinstance(dimensions, int)
+        if dimensions > GGML_MAX_DIMS:
+            raise NotGGUFError(f"a tensor of {dimensions} dimensions (ggml has at most {GGML_MAX_DIMS})")
+        shape = [cursor.count() for _ in range(dimensions)]  # uint64 extents
+        elements = 1
+        for extent in shape:
+            elements *= extent
+        if elements > INT64_MAX:  # llama.cpp refuses these too: ggml counts elements in an int64
+            raise NotGGUFError(f"a tensor of shape {shape} has more elements than an int64 holds")
+        ggml_type = cursor.unpack("I")
+        assert isinstance(ggml_type, int)
+        cursor._claim(8)  # offset
+        size = _tensor_bytes(shape, ggml_type)
+        weights = None if weights is None or size is None else weights + size
+    return weights
 
 
 def _read_header(cursor: _Cursor) -> tuple[int, int, dict[str, object]]:
@@ -181,50 +305,51 @@ def _read_header(cursor: _Cursor) -> tuple[int, int, dict[str, object]]:
     if version not in SUPPORTED_VERSIONS:
         raise NotGGUFError(f"GGUF version {version} is not supported (only {SUPPORTED_VERSIONS})")
     tensor_count, kv_count = cursor.count(), cursor.count()
-    fields: dict[str, object] = {}
-    for _ in range(kv_count):
-        key = cursor.string()
-        kind = _value_type(cursor)
-        if kind == _ARRAY:  # arrays (vocabularies, scores) are skipped: only one length is needed
-            length = _skip_array(cursor)
-            if key == "tokenizer.ggml.tokens":
-                fields[TOKEN_COUNT_FIELD] = length
-        elif kind == _STRING:
-            fields[key] = cursor.string()
-        else:
-            fields[key] = cursor.unpack(_SCALARS[kind])
-    if tensor_count * 24 > cursor.remaining():  # name length, dims count, type, offset at least
-        raise NotGGUFError(f"{tensor_count} tensor infos do not fit in the file")
-    weights: int | None = 0
-    for _ in range(tensor_count):
-        cursor.skip_string()  # name
-        dimensions = cursor.unpack("I")
-        assert isinstance(dimensions, int)
-        if dimensions * 8 > cursor.remaining():
-            raise NotGGUFError(f"a tensor of {dimensions} dimensions does not fit in the file")
-        shape = [cursor.count() for _ in range(dimensions)]  # uint64 extents
-        ggml_type = cursor.unpack("I")
-        assert isinstance(ggml_type, int)
-        cursor._claim(8)  # offset
-        size = _tensor_bytes(shape, ggml_type)
-        weights = None if weights is None or size is None else weights + size
+    # Counts the file cannot hold are refused before any loop over them (a hostile header said 2^64-1).
+    cursor.require(kv_count * _SMALLEST_KEY_VALUE, f"{kv_count} key/values")
+    cursor.require(
+        kv_count * _SMALLEST_KEY_VALUE + tensor_count * _SMALLEST_TENSOR_INFO,
+        f"{kv_count} key/values and {tensor_count} tensor infos",
+    )
+    fields = _read_key_values(cursor, kv_count)
+    weights = _read_tensor_infos(cursor, tensor_count)
     if weights is not None:
         fields[TENSOR_BYTES_FIELD] = weights
     alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
-    if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment <= 0:
+    # A power of two, as llama.cpp requires (padding to anything else is not GGUF).
+    if (
+        not isinstance(alignment, int)
+        or isinstance(alignment, bool)
+        or alignment <= 0
+        or alignment & (alignment - 1)
+    ):
         raise NotGGUFError(f"invalid general.alignment {alignment!r}")
     data_offset = -(-cursor.position // alignment) * alignment
+    if data_offset > cursor.limit:
+        raise HeaderTooLargeError(f"the tensor data starts past the first {cursor.limit} bytes")
     header = {"GGUF.version": version, "GGUF.tensor_count": tensor_count, "GGUF.kv_count": kv_count}
     return version, data_offset, {**fields, **header}
 
 
-def read_gguf_fields(path: str, *, valid_bytes: int | None = None) -> tuple[int, dict[str, object]]:
+def read_gguf_fields(
+    path: str,
+    *,
+    valid_bytes: int | None = None,
+    file_size: int | None = None,
+    limit: int = MAX_HEADER_BYTES,
+) -> tuple[int, dict[str, object]]:
     """(data_offset, scalar key/values) of the GGUF file at `path` (blocking). The key/values
     include the header's own `GGUF.version`, `GGUF.tensor_count` and `GGUF.kv_count`, named as the
-    gguf package names them.
-    Raises NotGGUFError, IncompleteHeaderError, or OSError for I/O failures."""
-    size = os.path.getsize(path)
-    real = size if valid_bytes is None else min(valid_bytes, size)
+    gguf package names them; strings are cut to `MAX_GGUF_TEXT` characters with a marker, and at
+    most `MAX_KEPT_FIELDS` key/values are kept.
+
+    `path` may hold only the first bytes of the file: `valid_bytes` of them are real, and
+    `file_size` is the size of the whole file (default: the size of `path`). Nothing past `limit`
+    bytes is read: a header longer than that raises HeaderTooLargeError.
+    Raises NotGGUFError (HeaderTooLargeError is one), IncompleteHeaderError, or OSError."""
+    on_disk = os.path.getsize(path)
+    size = on_disk if file_size is None else file_size
+    real = min(on_disk, size) if valid_bytes is None else min(valid_bytes, on_disk, size)
     with open(path, "rb") as file:
         magic = file.read(len(GGUF_MAGIC))
         if real < len(GGUF_MAGIC) and real < size:
@@ -232,7 +357,7 @@ def read_gguf_fields(path: str, *, valid_bytes: int | None = None) -> tuple[int,
         if magic != GGUF_MAGIC:
             raise NotGGUFError(f"not a GGUF file (magic {magic!r})")
         with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            cursor = _Cursor(mapped, real, size, "<")
+            cursor = _Cursor(mapped, real, size, "<", limit)
             cursor.position = len(GGUF_MAGIC)
             _, data_offset, fields = _read_header(cursor)
     if data_offset > real and real < size:
@@ -240,14 +365,20 @@ def read_gguf_fields(path: str, *, valid_bytes: int | None = None) -> tuple[int,
     return data_offset, fields
 
 
-def read_gguf_metadata(path: str, *, valid_bytes: int | None = None) -> GGUFMetadata:
+def read_gguf_metadata(
+    path: str,
+    *,
+    valid_bytes: int | None = None,
+    file_size: int | None = None,
+    limit: int = MAX_HEADER_BYTES,
+) -> GGUFMetadata:
     """Parse the header of the GGUF file at `path` (blocking: call it through llmkube.kube.blocking).
 
-    `valid_bytes`: only this many leading bytes are real (the rest is a zero-filled hole); the
-    result is trusted only when the whole header (everything before the tensor data) lies within
-    them. Raises NotGGUFError, IncompleteHeaderError, or OSError for I/O failures.
+    `valid_bytes`: only this many leading bytes are real, of a file of `file_size` bytes (see
+    `read_gguf_fields`); the result is trusted only when the whole header (everything before the
+    tensor data) lies within them. Raises NotGGUFError, IncompleteHeaderError, or OSError.
     """
-    _, fields = read_gguf_fields(path, valid_bytes=valid_bytes)
+    _, fields = read_gguf_fields(path, valid_bytes=valid_bytes, file_size=file_size, limit=limit)
     return gguf_metadata_from_fields(fields)
 
 

@@ -1,10 +1,16 @@
 """Read the GGUF header of a remote file with HTTP Range requests, never the whole file.
 
 The header (key/values, tensor infos) precedes the tensor data and is usually well under a few MiB
-of a multi-GB file. We fetch a growing prefix (256 KiB, then doubling up to a cap) into a *sparse*
-temp file as long as the real file, so the maintained GGUFReader can parse it unmodified; a parse is
-trusted only once the whole header lies inside the bytes actually fetched. A server that ignores
-Range (answers 200) is hung up on at once: metadata is then simply unavailable.
+of a multi-GB file. We fetch a growing prefix (256 KiB, then doubling up to the reader's bound)
+into a temp file, streamed in chunks (the process never holds a prefix in memory), and parse it
+as the first bytes of a file of the size the server announced; a parse is trusted only once the
+whole header lies inside the bytes actually fetched. A server that ignores Range (answers 200) is
+hung up on at once: metadata is then simply unavailable.
+
+The server is the model source's owner's, and may be hostile: every request goes through the
+egress policy (controllers/modelsource/egress.py), at most the bytes asked for are read whatever
+the server announces, and a Content-Range no file can have (a total beyond an int64, a range
+outside it) is an invalid answer, not a size to allocate.
 """
 
 import asyncio
@@ -16,18 +22,29 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from llmkube.controllers.modelsource.fingerprint import IDENTITY_ENCODING
-from llmkube.controllers.modelsource.ggufheader import IncompleteHeaderError, NotGGUFError, read_gguf_metadata
+from llmkube.controllers.modelsource.egress import PolicySource, open_checked, refused
+from llmkube.controllers.modelsource.fingerprint import IDENTITY_ENCODING, default_policy
+from llmkube.controllers.modelsource.ggufheader import (
+    MAX_HEADER_BYTES,
+    HeaderTooLargeError,
+    IncompleteHeaderError,
+    NotGGUFError,
+    read_gguf_metadata,
+)
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.model import HeaderFailure, RemoteHeader
+from llmkube.plan.model.bounds import INT64_MAX
 
 INITIAL_PREFIX_BYTES = 256 * 1024
-MAX_PREFIX_BYTES = 32 * 1024 * 1024  # large-vocabulary models carry 5-15 MiB of tokenizer metadata
+MAX_PREFIX_BYTES = MAX_HEADER_BYTES
 # Per request: connecting and each read must make progress; the whole read has its own deadline.
 DEFAULT_REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=10)
 DEFAULT_DEADLINE_SECONDS = 30.0
+#: Bodies are copied to the temp file in pieces of this size.
+CHUNK_BYTES = 64 * 1024
 
-_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$")
+# At most 19 digits: anything longer is beyond an int64 (and int() of a long enough string raises).
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d{1,19})-(\d{1,19})/(\d{1,19}|\*)\s*$")
 
 
 @dataclass(frozen=True)
@@ -62,20 +79,54 @@ def parse_content_range(value: str | None) -> tuple[int, int, int | None] | None
     return int(start), int(end), None if total == "*" else int(total)
 
 
-def _write_at(path: str, offset: int, data: bytes, total: int) -> None:
-    with open(path, "r+b") as file:
-        file.seek(offset)
-        file.write(data)
-        # Extending with truncate leaves a hole: no disk blocks for the multi-GB tail.
-        if os.fstat(file.fileno()).st_size < total:
-            file.truncate(total)
+def checked_range(value: str | None, start: int, end: int) -> tuple[int, int, int]:
+    """The (first, last, total) of a 206 answer to `bytes=start-end`, `last` cut to `end` (more
+    than was asked for is never read). Raises _Unavailable for a Content-Range no file can have."""
+    parsed = parse_content_range(value)
+    if parsed is None or parsed[0] != start or parsed[1] < start:
+        raise _Unavailable(
+            HeaderFailure.INVALID_RESPONSE, f"unexpected Content-Range {value!r} for bytes={start}-{end}"
+        )
+    first, last, total = parsed
+    if total is None:
+        raise _Unavailable(HeaderFailure.UNKNOWN_SIZE, "Content-Range without a total size")
+    if total > INT64_MAX or last >= total:
+        raise _Unavailable(
+            HeaderFailure.INVALID_RESPONSE, f"Content-Range {first}-{last}/{total} describes no file"
+        )
+    return first, min(last, end), total
+
+
+class _Prefix:
+    """The first bytes of the remote file, in a temp file written in order."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.length = 0
+
+    def _append(self, chunk: bytes, at: int) -> None:
+        with open(self.path, "r+b") as file:
+            file.seek(at)
+            file.write(chunk)
+
+    async def append(self, chunk: bytes) -> None:
+        await run_in_daemon_thread(self._append, chunk, self.length)
+        self.length += len(chunk)
 
 
 async def _fetch_range(
-    session: aiohttp.ClientSession, url: str, start: int, end: int, client_timeout: aiohttp.ClientTimeout
-) -> tuple[_Range, bytes]:
+    session: aiohttp.ClientSession,
+    url: str,
+    start: int,
+    end: int,
+    options: HeaderReadOptions,
+    policy: PolicySource,
+    prefix: _Prefix,
+) -> _Range:
     headers = {**IDENTITY_ENCODING, "Range": f"bytes={start}-{end}"}
-    async with session.get(url, headers=headers, timeout=client_timeout, allow_redirects=True) as response:
+    async with open_checked(
+        session, "GET", url, policy, headers=headers, client_timeout=options.request_timeout
+    ) as response:
         if response.status == 200:
             # The body is the whole model: hang up instead of reading it.
             response.close()
@@ -84,93 +135,107 @@ async def _fetch_range(
             )
         if response.status != 206:
             raise _Unavailable(
-                HeaderFailure.HTTP_STATUS, f"GET {url}: {response.status} {response.reason or ''}"
+                HeaderFailure.HTTP_STATUS, f"GET {url}: {response.status} {response.reason or ''}".rstrip()
             )
-        content_range = response.headers.get("Content-Range")
-        parsed = parse_content_range(content_range)
-        if parsed is None or parsed[0] != start or parsed[1] < start:
-            raise _Unavailable(
-                HeaderFailure.HTTP_STATUS,
-                f"GET {url}: unexpected Content-Range {content_range!r} for bytes={start}-{end}",
-            )
-        first, last, total = parsed
-        if total is None:
-            raise _Unavailable(HeaderFailure.UNKNOWN_SIZE, f"GET {url}: Content-Range without a total size")
-        if last >= total:
-            raise _Unavailable(
-                HeaderFailure.HTTP_STATUS, f"GET {url}: Content-Range {first}-{last} beyond {total}"
-            )
-        expected = last - first + 1
         try:
-            # Exactly the announced span, never more, whatever else the server sends.
-            body = await response.content.readexactly(expected)
-        except asyncio.IncompleteReadError as error:
-            raise _Unavailable(
-                HeaderFailure.TRUNCATED, f"GET {url}: range body has {len(error.partial)} of {expected} bytes"
-            ) from error
-        return _Range(first, last, total), body
+            first, last, total = checked_range(response.headers.get("Content-Range"), start, end)
+        except _Unavailable as invalid:
+            raise _Unavailable(invalid.kind, f"GET {url}: {invalid.detail}") from None
+        expected = last - first + 1
+        received = 0
+        while received < expected:
+            try:
+                # Exactly the span asked for and announced, never more, whatever else the server sends.
+                chunk = await response.content.readexactly(min(CHUNK_BYTES, expected - received))
+            except asyncio.IncompleteReadError as error:
+                raise _Unavailable(
+                    HeaderFailure.TRUNCATED,
+                    f"GET {url}: range body has {received + len(error.partial)} of {expected} bytes",
+                ) from error
+            await prefix.append(chunk)
+            received += len(chunk)
+        return _Range(first, last, total)
 
 
 async def _read_prefix_until_parsed(
-    session: aiohttp.ClientSession, url: str, path: str, options: HeaderReadOptions, progress: list[int]
+    session: aiohttp.ClientSession,
+    url: str,
+    prefix: _Prefix,
+    options: HeaderReadOptions,
+    policy: PolicySource,
 ) -> RemoteHeader:
-    fetched = 0
     want = options.initial_bytes
     while True:
-        span, body = await _fetch_range(session, url, fetched, want - 1, options.request_timeout)
-        await run_in_daemon_thread(_write_at, path, span.start, body, span.total)
-        fetched = span.end + 1
-        progress[0] = fetched
+        span = await _fetch_range(session, url, prefix.length, want - 1, options, policy, prefix)
         try:
-            metadata = await run_in_daemon_thread(read_gguf_metadata, path, valid_bytes=fetched)
+            metadata = await run_in_daemon_thread(
+                read_gguf_metadata,
+                prefix.path,
+                valid_bytes=prefix.length,
+                file_size=span.total,
+                limit=options.max_bytes,
+            )
+        except HeaderTooLargeError as error:
+            raise _Unavailable(
+                HeaderFailure.HEADER_TOO_LARGE,
+                f"{url}: GGUF header larger than {options.max_bytes} bytes ({error})",
+            ) from error
         except IncompleteHeaderError as error:
-            if fetched >= options.max_bytes:
+            if prefix.length >= min(options.max_bytes, span.total):
                 raise _Unavailable(
                     HeaderFailure.HEADER_TOO_LARGE,
-                    f"GGUF header larger than {options.max_bytes} bytes ({error})",
+                    f"{url}: GGUF header larger than {options.max_bytes} bytes ({error})",
                 ) from error
             want = min(want * 2, options.max_bytes, span.total)
             continue
         except NotGGUFError as error:
             raise _Unavailable(HeaderFailure.NOT_GGUF, f"{url}: {error}") from error
-        return RemoteHeader(metadata=metadata, bytes_fetched=fetched)
+        return RemoteHeader(metadata=metadata, bytes_fetched=prefix.length)
 
 
 async def read_remote_gguf_metadata(
-    session: aiohttp.ClientSession, url: str, options: HeaderReadOptions | None = None
+    session: aiohttp.ClientSession,
+    url: str,
+    options: HeaderReadOptions | None = None,
+    *,
+    policy: PolicySource = default_policy,
 ) -> RemoteHeader:
     """GGUF metadata of the file at `url`, or a typed reason why it is unavailable. Never raises
-    (except CancelledError), never reads more than `options.max_bytes` of the body.
+    (except CancelledError), never reads more than `options.max_bytes` of the body, never connects
+    where `policy` refuses (NOT_ALLOWED).
     """
     options = options or HeaderReadOptions()
-    progress = [0]
     try:
         descriptor, path = tempfile.mkstemp(dir=options.temp_dir, prefix=".gguf-header-", suffix=".part")
     except OSError as error:
         return RemoteHeader(failure=HeaderFailure.IO_ERROR, detail=f"temp file: {error}")
     os.close(descriptor)
+    prefix = _Prefix(path)
     try:
         async with asyncio.timeout(options.deadline_seconds):
-            return await _read_prefix_until_parsed(session, url, path, options, progress)
+            return await _read_prefix_until_parsed(session, url, prefix, options, policy)
     except _Unavailable as unavailable:
-        return RemoteHeader(failure=unavailable.kind, detail=unavailable.detail, bytes_fetched=progress[0])
+        return RemoteHeader(failure=unavailable.kind, detail=unavailable.detail, bytes_fetched=prefix.length)
     except TimeoutError:
         return RemoteHeader(
             failure=HeaderFailure.TIMEOUT,
             detail=f"GET {url}: header not read in time",
-            bytes_fetched=progress[0],
+            bytes_fetched=prefix.length,
         )
     except aiohttp.ClientPayloadError as error:
         return RemoteHeader(
-            failure=HeaderFailure.TRUNCATED, detail=f"GET {url}: {error!r}", bytes_fetched=progress[0]
+            failure=HeaderFailure.TRUNCATED, detail=f"GET {url}: {error!r}", bytes_fetched=prefix.length
         )
-    except aiohttp.ClientError as error:
+    except (aiohttp.ClientError, OSError) as error:
+        denied = refused(error)
+        if denied is not None:
+            return RemoteHeader(failure=HeaderFailure.NOT_ALLOWED, detail=denied.detail)
+        if isinstance(error, aiohttp.ClientError):
+            return RemoteHeader(
+                failure=HeaderFailure.CONNECTION, detail=f"GET {url}: {error!r}", bytes_fetched=prefix.length
+            )
         return RemoteHeader(
-            failure=HeaderFailure.CONNECTION, detail=f"GET {url}: {error!r}", bytes_fetched=progress[0]
-        )
-    except OSError as error:
-        return RemoteHeader(
-            failure=HeaderFailure.IO_ERROR, detail=f"temp file: {error}", bytes_fetched=progress[0]
+            failure=HeaderFailure.IO_ERROR, detail=f"temp file: {error}", bytes_fetched=prefix.length
         )
     finally:
         with contextlib.suppress(OSError):

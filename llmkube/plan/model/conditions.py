@@ -11,6 +11,7 @@ from datetime import datetime
 
 from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.plan.conditions import set_condition, settle_condition
+from llmkube.plan.model.bounds import bounded_message
 from llmkube.plan.summary import Summary, message_of, reason_of
 
 AVAILABLE = "Available"
@@ -33,6 +34,11 @@ DOWNLOAD_STARTED = "DownloadStarted"  # reference only: llmkube never downloads 
 DOWNLOAD_FAILED = "DownloadFailed"  # reference only: unknown sources are InvalidSource here
 INTEGRITY_CHECK_FAILED = "IntegrityCheckFailed"
 INVALID_SOURCE = "InvalidSource"
+# llmkube's, for http(s) sources the controller refused to fetch from or to believe:
+SOURCE_NOT_ALLOWED = "SourceNotAllowed"  # the egress policy refused the host or a redirect
+INVALID_MODEL_FILE = "InvalidModelFile"  # not GGUF, or a header beyond the reader's bounds
+INVALID_SOURCE_RESPONSE = "InvalidSourceResponse"  # a Range answer no file can give
+STATUS_REJECTED = "StatusRejected"  # the API server refused the status planned from the source
 SUPERSEDED = "Superseded"
 IN_SYNC = "InSync"
 UPSTREAM_CHANGED = "UpstreamChanged"
@@ -86,6 +92,33 @@ def msg_unsupported_source(source: str) -> str:
     )
 
 
+_NOT_READ_AGAIN = "it is not read again until the spec or the file (its ETag or size) changes"
+
+
+def msg_source_not_allowed(source: str, detail: str) -> str:
+    return (
+        f"The controller does not fetch {go_quote(source)}: {detail}. Loopback, link-local and "
+        "metadata addresses, the Kubernetes API server and the cluster's Service and Pod networks "
+        "are refused unless an administrator allows the host (--model-source-allowed-hosts)"
+    )
+
+
+def msg_invalid_model_file(source: str, detail: str) -> str:
+    return f"{go_quote(source)} is not a GGUF file the controller can read: {detail}; {_NOT_READ_AGAIN}"
+
+
+def msg_invalid_source_response(source: str, detail: str) -> str:
+    return f"{go_quote(source)} answered a Range request no file can answer: {detail}; {_NOT_READ_AGAIN}"
+
+
+def msg_status_rejected(code: int, reason: str, detail: str) -> str:
+    refusal = f"{code} {reason}".rstrip()
+    return (
+        f"The API server refused the status planned for this Model ({refusal}: {detail}); this one "
+        f"replaces it, and the source {_NOT_READ_AGAIN}"
+    )
+
+
 def msg_upstream_changed(source: str) -> str:
     return f"Upstream source {go_quote(source)} differs from the cached copy"
 
@@ -120,6 +153,7 @@ def mark_ready(
     generation: int | None,
 ) -> list[Condition]:
     """Available=True; a Progressing or Degraded left by an earlier attempt becomes False/Superseded."""
+    message = bounded_message(message)  # it names sources and quotes their servers
     result = set_condition(
         conditions,
         type_=AVAILABLE,
@@ -148,6 +182,7 @@ def mark_progressing(
     `clear_degraded` says whether the cause of an earlier Degraded is known to be gone (a PVC that now
     exists); a retried copy is not such evidence, so its Degraded stays until the outcome is known.
     """
+    message = bounded_message(message)  # it names sources and quotes their servers
     result = set_condition(
         conditions,
         type_=PROGRESSING,
@@ -172,6 +207,7 @@ def mark_failed(
     generation: int | None,
 ) -> list[Condition]:
     """Degraded=True; Available and Progressing (if ever written) False for the same reason."""
+    message = bounded_message(message)  # it names sources and quotes their servers
     result = set_condition(
         conditions,
         type_=DEGRADED,
@@ -196,6 +232,7 @@ def mark_source_drifted(
 ) -> list[Condition]:
     status: ConditionStatus = "True" if drifted else "False"
     reason, message = (UPSTREAM_CHANGED, msg_upstream_changed(source)) if drifted else (IN_SYNC, MSG_IN_SYNC)
+    message = bounded_message(message)
     return set_condition(
         conditions,
         type_=SOURCE_DRIFTED,

@@ -44,6 +44,18 @@ class ActionKind(enum.Enum):
         "ProbeFingerprint"  # HEAD (http) or stat (local) the source; optionally read the header
     )
     REFETCH = "Refetch"  # delete the cached *.gguf files, then copy again
+    # http: read the GGUF header again, after a probe found that a file the controller had
+    # refused changed (the probe's result is already among the facts)
+    READ_HEADER = "ReadHeader"
+
+
+@dataclass(frozen=True)
+class ActionTarget:
+    """What an action is about: the spec's source and sha256 when it was planned. Its result, and
+    the action itself while it runs, are facts about a Model whose spec still says the same."""
+
+    source: str
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,7 @@ class ModelAction:
     expected_sha256: str | None = None  # COPY_LOCAL / REFETCH / VERIFY: spec.sha256
     hash_file: bool = True  # VERIFY: False when status already holds this file's hash
     read_header: bool = False  # PROBE_FINGERPRINT (http): also read the GGUF header with Range requests
+    target: ActionTarget | None = None  # the spec it was planned for
 
 
 NO_ACTION = ModelAction()
@@ -79,9 +92,13 @@ class ModelDecision:
     """The next step. While `action` is not NONE the status is provisional (e.g. `Copying`) and the
     caller performs the action, adds its result to the facts and plans again; `requeue` and
     `error` are only meaningful once `action` is NONE.
+
+    `waiting`: an action for this spec is in flight (`ModelFacts.pending`); nothing is decided
+    until its result arrives, and whoever runs it brings the Model back then.
     """
 
     status: ModelStatus
     action: ModelAction = NO_ACTION
     requeue: Requeue = field(default=NO_REQUEUE)
     error: str | None = None  # set with requeue.backoff: the failure to log and count
+    waiting: bool = False

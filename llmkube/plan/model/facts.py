@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from llmkube.api.model import GGUFMetadata
+from llmkube.plan.model.decision import ActionTarget, ModelAction
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class ProbeFailure(enum.Enum):
     NO_FINGERPRINT = "NoFingerprint"  # 200 without an ETag or a usable Content-Length
     PERMISSION_DENIED = "PermissionDenied"
     IO_ERROR = "IOError"
+    # The egress policy refused the host (or a host it redirected to): nothing was sent to it.
+    NOT_ALLOWED = "NotAllowed"
 
 
 @dataclass(frozen=True)
@@ -81,9 +84,13 @@ class HeaderFailure(enum.Enum):
     CONNECTION = "Connection"
     TRUNCATED = "Truncated"  # the body was shorter than the server announced
     UNKNOWN_SIZE = "UnknownSize"  # Content-Range without a total size
-    NOT_GGUF = "NotGGUF"
-    HEADER_TOO_LARGE = "HeaderTooLarge"  # the header did not fit in the prefix cap
+    # What the file says, which the same file will say again (until it changes):
+    NOT_GGUF = "NotGGUF"  # not a GGUF file, or a header no GGUF reader accepts
+    HEADER_TOO_LARGE = "HeaderTooLarge"  # the header runs past the reader's bound
+    # A Range answer no file can give (a total beyond an int64, a range outside the total).
+    INVALID_RESPONSE = "InvalidResponse"
     IO_ERROR = "IOError"
+    NOT_ALLOWED = "NotAllowed"  # the egress policy refused the host or a redirect
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,9 @@ class ModelFacts:
 
     The observed part comes from the informer cache and a directory listing; `probe`,
     `remote_header`, `copy` and `verify` are the results of actions performed earlier in the same
-    reconcile. The planner never asks for an action whose result is already here, so the
+    reconcile, or of an action that ran in the background since the last one (`results_for` then
+    names the spec it ran for: results for another spec are ignored). `pending` is an action in
+    flight. The planner never asks for an action whose result is already here, so the
     observe → decide → act loop always ends.
     """
 
@@ -131,3 +140,5 @@ class ModelFacts:
     remote_header: RemoteHeader | None = None
     copy: CopyResult | None = None
     verify: CopyResult | None = None
+    results_for: ActionTarget | None = None  # None: this reconcile's own, for the current spec
+    pending: ModelAction | None = None

@@ -4,6 +4,7 @@ import re
 from collections.abc import Mapping
 
 from llmkube.api.model import GGUFMetadata
+from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT, in_range, truncated
 
 # llama.cpp's `llama_ftype` (gguf-py LlamaFileType), without the MOSTLY_ prefix. The reference's own
 # table drifts from llama.cpp after 18 (it calls 21 IQ3_XXS and 29 BF16); this one is cross-checked
@@ -84,25 +85,36 @@ def normalize_license(raw: str) -> str:
     return raw
 
 
+#: llama.cpp holds the model's dimensions (context, embedding, layers, heads, head sizes,
+#: vocabulary) in 32-bit fields: a larger value is not a dimension any runtime can load, whatever
+#: the header says (a hostile one said 2^64-1, which the API server refuses as an int64).
+_DIMENSION_MAX = 2**32 - 1
+
+
 def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return truncated(value, MAX_GGUF_TEXT) if isinstance(value, str) and value else None
 
 
-def _count(value: object) -> int | None:
+def _count(value: object, high: int = INT64_MAX) -> int | None:
     # bool is an int in Python; a boolean is never a count.
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return in_range(value, high=high)
+
+
+def _dimension(value: object) -> int | None:
+    return _count(value, _DIMENSION_MAX)
 
 
 def gguf_metadata_from_fields(fields: Mapping[str, object]) -> GGUFMetadata:
     """Build `status.gguf` from header values (`GGUF.version`, `GGUF.tensor_count`, `general.*`,
-    `<arch>.*`). Absent or mistyped keys are left unset rather than guessed.
+    `<arch>.*`). Absent or mistyped keys, and numbers outside what their field can mean, are left
+    unset rather than guessed; strings are cut to `MAX_GGUF_TEXT` characters with a marker.
     """
     architecture = _text(fields.get("general.architecture"))
     file_type = _count(fields.get("general.file_type"))
     license_text = _text(fields.get("general.license"))
 
     def arch_count(suffix: str) -> int | None:
-        return _count(fields.get(f"{architecture}.{suffix}")) if architecture else None
+        return _dimension(fields.get(f"{architecture}.{suffix}")) if architecture else None
 
     return GGUFMetadata(
         architecture=architecture,
@@ -115,9 +127,9 @@ def gguf_metadata_from_fields(fields: Mapping[str, object]) -> GGUFMetadata:
         head_count_kv=arch_count("attention.head_count_kv"),
         key_length=arch_count("attention.key_length"),
         value_length=arch_count("attention.value_length"),
-        vocab_size=arch_count("vocab_size") or _count(fields.get(TOKEN_COUNT_FIELD)),
+        vocab_size=arch_count("vocab_size") or _dimension(fields.get(TOKEN_COUNT_FIELD)),
         tensor_bytes=_count(fields.get(TENSOR_BYTES_FIELD)),
         tensor_count=_count(fields.get("GGUF.tensor_count")),
-        file_version=_count(fields.get("GGUF.version")),
-        license=normalize_license(license_text) if license_text else None,
+        file_version=_dimension(fields.get("GGUF.version")),
+        license=truncated(normalize_license(license_text), MAX_GGUF_TEXT) if license_text else None,
     )

@@ -18,6 +18,7 @@ Where llmkube differs from the reference (design decisions 11, 13, 18):
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from llmkube.api.meta import Condition
 from llmkube.api.model import Model, ModelStatus
 from llmkube.plan.conditions import find_condition, remove_condition
 from llmkube.plan.model import conditions as cond
@@ -30,13 +31,23 @@ from llmkube.plan.model.decision import (
     PVC_NOT_BOUND_REQUEUE,
     PVC_NOT_FOUND_REQUEUE,
     ActionKind,
+    ActionTarget,
     ModelAction,
     ModelDecision,
     ModelPlanConfig,
     Requeue,
 )
 from llmkube.plan.model.drift import DriftKind, decide_drift, next_revalidation_in, revalidation_due
-from llmkube.plan.model.facts import FetchError, FetchFailure, ModelFacts, ProbeOutcome, StoredFile
+from llmkube.plan.model.facts import (
+    FetchError,
+    FetchFailure,
+    HeaderFailure,
+    ModelFacts,
+    ProbeFailure,
+    ProbeOutcome,
+    RemoteHeader,
+    StoredFile,
+)
 from llmkube.plan.model.local_roots import local_source_violation
 from llmkube.plan.model.size import RUNTIME_RESOLVED_SIZE, format_size
 from llmkube.plan.model.status import status_changed
@@ -60,6 +71,19 @@ PVC_MOUNT_ROOT = "/model-source"
 _UNRECOVERABLE = frozenset({FetchFailure.NOT_FOUND, FetchFailure.PERMISSION_DENIED, FetchFailure.NOT_A_FILE})
 # A failed verification of a cached file that a fresh copy repairs (the helper already removed it).
 _RECOPY_AFTER_VERIFY = frozenset({FetchFailure.NOT_FOUND, FetchFailure.INTEGRITY_MISMATCH})
+# Header reads that failed because of what the file (or its server) says: the same file says the
+# same again, so the Model fails, and the header is not read again until the spec or the file's
+# fingerprint changes. Any other failure (a timeout, a refused connection) only leaves the
+# metadata out, as before.
+_HEADER_VERDICTS = {
+    HeaderFailure.NOT_GGUF: (cond.INVALID_MODEL_FILE, cond.msg_invalid_model_file),
+    HeaderFailure.HEADER_TOO_LARGE: (cond.INVALID_MODEL_FILE, cond.msg_invalid_model_file),
+    HeaderFailure.INVALID_RESPONSE: (cond.INVALID_SOURCE_RESPONSE, cond.msg_invalid_source_response),
+}
+# Failures of an http Model that stand until its spec or its file changes (see _plan_standing).
+_STANDING_REASONS = frozenset({cond.INVALID_MODEL_FILE, cond.INVALID_SOURCE_RESPONSE, cond.STATUS_REJECTED})
+# spec.format values whose file is GGUF (unset means gguf, the schema's default).
+_GGUF_FORMATS = frozenset({None, "gguf"})
 
 
 @dataclass(frozen=True)
@@ -90,10 +114,28 @@ class _Inputs:
         return hardware is not None and hardware.accelerator == "metal"
 
 
+def spec_target(model: Model) -> ActionTarget:
+    """What the Model's actions are about now (ModelAction.target)."""
+    return ActionTarget(source=model.spec.source, sha256=model.spec.sha256)
+
+
+def _current(facts: ModelFacts, target: ActionTarget) -> ModelFacts:
+    """The facts without results, or an action in flight, that are about another spec."""
+    if facts.results_for is not None and facts.results_for != target:
+        facts = replace(facts, probe=None, remote_header=None, copy=None, verify=None, results_for=None)
+    if facts.pending is not None and facts.pending.target != target:
+        facts = replace(facts, pending=None)
+    return facts
+
+
 def plan_model(
     model: Model, facts: ModelFacts, now: datetime, config: ModelPlanConfig | None = None
 ) -> ModelDecision:
+    facts = _current(facts, spec_target(model))
     inputs = _Inputs(model, facts, now, config or ModelPlanConfig(), model.status or ModelStatus())
+    if facts.pending is not None:
+        # Its result decides what comes next; until then the status says what it says.
+        return ModelDecision(status=inputs.old, waiting=True)
     kind = classify_source(model.spec.source)
     if kind is SourceKind.PVC:
         decision = _plan_pvc(inputs)
@@ -308,41 +350,117 @@ def _apply_drift(status: ModelStatus, probe: ProbeOutcome, inputs: _Inputs) -> t
     return updated, outcome.kind
 
 
+def _file_failure(base: ModelStatus) -> Condition | None:
+    """The Degraded condition of an http Model that failed for what its file said (a header the
+    controller refused, a status the API server refused), whatever spec it judged."""
+    if base.phase != "Failed":
+        return None
+    degraded = find_condition(base.conditions, cond.DEGRADED)
+    if degraded is None or degraded.status != "True" or degraded.reason not in _STANDING_REASONS:
+        return None
+    return degraded
+
+
+def _refusal(facts: ModelFacts) -> str | None:
+    """Why the egress policy refused the source (or a redirect), if it did."""
+    if facts.probe is not None and facts.probe.failure is ProbeFailure.NOT_ALLOWED:
+        return facts.probe.detail
+    header = facts.remote_header
+    if header is not None and header.failure is HeaderFailure.NOT_ALLOWED:
+        return header.detail
+    return None
+
+
+def _http_probe(inputs: _Inputs, kind: ActionKind, read_header: bool = False) -> ModelDecision:
+    action = ModelAction(
+        kind=kind,
+        source_kind=SourceKind.HTTP,
+        source=inputs.source,
+        read_header=read_header,
+        target=spec_target(inputs.model),
+    )
+    return ModelDecision(status=inputs.old, action=action)
+
+
 def _plan_http(inputs: _Inputs) -> ModelDecision:
     """http(s): the pod's init container fetches; the controller reports drift and, before the first
     Ready, reads the GGUF header with Range requests (never the whole file).
+
+    A header the file's own bytes make unusable (not GGUF, beyond the reader's bounds, a Range
+    answer no file can give) fails the Model, and that failure stands: the header is not read
+    again until the spec changes or a revalidation finds another file (ETag or size). A retry with
+    backoff would fetch the same bytes to fail the same way (105 requests in 2 minutes, measured).
     """
     key = cache_key(inputs.source)
     base = _rebased(inputs.old, key)
     config, facts = inputs.config, inputs.facts
-    # Only before the first Ready for this source: the storage planner names the cached file after
-    # gguf.modelName, so metadata appearing later would rename (and re-download) a file pods already
-    # use. A new source gets a new cache directory anyway.
     source_changed = base is not inputs.old
-    want_header = (
-        config.read_remote_gguf and base.gguf is None and (base.phase != PHASE_READY or source_changed)
+    due = revalidation_due(base.last_revalidated, inputs.now, config.revalidate_interval)
+    reads_header = config.read_remote_gguf and inputs.model.spec.format in _GGUF_FORMATS
+    file_failure = None if source_changed else _file_failure(base)
+    # It stands until the spec changes (or the file: below).
+    standing = (
+        file_failure if file_failure and file_failure.observed_generation == inputs.generation else None
     )
-    if (
-        revalidation_due(base.last_revalidated, inputs.now, config.revalidate_interval)
-        and facts.probe is None
-    ):
-        action = ModelAction(
-            kind=ActionKind.PROBE_FINGERPRINT,
-            source_kind=SourceKind.HTTP,
-            source=inputs.source,
-            read_header=want_header,
-        )
-        return ModelDecision(status=inputs.old, action=action)
-    if want_header and facts.remote_header is not None and facts.remote_header.metadata is not None:
-        base = base.model_copy(update={"gguf": facts.remote_header.metadata})
+    if standing is not None:
+        if facts.probe is None:
+            if not due:
+                after = next_revalidation_in(base.last_revalidated, inputs.now, config.revalidate_interval)
+                return ModelDecision(status=base, requeue=Requeue(after=after))
+            return _http_probe(inputs, ActionKind.PROBE_FINGERPRINT)
+        outcome = decide_drift(base.source_e_tag, base.source_content_length, facts.probe)
+        if outcome.kind in (DriftKind.IN_SYNC, DriftKind.INDETERMINATE) and _refusal(facts) is None:
+            status, _ = _apply_drift(base, facts.probe, inputs)
+            after = next_revalidation_in(status.last_revalidated, inputs.now, config.revalidate_interval)
+            return ModelDecision(status=status, requeue=Requeue(after=after))
+        # Another file (or no fingerprint was kept to tell): judged afresh, against a new baseline.
+        if reads_header and facts.remote_header is None and _refusal(facts) is None:
+            return _http_probe(inputs, ActionKind.READ_HEADER)
+        base = base.model_copy(update={"source_e_tag": None, "source_content_length": None})
+        want_header = reads_header
+    else:
+        # Only before the first Ready for this source: the storage planner names the cached file
+        # after gguf.modelName, so metadata appearing later would rename (and re-download) a file
+        # pods already use. A new source gets a new cache directory anyway.
+        want_header = reads_header and base.gguf is None and (base.phase != PHASE_READY or source_changed)
+        if due and facts.probe is None:
+            return _http_probe(inputs, ActionKind.PROBE_FINGERPRINT, read_header=want_header)
+        if (
+            file_failure is not None
+            and reads_header
+            and facts.remote_header is None
+            and _refusal(facts) is None
+        ):
+            # The spec changed since the file failed, within the revalidation interval: read it again.
+            return _http_probe(inputs, ActionKind.READ_HEADER)
+    refused = _refusal(facts)
+    if refused is not None:
+        # Nothing was sent to the host. Looked at again on the fixed interval: a name may resolve
+        # elsewhere later (and a restart with another allowlist reconciles every Model).
+        message = cond.msg_source_not_allowed(inputs.source, refused)
+        return _failed(inputs, base, cond.SOURCE_NOT_ALLOWED, message, Requeue(after=FETCH_FAILURE_REQUEUE))
+    header = facts.remote_header if want_header else None
+    if header is not None and header.failure in _HEADER_VERDICTS:
+        return _header_verdict(inputs, base, header)
+    if header is not None and header.metadata is not None:
+        base = base.model_copy(update={"gguf": header.metadata})
     message = cond.MSG_WORKLOAD_RESOLVED_METAL if inputs.is_metal else cond.MSG_WORKLOAD_RESOLVED
     status = _ready_without_download(inputs, base, key, cond.WORKLOAD_RESOLVED, message)
     if facts.probe is not None:
         status, _ = _apply_drift(status, facts.probe, inputs)
-    requeue = Requeue(
-        after=next_revalidation_in(status.last_revalidated, inputs.now, config.revalidate_interval)
-    )
-    return ModelDecision(status=status, requeue=requeue)
+    after = next_revalidation_in(status.last_revalidated, inputs.now, config.revalidate_interval)
+    return ModelDecision(status=status, requeue=Requeue(after=after))
+
+
+def _header_verdict(inputs: _Inputs, base: ModelStatus, header: RemoteHeader) -> ModelDecision:
+    """Failed for what the file says, with the fingerprint of the file that said it (what a
+    revalidation compares to decide whether to read the header again)."""
+    assert header.failure is not None
+    reason, describe = _HEADER_VERDICTS[header.failure]
+    if inputs.facts.probe is not None:
+        base, _ = _apply_drift(base, inputs.facts.probe, inputs)
+    after = next_revalidation_in(base.last_revalidated, inputs.now, inputs.config.revalidate_interval)
+    return _failed(inputs, base, reason, describe(inputs.source, header.detail), Requeue(after=after))
 
 
 # --- local paths: the controller keeps its own copy ---------------------------------------------
@@ -382,7 +500,10 @@ def _plan_local(inputs: _Inputs) -> ModelDecision:
         and facts.probe is None
     ):
         action = ModelAction(
-            kind=ActionKind.PROBE_FINGERPRINT, source_kind=SourceKind.LOCAL, source=layout.source_path
+            kind=ActionKind.PROBE_FINGERPRINT,
+            source_kind=SourceKind.LOCAL,
+            source=layout.source_path,
+            target=spec_target(inputs.model),
         )
         return ModelDecision(status=inputs.old, action=action)
     if drift is DriftKind.DRIFTED and inputs.model.spec.refresh_policy == "OnChange":
@@ -409,6 +530,7 @@ def _plan_local(inputs: _Inputs) -> ModelDecision:
         expected_sha256=expected,
         # Hashing gigabytes is the expensive part; skip it when status already holds this file's hash.
         hash_file=not describes_file,
+        target=spec_target(inputs.model),
     )
     return ModelDecision(status=inputs.old, action=action)
 
@@ -436,6 +558,7 @@ def _start_copy(inputs: _Inputs, base: ModelStatus, layout: _LocalLayout, kind: 
         model_dir=layout.model_dir,
         model_name=inputs.model.metadata.name or "",
         expected_sha256=inputs.model.spec.sha256,
+        target=spec_target(inputs.model),
     )
     return ModelDecision(status=status, action=action)
 

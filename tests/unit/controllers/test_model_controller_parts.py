@@ -141,3 +141,20 @@ async def test_a_cancelled_reconcile_is_not_counted() -> None:
             registry.get_sample_value("llmkube_reconcile_total", {"controller": "model", "result": result})
             == 0
         )
+
+
+def test_the_node_cache_keeps_the_pod_networks() -> None:
+    """The egress policy refuses the Nodes' Pod networks: the Node cache keeps spec.podCIDRs, and
+    nothing else of the spec (taints, providerID, ...)."""
+    from llmkube.controllers.resources import NODE_CACHE_TRANSFORM
+
+    full = {
+        "metadata": {"name": "n", "uid": "u", "resourceVersion": "1", "annotations": {"a": "b"}},
+        "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24", "fd10:1::/64"], "taints": [{}]},
+        "status": {"capacity": {"cpu": "8"}, "images": [{"names": ["x"]}]},
+    }
+    assert NODE_CACHE_TRANSFORM(full) == {
+        "metadata": {"name": "n", "uid": "u", "resourceVersion": "1"},
+        "spec": {"podCIDRs": ["10.244.1.0/24", "fd10:1::/64"]},
+        "status": {"capacity": {"cpu": "8"}},
+    }

@@ -30,6 +30,8 @@ async def model_host() -> AsyncIterator[ModelHost]:
     app.router.add_get("/slow", host.slow)
     app.router.add_get("/short/{name}", host.short)
     app.router.add_get("/no-total/{name}", host.no_total)
+    app.router.add_get("/lying-total/{name}", host.lying_total)
+    app.router.add_get("/generous/{name}", host.generous)
     server = TestServer(app, host="127.0.0.1")  # a random free port
     await server.start_server()
     host.server = server

@@ -12,7 +12,17 @@ import numpy as np
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from llmkube.plan.model.egress import EgressPolicy, parse_allowed_hosts
+
 GGUFFactory = Callable[..., Path]
+
+#: The test servers listen on 127.0.0.1, which the default egress policy refuses: the tests allow it
+#: explicitly (as --model-source-allowed-hosts=127.0.0.1 would), never by weakening the default.
+LOOPBACK = EgressPolicy(allowed=parse_allowed_hosts("127.0.0.1"))
+
+
+def loopback_allowed() -> EgressPolicy:
+    return LOOPBACK
 
 
 def write_gguf(
@@ -159,6 +169,30 @@ class ModelHost:
         assert request.transport is not None
         request.transport.close()
         return response
+
+    async def lying_total(self, request: web.Request) -> web.StreamResponse:
+        """Announces a file of 10^30 bytes (the old reader raised OverflowError making it)."""
+        body = self._file(request)
+        match = _RANGE.match(request.headers.get("Range", ""))
+        assert match is not None
+        start, end = int(match.group(1)), min(int(match.group(2)), len(body) - 1)
+        self.range_requests.append((start, end))
+        return web.Response(
+            status=206, body=body[start : end + 1], headers={"Content-Range": f"bytes {start}-{end}/{10**30}"}
+        )
+
+    async def generous(self, request: web.Request) -> web.StreamResponse:
+        """Answers every range with the rest of the file, and says so: more than was asked."""
+        body = self._file(request)
+        match = _RANGE.match(request.headers.get("Range", ""))
+        assert match is not None
+        start = int(match.group(1))
+        self.range_requests.append((start, len(body) - 1))
+        return web.Response(
+            status=206,
+            body=body[start:],
+            headers={"Content-Range": f"bytes {start}-{len(body) - 1}/{len(body)}"},
+        )
 
     async def no_total(self, request: web.Request) -> web.StreamResponse:
         body = self._file(request)

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from modelsource_support import GGUFFactory, ModelHost
+from modelsource_support import GGUFFactory, ModelHost, loopback_allowed
 
 from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.modelsource import ModelSourceIO, PlanLoopError, drive_model_plan
@@ -31,7 +31,7 @@ T0 = datetime(2026, 5, 1, tzinfo=UTC)
 @pytest.fixture
 async def io(tmp_path: Path) -> AsyncIterator[ModelSourceIO]:
     async with aiohttp.ClientSession() as session:
-        yield ModelSourceIO(session=session, local_roots=(str(tmp_path),))
+        yield ModelSourceIO(session=session, local_roots=(str(tmp_path),), policy=loopback_allowed)
 
 
 def local_config(tmp_path: Path, cache: Path) -> ModelPlanConfig:

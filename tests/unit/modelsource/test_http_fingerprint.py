@@ -5,7 +5,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from modelsource_support import ModelHost
+from modelsource_support import ModelHost, loopback_allowed
 
 from llmkube.controllers.modelsource import (
     probe_http_fingerprint,
@@ -26,7 +26,7 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
 
 async def test_head_reports_etag_and_length(model_host: ModelHost, session: aiohttp.ClientSession) -> None:
     model_host.files["m.gguf"] = b"x" * 5000
-    outcome = await probe_http_fingerprint(session, model_host.url("/ranged/m.gguf"))
+    outcome = await probe_http_fingerprint(session, model_host.url("/ranged/m.gguf"), policy=loopback_allowed)
     assert outcome.failure is None
     assert outcome.fingerprint is not None
     assert outcome.fingerprint.content_length == 5000
@@ -36,8 +36,8 @@ async def test_head_reports_etag_and_length(model_host: ModelHost, session: aioh
 
 async def test_a_changed_etag_is_drift(model_host: ModelHost, session: aiohttp.ClientSession) -> None:
     url = model_host.url("/changing")
-    first = await probe_http_fingerprint(session, url)
-    second = await probe_http_fingerprint(session, url)
+    first = await probe_http_fingerprint(session, url, policy=loopback_allowed)
+    second = await probe_http_fingerprint(session, url, policy=loopback_allowed)
     assert first.fingerprint == Fingerprint(etag='"v1"', content_length=4096)
     assert second.fingerprint == Fingerprint(etag='"v2"', content_length=4096)
     baseline = decide_drift(None, None, first)
@@ -59,21 +59,25 @@ async def test_a_changed_etag_is_drift(model_host: ModelHost, session: aiohttp.C
 async def test_unhelpful_answers_are_indeterminate(
     model_host: ModelHost, session: aiohttp.ClientSession, path: str, failure: ProbeFailure, detail_end: str
 ) -> None:
-    outcome = await probe_http_fingerprint(session, model_host.url(path))
+    outcome = await probe_http_fingerprint(session, model_host.url(path), policy=loopback_allowed)
     assert (outcome.fingerprint, outcome.failure) == (None, failure)
     assert outcome.detail.endswith(detail_end)
     assert decide_drift("e", 1, outcome).kind is DriftKind.INDETERMINATE
 
 
 async def test_a_slow_server_times_out(model_host: ModelHost, session: aiohttp.ClientSession) -> None:
-    outcome = await probe_http_fingerprint(session, model_host.url("/slow"), client_timeout=SHORT)
+    outcome = await probe_http_fingerprint(
+        session, model_host.url("/slow"), client_timeout=SHORT, policy=loopback_allowed
+    )
     assert outcome.failure is ProbeFailure.TIMEOUT
     assert outcome.detail.endswith("no answer within 0.2s")
 
 
 async def test_nobody_listening(session: aiohttp.ClientSession) -> None:
     # Port 1 on loopback: connection refused, immediately.
-    outcome = await probe_http_fingerprint(session, "http://127.0.0.1:1/m.gguf", client_timeout=SHORT)
+    outcome = await probe_http_fingerprint(
+        session, "http://127.0.0.1:1/m.gguf", client_timeout=SHORT, policy=loopback_allowed
+    )
     assert outcome.failure is ProbeFailure.CONNECTION
 
 

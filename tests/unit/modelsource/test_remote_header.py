@@ -7,11 +7,12 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from modelsource_support import GGUFFactory, ModelHost
+from modelsource_support import GGUFFactory, ModelHost, loopback_allowed
 
 from llmkube.controllers.modelsource import HeaderReadOptions, read_gguf_metadata, read_remote_gguf_metadata
 from llmkube.controllers.modelsource.remoteheader import parse_content_range
 from llmkube.plan.model import HeaderFailure
+from llmkube.testing.hostile_gguf import HOSTILE
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -35,7 +36,9 @@ async def test_small_file_in_one_request(
 ) -> None:
     path = make_gguf(name="Tiny Llama")
     model_host.files["m.gguf"] = path.read_bytes()
-    result = await read_remote_gguf_metadata(session, model_host.url("/ranged/m.gguf"), options)
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/ranged/m.gguf"), options, policy=loopback_allowed
+    )
     assert result.failure is None
     assert result.metadata == read_gguf_metadata(str(path))  # same answer as parsing the whole file
     size = path.stat().st_size
@@ -50,7 +53,9 @@ async def test_large_header_grows_the_prefix_and_transfers_only_the_header(
     # ~600 KiB of tokenizer strings before 8 MiB of tensor data.
     path = make_gguf(name="Big Vocab", vocabulary=4_000, token_length=140, tensor_shape=(2048, 1024))
     model_host.files["big.gguf"] = data = path.read_bytes()
-    result = await read_remote_gguf_metadata(session, model_host.url("/ranged/big.gguf"), options)
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/ranged/big.gguf"), options, policy=loopback_allowed
+    )
     assert result.metadata is not None
     assert result.metadata == read_gguf_metadata(str(path))
     # 256 KiB, then doubling, each request continuing where the last one stopped.
@@ -67,7 +72,9 @@ async def test_server_without_range_support_is_hung_up_on(
     model_host: ModelHost, session: aiohttp.ClientSession, make_gguf: GGUFFactory, options: HeaderReadOptions
 ) -> None:
     model_host.files["m.gguf"] = make_gguf().read_bytes()
-    result = await read_remote_gguf_metadata(session, model_host.url("/plain/m.gguf"), options)
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/plain/m.gguf"), options, policy=loopback_allowed
+    )
     assert (result.metadata, result.failure, result.bytes_fetched) == (
         None,
         HeaderFailure.RANGES_UNSUPPORTED,
@@ -98,7 +105,7 @@ async def test_broken_hosts(
     detail_part: str,
 ) -> None:
     model_host.files["m.gguf"] = make_gguf(vocabulary=2_000, token_length=140).read_bytes()
-    result = await read_remote_gguf_metadata(session, model_host.url(path), options)
+    result = await read_remote_gguf_metadata(session, model_host.url(path), options, policy=loopback_allowed)
     assert (result.metadata, result.failure) == (None, failure)
     assert detail_part in result.detail
     assert os.listdir(options.temp_dir or "") == []
@@ -108,7 +115,9 @@ async def test_not_a_gguf_file_stops_after_the_first_request(
     model_host: ModelHost, session: aiohttp.ClientSession, options: HeaderReadOptions
 ) -> None:
     model_host.files["w.bin"] = os.urandom(2 * MIB)
-    result = await read_remote_gguf_metadata(session, model_host.url("/ranged/w.bin"), options)
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/ranged/w.bin"), options, policy=loopback_allowed
+    )
     assert result.failure is HeaderFailure.NOT_GGUF
     assert model_host.range_requests == [(0, 256 * KIB - 1)]
 
@@ -120,7 +129,9 @@ async def test_header_larger_than_the_cap(
         vocabulary=4_000, token_length=140, tensor_shape=(1024, 1024)
     ).read_bytes()
     capped = HeaderReadOptions(initial_bytes=128 * KIB, max_bytes=256 * KIB, temp_dir=str(tmp_path))
-    result = await read_remote_gguf_metadata(session, model_host.url("/ranged/big.gguf"), capped)
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/ranged/big.gguf"), capped, policy=loopback_allowed
+    )
     assert result.failure is HeaderFailure.HEADER_TOO_LARGE
     assert result.bytes_fetched == model_host.body_bytes_sent == 256 * KIB
 
@@ -129,19 +140,25 @@ async def test_slow_server_hits_the_deadline(
     model_host: ModelHost, session: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
     hurried = HeaderReadOptions(deadline_seconds=0.2, temp_dir=str(tmp_path))
-    result = await read_remote_gguf_metadata(session, model_host.url("/slow"), hurried)
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/slow"), hurried, policy=loopback_allowed
+    )
     assert result.failure is HeaderFailure.TIMEOUT
     assert os.listdir(tmp_path) == []
 
 
 async def test_nobody_listening(session: aiohttp.ClientSession, options: HeaderReadOptions) -> None:
-    result = await read_remote_gguf_metadata(session, "http://127.0.0.1:1/m.gguf", options)
+    result = await read_remote_gguf_metadata(
+        session, "http://127.0.0.1:1/m.gguf", options, policy=loopback_allowed
+    )
     assert result.failure is HeaderFailure.CONNECTION
 
 
 async def test_unusable_temp_directory(session: aiohttp.ClientSession, tmp_path: Path) -> None:
     options = HeaderReadOptions(temp_dir=str(tmp_path / "absent"))
-    result = await read_remote_gguf_metadata(session, "http://127.0.0.1:1/m.gguf", options)
+    result = await read_remote_gguf_metadata(
+        session, "http://127.0.0.1:1/m.gguf", options, policy=loopback_allowed
+    )
     assert result.failure is HeaderFailure.IO_ERROR
 
 
@@ -158,3 +175,62 @@ async def test_unusable_temp_directory(session: aiohttp.ClientSession, tmp_path:
 )
 def test_parse_content_range(value: str | None, parsed: tuple[int, int, int | None] | None) -> None:
     assert parse_content_range(value) == parsed
+
+
+async def test_a_total_no_file_has_is_an_invalid_answer(
+    model_host: ModelHost, session: aiohttp.ClientSession, make_gguf: GGUFFactory, options: HeaderReadOptions
+) -> None:
+    """`Content-Range: bytes 0-262143/10^30`: an invalid answer, after one request (the old reader
+    raised OverflowError making a sparse file that long, and every retry fetched again)."""
+    model_host.files["m.gguf"] = make_gguf(vocabulary=2_000, token_length=140).read_bytes()
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/lying-total/m.gguf"), options, policy=loopback_allowed
+    )
+    assert result.failure is HeaderFailure.INVALID_RESPONSE
+    assert f"Content-Range 'bytes 0-262143/{10**30}'" in result.detail
+    assert model_host.range_requests == [(0, 256 * KIB - 1)]
+    assert os.listdir(options.temp_dir or "") == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["bytes 0-10/" + "9" * 5000, "bytes 0-99999999999999999999/100", "bytes 5-10/100", "bytes 10-5/100"],
+)
+def test_content_ranges_no_file_has_are_refused(value: str) -> None:
+    from llmkube.controllers.modelsource.remoteheader import _Unavailable, checked_range
+
+    with pytest.raises(_Unavailable) as refused:
+        checked_range(value, 0, 262143)
+    assert refused.value.kind is HeaderFailure.INVALID_RESPONSE
+
+
+async def test_more_than_was_asked_for_is_never_read(
+    model_host: ModelHost, session: aiohttp.ClientSession, make_gguf: GGUFFactory, options: HeaderReadOptions
+) -> None:
+    path = make_gguf(name="Generous", tensor_shape=(1024, 1024))  # 4 MiB of tensor data after the header
+    model_host.files["g.gguf"] = path.read_bytes()
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/generous/g.gguf"), options, policy=loopback_allowed
+    )
+    assert result.metadata is not None and result.metadata.model_name == "Generous"
+    assert result.bytes_fetched == 256 * KIB  # what was asked for, not the 4 MiB the server sent
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+async def test_hostile_headers_over_http(
+    model_host: ModelHost, session: aiohttp.ClientSession, options: HeaderReadOptions, name: str
+) -> None:
+    """Each is read once, into metadata the API server stores or a typed refusal; never raises."""
+    model_host.files["h.gguf"] = HOSTILE[name]
+    result = await read_remote_gguf_metadata(
+        session, model_host.url("/ranged/h.gguf"), options, policy=loopback_allowed
+    )
+    if result.metadata is None:
+        assert result.failure is HeaderFailure.NOT_GGUF, result
+    else:
+        assert all(len(v) <= 300 for v in result.metadata.model_dump().values() if isinstance(v, str))
+        assert all(v <= 2**63 - 1 for v in result.metadata.model_dump().values() if isinstance(v, int))
+    # one growing prefix, never the same bytes twice
+    starts = [start for start, _ in model_host.range_requests]
+    assert starts == sorted(set(starts))
+    assert model_host.body_bytes_sent <= len(HOSTILE[name])

@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from llmkube.controllers.modelsource import read_remote_gguf_metadata
+from llmkube.plan.model.egress import EgressPolicy, parse_allowed_hosts
 from llmkube.testing.fileserver import ModelFileHandler, _parse_range
 from llmkube.testing.tiny_gguf import write_tiny_gguf
 
@@ -73,7 +74,11 @@ def test_range_parsing(header: str, size: int, expected: tuple[int, int] | None)
 async def test_the_controller_reads_the_header_through_ranges(served: tuple[int, bytes]) -> None:
     port, data = served
     async with aiohttp.ClientSession() as session:
-        header = await read_remote_gguf_metadata(session, f"http://127.0.0.1:{port}/tiny.gguf")
+        # The test server is on loopback, which the controller refuses unless allowed.
+        loopback = EgressPolicy(allowed=parse_allowed_hosts("127.0.0.1"))
+        header = await read_remote_gguf_metadata(
+            session, f"http://127.0.0.1:{port}/tiny.gguf", policy=lambda: loopback
+        )
     assert header.failure is None, header.detail
     assert header.metadata is not None and header.metadata.architecture == "llama"
     assert 0 < header.bytes_fetched <= len(data)
