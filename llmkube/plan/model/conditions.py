@@ -115,7 +115,7 @@ def msg_status_rejected(code: int, reason: str, detail: str) -> str:
     refusal = f"{code} {reason}".rstrip()
     return (
         f"The API server refused the status planned for this Model ({refusal}: {detail}); this one "
-        f"replaces it, and the source {_NOT_READ_AGAIN}"
+        f"replaces it, and the source is not read again until the spec or the file (its ETag or size) changes"
     )
 
 
