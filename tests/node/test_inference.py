@@ -61,6 +61,11 @@ def test_a_llamacpp_service_serves_real_tokens_through_its_lifecycle(
     node_cluster: NodeCluster, controller: str, model_source: ModelSource, node_namespace: str, tmp_path: Path
 ) -> None:
     admin, ns = node_cluster.admin(), node_namespace
+    # Where Pod Security is "restricted": the default pod (server and downloader) must run there.
+    restricted = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    admin.request(
+        "PATCH", f"/api/v1/namespaces/{ns}", restricted, content_type="application/merge-patch+json"
+    )
     objects = tiny_llamacpp(ns, "tiny", model_source.url())
 
     watch = Stopwatch()
@@ -87,6 +92,9 @@ def test_a_llamacpp_service_serves_real_tokens_through_its_lifecycle(
     # ... and all of it in the hardened pod (plan/hardening.py): no ServiceAccount token, read-only
     # roots (llama-server writes only its emptyDir /tmp; the downloader only /models), capped init.
     assert pod["spec"]["automountServiceAccountToken"] is False
+    # Non-root, as restricted wants: llama-server and curl run as 65532 and read and write the model.
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert pod["spec"]["securityContext"]["runAsUser"] == 65532
     (server,) = pod["spec"]["containers"]
     assert server["securityContext"]["readOnlyRootFilesystem"] is True
     assert {"name": "HOME", "value": "/tmp"} in server["env"]
