@@ -20,6 +20,9 @@ RUN python3 -m venv /opt/build \
       --only-binary=:all: --requirement requirements/controller.txt
 COPY pyproject.toml README.md ./
 COPY llmkube ./llmkube
+# The image runs the controller (and the user commands): not the developer's commands
+# (`llmkube cluster` / `run`) and the local clusters and test fixtures they are made of.
+RUN rm -rf llmkube/testing llmkube/devcli
 # The wheel bundles these (pyproject.toml: force-include) for `llmkube cluster` / `run`.
 COPY manifests ./manifests
 COPY hack/build-k8s.sh ./hack/build-k8s.sh

@@ -36,9 +36,9 @@ from scale_support import (
 )
 
 from llmkube.cli import build_parser as cli_parser
-from llmkube.cli import controllers_config
 from llmkube.controllers.setup import setup_controllers
 from llmkube.manager import Manager, ManagerConfig
+from llmkube.process.config import controllers_config
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:

@@ -39,16 +39,16 @@ from scale_support import machine_info, save_result
 from llmkube.controllers.inferenceservice import InferenceServiceController
 from llmkube.controllers.metrics import LLMKubeMetrics
 from llmkube.controllers.resources import DEPLOYMENTS, INFERENCE_SERVICES, MODELS, PODS, SERVICES
-from llmkube.kube.apply import Applier, ApplyOutcome, ApplyResult
-from llmkube.kube.client import ApiClient
-from llmkube.kube.compare import clean_intent, needs_apply
-from llmkube.kube.controller import Controller, Reconciler
-from llmkube.kube.handlers import Watch
-from llmkube.kube.informer import Informer
+from llmkube.kube.apply.applier import Applier, ApplyOutcome, ApplyResult
+from llmkube.kube.apply.compare import clean_intent, needs_apply
+from llmkube.kube.cache.informer import Informer
+from llmkube.kube.control.controller import Controller, Reconciler
+from llmkube.kube.control.handlers import Watch
 from llmkube.kube.resource import Resource
+from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.types import Obj, ObjectKey
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.names import selector_labels, service_name
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.names import selector_labels, service_name
 
 API = "inference.llmkube.dev/v1alpha1"
 NAMESPACE = "bench"

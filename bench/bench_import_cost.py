@@ -36,7 +36,7 @@ base = rss_mib()
 started, cpu = time.perf_counter(), time.process_time()
 import llmkube.cli
 llmkube.cli.parse_and_load(["controller", "--log-format=json"])  # as `llmkube controller` starts
-from llmkube.kube.config import load_client_config
+from llmkube.kube.rest.config import load_client_config
 asyncio.run(load_client_config({path!r}))
 seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 result = {{

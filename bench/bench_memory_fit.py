@@ -25,7 +25,7 @@ from pathlib import Path
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
 from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
-from llmkube.plan.memory_fit import MIB, PROCESS_MARGIN, estimate_memory
+from llmkube.plan.inferenceservice.memory_fit import MIB, PROCESS_MARGIN, estimate_memory
 from llmkube.plan.model.size import format_size
 from llmkube.testing.synthetic_gguf import Shape, write
 
@@ -61,7 +61,8 @@ class Measured:
 
 
 def server_args(spec: InferenceServiceSpec, model_path: Path, port: int) -> list[str]:
-    """The llama.cpp flags llmkube's runtime sets for these fields (plan/runtimes/llamacpp.py)."""
+    """The llama.cpp flags llmkube's runtime sets for these fields
+    (plan/inferenceservice/runtimes/llamacpp.py)."""
     args = ["--model", str(model_path), "--host", "127.0.0.1", "--port", str(port), "-lv", "4"]
     if spec.context_size:
         args += ["--ctx-size", str(spec.context_size)]

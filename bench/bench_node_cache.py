@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from llmkube.kube.store import Store
-from llmkube.kube.transform import strip_for_cache
+from llmkube.kube.cache.store import Store
+from llmkube.kube.cache.transform import strip_for_cache
 from llmkube.kube.types import Obj
 
 try:  # the shared Node informer's own transform

@@ -27,7 +27,7 @@ from llmkube.controllers.resources import DEPLOYMENTS, INFERENCE_SERVICES, MODEL
 from llmkube.controllers.setup import ControllersConfig, setup_controllers
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig
-from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.testing.cluster import LocalCluster
 from llmkube.testing.rest import KubeRest, wait_until
 

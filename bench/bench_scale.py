@@ -80,22 +80,22 @@ from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
 from llmkube.controllers.inferenceservice import encode_status
 from llmkube.controllers.model import encode_status as encode_model_status
-from llmkube.kube.client import ApiClient
+from llmkube.kube.apply.compare import clean_intent
 from llmkube.kube.clock import format_micro_time
-from llmkube.kube.compare import clean_intent
-from llmkube.kube.config import load_client_config
-from llmkube.kube.events import object_reference
+from llmkube.kube.control.status_writer import status_body
+from llmkube.kube.events.recorder import object_reference
 from llmkube.kube.resource import DEPLOYMENTS, EVENTS, PRIORITY_CLASSES, SERVICES, Resource
-from llmkube.kube.status_writer import status_body
-from llmkube.plan.config import OperatorConfig
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
 from llmkube.plan.events import PlannedEvent
-from llmkube.plan.inferenceservice import plan_inference_service
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import plan_inference_service
+from llmkube.plan.inferenceservice.priority import priority_classes
 from llmkube.plan.model.decision import ActionKind, ModelPlanConfig
 from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts, ProbeFailure, ProbeOutcome
 from llmkube.plan.model.planner import plan_model
-from llmkube.plan.observed import ObservedState
-from llmkube.plan.priority import priority_classes
 
 #: Issue 14's side-by-side measurement of the Go reference (LLMKube v0.8.7, full tier), per N.
 REFERENCE_FIGURES = {

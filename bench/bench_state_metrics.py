@@ -26,13 +26,13 @@ from llmkube.api.model import Model
 from llmkube.controllers.inferenceservice import encode_status as encode_isvc_status
 from llmkube.controllers.model import encode_status as encode_model_status
 from llmkube.controllers.state_metrics import StateMetrics
+from llmkube.kube.cache.store import Store
 from llmkube.kube.exposition import add_renderer, exposition_chunks
-from llmkube.kube.store import Store
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.inferenceservice import plan_inference_service
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import plan_inference_service
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.model.planner import plan_model
-from llmkube.plan.observed import ObservedState
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -27,12 +27,12 @@ from typing import Any
 
 import yaml
 
-from llmkube.kube.client import ApiClient
-from llmkube.kube.config import load_client_config
-from llmkube.kube.informer import Informer
+from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache.store import Change
+from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import DEPLOYMENTS, SERVICES, Resource
-from llmkube.kube.store import Change
-from llmkube.kube.transform import keep_only
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
 from llmkube.testing.cluster import CONTROLLER_USER, K8S_VERSION, LocalCluster, Tier, free_port
 from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_until
 

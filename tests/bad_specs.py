@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 QUALIFIED = "name part must consist of alphanumeric characters"
-# Label and annotation maps are checked key by key by plan/labels.py, in its own words.
+# Label and annotation maps are checked key by key by plan/apiserver/labels.py, in its own words.
 LETTERS = "must be letters, digits, '-', '_' or '.', starting and ending alphanumeric"
 NAME_PART = f"the name part {LETTERS}"
 SUBDOMAIN = "a lowercase RFC 1123 subdomain must consist of"

@@ -16,7 +16,7 @@ apply instead of staying for ever. Only objects that the InferenceService contro
 applied (decision 10), so adoption cannot take over anyone else's object.
 """
 
-from llmkube.kube.field_policy import FieldPolicy
+from llmkube.kube.apply.field_policy import FieldPolicy
 
 #: controller-runtime names the field manager after the binary: the reference's is `manager`.
 REFERENCE_FIELD_MANAGER = "manager"

@@ -5,7 +5,7 @@ others own them, and nothing else (bench/bench_cache_memory.py measures the byte
 Whoever makes the planner or a field policy read another field of these kinds adds it here.
 """
 
-from llmkube.kube.transform import Transform, keep_only, keep_owned
+from llmkube.kube.cache.transform import Transform, keep_only, keep_owned
 from llmkube.kube.types import Obj
 
 
@@ -14,7 +14,7 @@ def deployment_cache(field_manager: str) -> Transform:
     "desired" of an autoscaled service), the selector (immutable: the planner checks it), the
     strategy (an exclusive subtree: fields in it that we do not set are taken over), the status
     counters the phase is computed from, and of the status conditions only `ReplicaFailure` (pods
-    an admission plugin refuses to create: plan/pod_failures.py)."""
+    an admission plugin refuses to create: plan/inferenceservice/pod_failures.py)."""
     owned = keep_owned(
         field_manager,
         ("spec", "replicas"),

@@ -1,16 +1,16 @@
 """The GPU queue as the cache shows it (design decision 6), kept in step with the cache.
 
 A service is in the queue while its stored phase is WaitingForGPU; its rank comes from its stored
-effectivePriority and its creationTimestamp (ordering in `llmkube.plan.queue`). One ordered queue
-follows every change of the InferenceService cache; each change reports the services whose
+effectivePriority and its creationTimestamp (ordering in `llmkube.plan.inferenceservice.queue`).
+One ordered queue follows every change of the InferenceService cache; each change reports the services whose
 position moved and whose stored `queuePosition` no longer matches, and only those are re-planned.
 """
 
 from datetime import datetime
 
-from llmkube.kube.store import Change
+from llmkube.kube.cache.store import Change
 from llmkube.kube.types import Obj, ObjectKey
-from llmkube.plan.queue import GpuQueue, QueueEntry
+from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
 
 WAITING = "WaitingForGPU"
 

@@ -7,7 +7,7 @@ controls, writes status only when more than `lastUpdated` changed, and emits the
 
 This module is the glue; each job it relies on lives in a module named after it: the caches'
 indexes (`isvc_indexes`), the GPU queue (`gpu_queue`), and, knowing nothing about LLMs,
-`llmkube.kube.status_writer`, `.ownership` (never take over a foreign object) and `.service_ports`.
+`llmkube.kube.control.status_writer`, `.ownership` (never take over a foreign object) and `.service_ports`.
 """
 
 import asyncio
@@ -59,28 +59,39 @@ from llmkube.controllers.resources import (
     SERVICE_PODS_SELECTOR,
     SERVICES,
 )
-from llmkube.kube.apply import ApplyResult
-from llmkube.kube.controller import Controller, Result, TerminalError
+from llmkube.kube.apply.applier import ApplyResult
+from llmkube.kube.apply.ownership import refuse_foreign
+from llmkube.kube.apply.service_ports import restore_service_ports, stray_service_ports
+from llmkube.kube.cache.store import BY_NAMESPACE, by_field, by_label
+from llmkube.kube.cache.transform import keep_only
+from llmkube.kube.control.controller import Controller, Result, TerminalError
+from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
+from llmkube.kube.control.predicates import (
+    annotations_changed,
+    any_of,
+    deleted,
+    generation_changed,
+    labels_changed,
+)
+from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, namespace_terminating
-from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.ownership import refuse_foreign
-from llmkube.kube.predicates import annotations_changed, any_of, deleted, generation_changed, labels_changed
 from llmkube.kube.resource import Resource
-from llmkube.kube.service_ports import restore_service_ports, stray_service_ports
-from llmkube.kube.status_writer import StatusWriter
-from llmkube.kube.store import BY_NAMESPACE, by_field, by_label
-from llmkube.kube.transform import keep_only
-from llmkube.kube.transport import RequestTimeout, TransportError
+from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.download import downloading_pod
-from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
-from llmkube.plan.names import service_name
-from llmkube.plan.objects import controlled_by
-from llmkube.plan.observed import ObservedState
-from llmkube.plan.rollout import rollout_of
-from llmkube.plan.status import failed_status, gpu_queue_wait_seconds, status_changed, with_rollout
-from llmkube.plan.storage import INIT_CONTAINER_NAME
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.download import downloading_pod
+from llmkube.plan.inferenceservice.names import service_name
+from llmkube.plan.inferenceservice.objects import controlled_by
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
+from llmkube.plan.inferenceservice.rollout import rollout_of
+from llmkube.plan.inferenceservice.status import (
+    failed_status,
+    gpu_queue_wait_seconds,
+    status_changed,
+    with_rollout,
+)
+from llmkube.plan.inferenceservice.storage import INIT_CONTAINER_NAME
 from llmkube.plan.tenancy import namespace_policy
 
 log = structlog.get_logger("llmkube.controllers.inferenceservice")
@@ -117,7 +128,7 @@ class InferenceServiceController:
         self.gpu_queue = CachedGpuQueue()
         self.model_wait = ModelWait()
         self._terminating_namespaces: set[str] = set()
-        # Each kept as JSON bytes (kube/store.py): parsed on read, a quarter of the memory.
+        # Each kept as JSON bytes (kube/cache/store.py): parsed on read, a quarter of the memory.
         self.services = host.informer(INFERENCE_SERVICES, compact=True)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
@@ -240,7 +251,7 @@ class InferenceServiceController:
         except ValidationError as error:
             # The API server validated it against the same schema; only a schema skew gets here.
             raise TerminalError(f"InferenceService {key} does not match the API types: {error}") from error
-        # Plan from the status as it is now, our own last write included (kube/status_writer.py).
+        # Plan from the status as it is now, our own last write included (kube/control/status_writer.py).
         isvc = isvc.model_copy(update={"status": self.status_writer.current(raw, isvc.status)})
         model = self._model(key.namespace, isvc.spec.model_ref)
         now = datetime.now(UTC)

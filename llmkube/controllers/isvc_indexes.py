@@ -5,8 +5,8 @@ scan."""
 from collections.abc import Iterable
 
 from llmkube.kube.types import Obj
-from llmkube.plan.names import CACHE_PVC_NAME, service_name
-from llmkube.plan.priority import class_for
+from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME, service_name
+from llmkube.plan.inferenceservice.priority import class_for
 
 # Indexes on the InferenceService cache.
 BY_MODEL = "modelRef"

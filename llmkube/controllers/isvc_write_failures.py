@@ -1,15 +1,21 @@
 """A failed write of one of an InferenceService's objects, carried with what was being written, and
-turned into the status message and Event the user reads (the wording is plan/write_failures.py)."""
+turned into the status message and Event the user reads (the wording is
+plan/inferenceservice/write_failures.py)."""
 
 import contextlib
 from collections.abc import Iterator
 
 from llmkube.api.inferenceservice import InferenceService
+from llmkube.kube.apply.ownership import NotOurs
 from llmkube.kube.errors import ApiError
-from llmkube.kube.ownership import NotOurs
 from llmkube.kube.types import Obj
-from llmkube.plan.status import FAILED_REASON
-from llmkube.plan.write_failures import WRITE_FAILED_EVENT, RefusedField, WriteFailure, write_failure
+from llmkube.plan.inferenceservice.status import FAILED_REASON
+from llmkube.plan.inferenceservice.write_failures import (
+    WRITE_FAILED_EVENT,
+    RefusedField,
+    WriteFailure,
+    write_failure,
+)
 
 
 class WriteFailed(Exception):

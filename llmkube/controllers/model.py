@@ -35,22 +35,22 @@ from llmkube.controllers.resources import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
 )
-from llmkube.kube.apply import ApplyResult
+from llmkube.kube.apply.applier import ApplyResult
 from llmkube.kube.blocking import StopFlag
-from llmkube.kube.controller import Controller, Result, TerminalError
+from llmkube.kube.cache.store import BY_NAMESPACE, Change
+from llmkube.kube.control.controller import Controller, Result, TerminalError
+from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object
+from llmkube.kube.control.predicates import generation_changed, labels_changed
+from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import ApiError, NotFound
-from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object
-from llmkube.kube.predicates import generation_changed, labels_changed
-from llmkube.kube.status_writer import StatusWriter
-from llmkube.kube.store import BY_NAMESPACE, Change
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig
 from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.model.refused_status import MAX_STATUS_BYTES, is_refused_status, status_after_refusal
+from llmkube.plan.model.source import SourceKind, classify_source, parse_pvc_source
 from llmkube.plan.model.status import status_changed
-from llmkube.plan.source import SourceKind, classify_source, parse_pvc_source
 from llmkube.plan.tenancy import namespace_policy
 
 log = structlog.get_logger("llmkube.controllers.model")
@@ -225,7 +225,7 @@ class ModelController:
             model = Model.model_validate(raw)
         except ValidationError as error:
             raise TerminalError(f"Model {key} does not match the API types: {error}") from error
-        # Plan from the status as it is now, our own last writes included (kube/status_writer.py).
+        # Plan from the status as it is now, our own last writes included (kube/control/status_writer.py).
         model = model.model_copy(update={"status": self.status_writer.current(raw, model.status)})
 
         observed = ModelFacts(

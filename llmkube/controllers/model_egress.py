@@ -27,9 +27,9 @@ import structlog
 
 from llmkube.controllers.resources import ENDPOINT_SLICES, SERVICE_CIDRS
 from llmkube.kube.blocking import run_in_daemon_thread
-from llmkube.kube.client import ApiClient
 from llmkube.kube.errors import ApiError
-from llmkube.kube.transport import TransportError
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.transport import TransportError
 from llmkube.kube.types import Obj
 from llmkube.plan.model.egress import (
     EgressConfig,

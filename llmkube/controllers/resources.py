@@ -1,6 +1,7 @@
 """The API kinds the llmkube controllers read and write."""
 
 from llmkube.api import constants as c
+from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,
@@ -14,8 +15,7 @@ from llmkube.kube.resource import (
     SERVICES,
     Resource,
 )
-from llmkube.kube.transform import keep_only
-from llmkube.plan.memory_fit import GPU_MEMORY_LABELS
+from llmkube.plan.inferenceservice.memory_fit import GPU_MEMORY_LABELS
 from llmkube.plan.tenancy import POLICY_LABELS
 
 INFERENCE_SERVICES = Resource(c.GROUP, c.VERSION, c.ISVC_PLURAL, c.ISVC_KIND)

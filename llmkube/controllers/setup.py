@@ -8,7 +8,7 @@ from llmkube.controllers.metrics import default_metrics
 from llmkube.controllers.model import ModelController
 from llmkube.controllers.priorityclass import PriorityClassController
 from llmkube.controllers.worker_counts import DEFAULT_WORKERS, model_workers_for
-from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig
 

@@ -32,10 +32,10 @@ from pydantic import ValidationError
 
 from llmkube.api.inferenceservice import InferenceService, Phase
 from llmkube.api.model import Model, ModelPhase
+from llmkube.kube.cache.store import Store
 from llmkube.kube.exposition import escape_label_value, family_header
-from llmkube.kube.store import Store
 from llmkube.kube.types import Obj
-from llmkube.plan.service_info import REPLICA_STATES, ServiceInfo, service_info
+from llmkube.plan.inferenceservice.service_info import REPLICA_STATES, ServiceInfo, service_info
 
 __all__ = ["ISVC_PHASES", "MODEL_PHASES", "StateMetrics"]
 

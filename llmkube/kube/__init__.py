@@ -1,22 +1,24 @@
-"""llmkube.kube: generic Kubernetes controller machinery (it knows nothing about LLMs).
+"""llmkube.kube: generic Kubernetes controller machinery, in the shape of client-go and
+controller-runtime; it knows nothing about LLMs (import-linter holds that, and the layers below).
 
-The pieces, bottom up (each module is named after its concept):
+* ``rest``: the API client (one aiohttp session, orjson bodies, retries, 429/401 handling), its
+  transport, kubeconfig and in-cluster configuration, exec credentials, port-forwarding;
+* ``cache``: list+watch (``reflector``) into indexed stores (``store``), shared ``informer`` s,
+  the transforms that trim what they keep;
+* ``queue``: the rate-limited work queue (client-go's contract, with priorities);
+* ``apply``: server-side apply only when our owned fields differ, field policies and transfers,
+  never taking over someone else's object;
+* ``leader``: Lease leader election and the write guard every mutating request asks;
+* ``events``: the Event recorder, with series aggregation and a bounded backlog;
+* ``control``: controllers (workers calling ``reconcile(key) -> Result``), what wakes which key
+  (``handlers``, ``predicates``), the status writer, fair slots for background work.
 
-* ``client``: :class:`ApiClient` - one aiohttp session, orjson bodies, typed errors (``errors``),
-  raw REST paths from :class:`Resource` descriptors (``resource``), 429/401 handling, request counts.
-* ``informer`` / ``reflector`` / ``store``: list+watch into an indexed cache, handlers get
-  :class:`Change` s (DELETED may carry a :class:`Tombstone`).
-* ``workqueue`` / ``queue_state`` / ``ratelimit``: client-go's workqueue contract with priorities.
-* ``controller`` / ``handlers`` / ``predicates``: workers calling ``reconcile(key) -> Result``;
-  :class:`Watch` says which changes wake which keys.
-* ``apply`` / ``compare`` / ``managed_fields``: server-side apply only when our owned fields differ;
-  ``field_policy`` / ``field_transfer``: what a kind needs beyond it (recreate, take over, hand over).
-* ``leader_election`` / ``leader_state`` / ``leadership``: a Lease elector, and the write guard the
-  client asks before every mutating request; ``events`` / ``event_series`` / ``event_backlog``:
-  Events with series aggregation and a bounded write backlog.
-* ``blocking``: blocking work in stoppable daemon threads (never holds up a shutdown).
+The modules beside them are small and used by all: ``types``, ``resource`` (REST paths of a kind),
+``errors`` (typed API errors), ``clock``, ``backoff``, ``blocking`` (stoppable daemon threads),
+``managed_fields``, ``metrics`` (controller-runtime's metric names) and ``exposition``.
 
-Import each from its module (``from llmkube.kube.client import ApiClient``): the package itself
-imports nothing, so a light module (``errors``, ``resource``) does not load the client's aiohttp,
+Imports point down that list: control > events > apply, cache, leader > rest, queue. Import each
+name from its module (``from llmkube.kube.rest.client import ApiClient``): the packages import
+nothing themselves, so a light module (``errors``, ``resource``) does not load the client's aiohttp,
 structlog and the rest with it (the user commands' parser builds on them).
 """

@@ -24,7 +24,7 @@ starts the workers, and runs until SIGTERM/SIGINT or :meth:`request_shutdown`; i
 work, lets in-flight reconciles finish, releases the lease and closes everything within
 ``graceful_shutdown_timeout``.  Losing the lease (before the workers start, while they run, or
 while they drain) stops them at once, in-flight reconciles included, and raises
-:class:`~llmkube.kube.leader_election.LeadershipLost` (exit and let Kubernetes restart the pod);
+:class:`~llmkube.kube.leader.election.LeadershipLost` (exit and let Kubernetes restart the pod);
 from the moment of the loss the client refuses every write (``ApiClient.write_guard``).
 """
 
@@ -43,19 +43,19 @@ from typing import Any
 import prometheus_client
 import structlog
 
-from llmkube.kube.apply import Applier
+from llmkube.kube.apply.applier import Applier
 from llmkube.kube.blocking import DaemonThreadExecutor
-from llmkube.kube.client import ApiClient
+from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache.transform import Transform
 from llmkube.kube.clock import Clock, RealClock
-from llmkube.kube.config import load_client_config
-from llmkube.kube.controller import Controller, Reconciler
-from llmkube.kube.events import EventRecorder
-from llmkube.kube.handlers import Watch
-from llmkube.kube.informer import Informer
-from llmkube.kube.leader_election import LeaderElector, LeadershipLost
-from llmkube.kube.ratelimit import RateLimiter
+from llmkube.kube.control.controller import Controller, Reconciler
+from llmkube.kube.control.handlers import Watch
+from llmkube.kube.events.recorder import EventRecorder
+from llmkube.kube.leader.election import LeaderElector, LeadershipLost
+from llmkube.kube.queue.ratelimit import RateLimiter
 from llmkube.kube.resource import Resource
-from llmkube.kube.transform import Transform
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
 from llmkube.manager.config import ManagerConfig, parse_bind_address
 from llmkube.manager.logs import configure_logging
 from llmkube.manager.probes import HttpEndpoints

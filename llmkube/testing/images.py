@@ -8,7 +8,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice.config import OperatorConfig
 
 BUILD_COMMAND = "make node-prereqs"
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import orjson
 
-from llmkube.kube.client import APPLY_PATCH
 from llmkube.kube.errors import ApiError, Conflict
 from llmkube.kube.resource import Resource
+from llmkube.kube.rest.client import APPLY_PATCH
 from llmkube.kube.types import Obj
-from llmkube.plan.memory_fit import ENFORCE_ANNOTATION, ENFORCE_VALUE
+from llmkube.plan.inferenceservice.memory_fit import ENFORCE_ANNOTATION, ENFORCE_VALUE
 from llmkube.usercli import render
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.fit import check_memory_fit, report

@@ -13,10 +13,10 @@ from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
 from llmkube.kube.errors import ApiError
 from llmkube.kube.types import Obj
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name
-from llmkube.plan.memory_fit import FitVerdict, enforced, judge_memory_fit, node_gpu_memory
-from llmkube.plan.runtimes import resolve_runtime
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.gpu import effective_gpu_count, gpu_resource_name
+from llmkube.plan.inferenceservice.memory_fit import FitVerdict, enforced, judge_memory_fit, node_gpu_memory
+from llmkube.plan.inferenceservice.runtimes import resolve_runtime
 from llmkube.usercli.kinds import MODELS, NODES
 from llmkube.usercli.session import Session
 

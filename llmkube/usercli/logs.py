@@ -5,9 +5,9 @@ import asyncio
 import sys
 
 from llmkube.kube.errors import ApiError
-from llmkube.kube.transport import RequestTimeout, TransportError
+from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj
-from llmkube.plan.storage import INIT_CONTAINER_NAME
+from llmkube.plan.inferenceservice.storage import INIT_CONTAINER_NAME
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.inspect import get_service
 from llmkube.usercli.kinds import PODS

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from llmkube.api.constants import API_VERSION, MODEL_KIND
 from llmkube.api.constants import ISVC_KIND as SERVICE_KIND
-from llmkube.plan.names import MAX_LABEL_VALUE_LENGTH
-from llmkube.plan.source import SourceKind, classify_source
+from llmkube.plan.inferenceservice.names import MAX_LABEL_VALUE_LENGTH
+from llmkube.plan.model.source import SourceKind, classify_source
 
 GPUVendor = Literal["nvidia", "amd", "intel"]
 

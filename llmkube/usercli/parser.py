@@ -41,7 +41,7 @@ def run_command(command: Command) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         # The client (aiohttp, structlog) is loaded here, when a user command runs: building the
         # parser, as every `llmkube` start does, stays light (the controller decides what to load).
-        from llmkube.kube.transport import TransportError
+        from llmkube.kube.rest.transport import TransportError
         from llmkube.usercli.session import open_session
 
         async def main() -> int:

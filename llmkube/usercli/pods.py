@@ -6,9 +6,9 @@ from llmkube.api.constants import LABEL_SERVICE
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.kube.errors import ApiError
 from llmkube.kube.types import Obj
-from llmkube.plan.deployment import PORT_NAME
-from llmkube.plan.runtimes import resolve_runtime, runtime_defaults
-from llmkube.plan.service import endpoint_port
+from llmkube.plan.inferenceservice.deployment import PORT_NAME
+from llmkube.plan.inferenceservice.runtimes import resolve_runtime, runtime_defaults
+from llmkube.plan.inferenceservice.service import endpoint_port
 from llmkube.usercli.errors import explain
 from llmkube.usercli.kinds import PODS
 from llmkube.usercli.session import Session

@@ -1,7 +1,7 @@
 """`llmkube chat NAME MESSAGE` and `llmkube curl NAME [PATH]`: one request to a serving replica.
 
 Outside the cluster the request goes through a port-forward to a Ready pod (over the API server,
-like `kubectl port-forward`; see kube/portforward.py for why not the Service proxy). Inside a pod
+like `kubectl port-forward`; see kube/rest/portforward.py for why not the Service proxy). Inside a pod
 it goes straight to the Service's cluster DNS name.
 """
 
@@ -16,11 +16,11 @@ from typing import Any
 
 import aiohttp
 
-from llmkube.kube.config import in_cluster
-from llmkube.kube.portforward import port_forward
+from llmkube.kube.rest.config import in_cluster
+from llmkube.kube.rest.portforward import port_forward
 from llmkube.kube.types import Obj
-from llmkube.plan.names import service_name
-from llmkube.plan.service import DEFAULT_ENDPOINT_PATH, endpoint_port
+from llmkube.plan.inferenceservice.names import service_name
+from llmkube.plan.inferenceservice.service import DEFAULT_ENDPOINT_PATH, endpoint_port
 from llmkube.usercli import render
 from llmkube.usercli.errors import UserError
 from llmkube.usercli.inspect import get_service

@@ -9,8 +9,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from llmkube.kube.client import MERGE_PATCH
 from llmkube.kube.errors import ApiError
+from llmkube.kube.rest.client import MERGE_PATCH
 from llmkube.kube.types import Obj
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.inspect import get_service

@@ -6,8 +6,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import llmkube
-from llmkube.kube.client import ApiClient
-from llmkube.kube.config import ClientConfig, load_client_config
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import ClientConfig, load_client_config
 
 USER_AGENT = f"llmkube-cli/{llmkube.__version__}"
 

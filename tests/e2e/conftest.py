@@ -16,7 +16,7 @@ from llmkube.api.crds import all_crds
 from llmkube.controllers.permissions import PERMISSIONS, granted
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
-from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
 from llmkube.plan.tenancy import TenancyPolicy

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from llmkube.controllers.setup import Controllers
-from llmkube.kube.client import ApiClient
-from llmkube.kube.controller import Controller
+from llmkube.kube.control.controller import Controller
+from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager
 from llmkube.testing.pytest_plugin import ClusterHandle

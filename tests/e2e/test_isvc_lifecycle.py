@@ -168,7 +168,7 @@ async def test_cpu_service_goes_pending_creating_ready(
         "8080",
         "--metrics",
     ]
-    # The memory limit is the request (plan/hardening.py).
+    # The memory limit is the request (plan/inferenceservice/hardening.py).
     assert container["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
     assert container["volumeMounts"] == [
         {"name": "model-source", "mountPath": "/model-source", "readOnly": True},

@@ -31,9 +31,9 @@ from e2e_support import (
 )
 
 from llmkube.controllers.model import gpu_capacity
-from llmkube.kube.controller import Controller
+from llmkube.kube.control.controller import Controller
 from llmkube.kube.types import ObjectKey
-from llmkube.plan.memory_fit import GPU_MEMORY_LABELS
+from llmkube.plan.inferenceservice.memory_fit import GPU_MEMORY_LABELS
 
 # Their Models come from local files: the test namespaces allow them, as an admin would.
 pytestmark = pytest.mark.local_sources

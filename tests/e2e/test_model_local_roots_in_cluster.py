@@ -26,7 +26,7 @@ from e2e_support import (
 )
 
 from llmkube.kube.types import ObjectKey
-from llmkube.plan.source import cache_key
+from llmkube.plan.model.source import cache_key
 
 # Their Models come from local files: the test namespaces allow them, as an admin would.
 pytestmark = pytest.mark.local_sources

@@ -1,6 +1,6 @@
 """The Ready condition on the real control plane: True only while every replica serves the current
 spec. A spec change to a Ready service takes Ready away (RollingOut, for the new generation) until the
-Deployment controller has rolled the new template out; Models say Ready too (plan/summary.py)."""
+Deployment controller has rolled the new template out; Models say Ready too (plan/conditions/summary.py)."""
 
 from typing import Any
 

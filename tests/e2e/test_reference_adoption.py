@@ -28,9 +28,9 @@ from e2e_support import (
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
 from llmkube.kube.types import ObjectKey
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.inferenceservice import plan_inference_service
-from llmkube.plan.observed import ObservedState
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import plan_inference_service
 
 pytestmark = pytest.mark.usefixtures("services_deleted_first")
 

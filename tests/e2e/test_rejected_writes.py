@@ -179,7 +179,7 @@ async def test_a_refusal_the_planner_did_not_foresee_names_the_services_field(
     """The planner's own object checks switched off (as if it missed a rule): the server refuses the
     Deployment with `spec.template.spec.containers[0].env[N].name`, and the user is told
     `spec.env[0].name`, as an invalid spec."""
-    monkeypatch.setattr("llmkube.plan.inferenceservice.object_issues", lambda spec, deployment: [])
+    monkeypatch.setattr("llmkube.plan.inferenceservice.planner.object_issues", lambda spec, deployment: [])
     admin = operator.cluster.admin()
     ns = full_namespace
     admin.create(hf_model("m"), namespace=ns)

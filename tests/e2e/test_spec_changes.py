@@ -103,7 +103,8 @@ async def test_spec_changes_reach_the_owned_objects(operator: RunningController,
         what="env",
     )
 
-    # cpu/memory requests; the memory limit follows the request (plan/hardening.py), cpu has none
+    # cpu/memory requests; the memory limit follows the request (plan/inferenceservice/hardening.py),
+    # cpu has none
     patch_isvc(admin, "gen", ns, {"resources": {"cpu": "2", "memory": "2Gi"}})
     await eventually_equal(
         lambda: container(admin, ns)["resources"],

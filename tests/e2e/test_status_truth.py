@@ -17,7 +17,7 @@ from e2e_support import (
     status_of,
 )
 
-from llmkube.plan.download import download_progress
+from llmkube.plan.inferenceservice.download import download_progress
 
 
 @pytest.fixture(autouse=True)

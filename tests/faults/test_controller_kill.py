@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fault_support import converged, create_services, isvc, long_or, writes_in, writes_settle
 
-from llmkube.kube.leader_state import JITTER_FACTOR
+from llmkube.kube.leader.state import JITTER_FACTOR
 from llmkube.manager import DEFAULT_LEASE_NAME
 from llmkube.testing.audit import writes_by_resource
 from llmkube.testing.cluster import CONTROLLER_NAMESPACE, LocalCluster

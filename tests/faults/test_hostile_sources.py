@@ -21,7 +21,7 @@ from aiohttp import web
 from fault_support import API, eventually, in_process
 
 from llmkube.controllers.setup import ControllersConfig
-from llmkube.kube.controller import Controller
+from llmkube.kube.control.controller import Controller
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.model.bounds import MAX_GGUF_TEXT, TRUNCATION_MARKER
 from llmkube.plan.model.decision import ModelPlanConfig

@@ -15,10 +15,10 @@ import yaml
 from tools import ROOT, run, tool
 
 from llmkube.api.model import Model
+from llmkube.plan.inferenceservice.rollout import Rollout
+from llmkube.plan.inferenceservice.scheduling import SchedulingInfo
+from llmkube.plan.inferenceservice.status import StatusFacts, build_status
 from llmkube.plan.model import ModelFacts, plan_model
-from llmkube.plan.rollout import Rollout
-from llmkube.plan.scheduling import SchedulingInfo
-from llmkube.plan.status import StatusFacts, build_status
 
 FLUX = ROOT / "manifests" / "gitops" / "flux" / "llmkube.yaml"
 API = "inference.llmkube.dev/v1alpha1"

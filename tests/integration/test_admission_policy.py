@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from llmkube.api.crds import all_crds
 from llmkube.api.inferenceservice import InferenceService
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.labels import label_value_problem, qualified_name_problem
-from llmkube.plan.runtimes import resolve_runtime, runtime_defaults
-from llmkube.plan.validation import Issue, ValidationInputs, validate
+from llmkube.plan.apiserver.labels import label_value_problem, qualified_name_problem
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.runtimes import resolve_runtime, runtime_defaults
+from llmkube.plan.inferenceservice.validation import Issue, ValidationInputs, validate
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
 
@@ -295,7 +295,7 @@ LABEL_TEXT = st.text(alphabet="abcXYZ019-_./ é:", min_size=0, max_size=70) | st
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=LABEL_TEXT, value=LABEL_TEXT)
 def test_label_syntax_agrees_with_the_api_server(api_cluster: ClusterHandle, key: str, value: str) -> None:
-    """The controller's label checks (plan/labels.py) accept exactly what the API server accepts as
+    """The controller's label checks (plan/apiserver/labels.py) accept exactly what the API server accepts as
     a label (asked with a server-side dry run of a ConfigMap carrying it)."""
     ours = qualified_name_problem(key) is None and label_value_problem(value) is None
     config_map = {

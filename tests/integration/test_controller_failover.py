@@ -23,11 +23,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from llmkube.api.crds import all_crds
-from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import format_micro_time, parse_time
-from llmkube.kube.config import load_client_config
 from llmkube.kube.errors import Conflict, NotFound
 from llmkube.kube.resource import LEASES
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
 from llmkube.manager import DEFAULT_LEASE_NAME
 from llmkube.testing.controller_process import ControllerProcess, controller_args
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests

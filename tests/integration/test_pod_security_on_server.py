@@ -1,4 +1,4 @@
-"""The Pod Security port (llmkube/plan/pod_security.py) agrees with the API server's own PodSecurity
+"""The Pod Security port (llmkube/plan/apiserver/pod_security.py) agrees with the API server's own PodSecurity
 admission: every case of tests/pod_security_cases.py, and the pods the planner builds by default,
 are created (dry run) in namespaces that enforce baseline and restricted; the server admits
 exactly the pods the port says meet the level, and names the same rules when it refuses."""
@@ -13,12 +13,12 @@ from pod_security_cases import CASES, RESTRICTED_POD, template_with
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.inferenceservice import plan_inference_service
-from llmkube.plan.observed import ObservedState
-from llmkube.plan.pod_security import Level, violations
-from llmkube.plan.priority import priority_classes
-from llmkube.plan.source import cache_key
+from llmkube.plan.apiserver.pod_security import Level, violations
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import plan_inference_service
+from llmkube.plan.inferenceservice.priority import priority_classes
+from llmkube.plan.model.source import cache_key
 from llmkube.testing.pytest_plugin import ClusterHandle
 from llmkube.testing.rest import KubeRest, RestError
 

@@ -32,8 +32,8 @@ from llmkube.api.crds import all_crds
 from llmkube.controllers.permissions import PERMISSIONS, granted
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
-from llmkube.plan.priority import PRIORITY_CLASSES
-from llmkube.plan.storage import INIT_CONTAINER_NAME
+from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
+from llmkube.plan.inferenceservice.storage import INIT_CONTAINER_NAME
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError
 from llmkube.testing.identities import service_account_kubeconfig
 from llmkube.testing.rest import KubeRest, RestError, wait_for_crds, wait_until

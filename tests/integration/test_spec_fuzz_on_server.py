@@ -41,11 +41,11 @@ from llmkube.api.constants import API_VERSION
 from llmkube.api.crds import all_crds
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.kube import yaml_json
-from llmkube.kube.client import DEFAULT_FIELD_MANAGER
-from llmkube.kube.compare import clean_intent
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
-from llmkube.plan.observed import ObservedState
+from llmkube.kube.apply.compare import clean_intent
+from llmkube.kube.rest.client import DEFAULT_FIELD_MANAGER
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
 
@@ -275,7 +275,7 @@ def without_object_checks(
     """The plan as it would be if the planner did not check its objects (for `agree_with_the_server`)."""
 
     def unchecked() -> InferenceServicePlan:
-        with mock.patch("llmkube.plan.inferenceservice.object_issues", return_value=[]):
+        with mock.patch("llmkube.plan.inferenceservice.planner.object_issues", return_value=[]):
             result: InferenceServicePlan = plan_for(isvc, shape, **observed)
         return result
 

@@ -27,14 +27,14 @@ from hypothesis import strategies as st
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
 from llmkube.controllers.apply_policies import POLICIES_BY_KIND
-from llmkube.kube.apply import Applier, ApplyOutcome
-from llmkube.kube.client import ApiClient
-from llmkube.kube.config import load_client_config
+from llmkube.kube.apply.applier import Applier, ApplyOutcome
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.resource import DEPLOYMENTS, HORIZONTAL_POD_AUTOSCALERS, SERVICES, Resource
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
-from llmkube.plan.observed import ObservedState
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
 from llmkube.testing.pytest_plugin import ClusterHandle
 
 pytestmark = pytest.mark.integration

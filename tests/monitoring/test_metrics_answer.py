@@ -8,8 +8,8 @@ from prometheus_client import CollectorRegistry
 from tools import tool
 
 from llmkube.controllers.metrics import LLMKubeMetrics
+from llmkube.kube.cache.store import Store
 from llmkube.kube.exposition import exposition
-from llmkube.kube.store import Store
 
 
 def obj(name: str, status: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:

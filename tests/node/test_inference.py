@@ -11,7 +11,7 @@ from conftest import ModelSource
 from node_support import API, TIMINGS, Stopwatch, eventually_http, http, wait_for
 from test_in_cluster_controller import requests_by_code
 
-from llmkube.plan.names import CACHE_PVC_NAME
+from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.testing.node import NodeCluster
 from llmkube.testing.rest import KubeRest, condition_true
 from llmkube.testing.tiny_gguf import write_tiny_gguf
@@ -89,8 +89,9 @@ def test_a_llamacpp_service_serves_real_tokens_through_its_lifecycle(
     cached = Path(volume["spec"]["hostPath"]["path"]) / Path(model_path).relative_to("/models")
     assert cached.read_bytes() == write_tiny_gguf(tmp_path / "expected.gguf").read_bytes()
     assert args_of(pod)[args_of(pod).index("--ctx-size") + 1] == "256"
-    # ... and all of it in the hardened pod (plan/hardening.py): no ServiceAccount token, read-only
-    # roots (llama-server writes only its emptyDir /tmp; the downloader only /models), capped init.
+    # ... and all of it in the hardened pod (plan/inferenceservice/hardening.py): no ServiceAccount
+    # token, read-only roots (llama-server writes only its emptyDir /tmp; the downloader only
+    # /models), capped init.
     assert pod["spec"]["automountServiceAccountToken"] is False
     # Non-root, as restricted wants: llama-server and curl run as 65532 and read and write the model.
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True

@@ -15,9 +15,10 @@ import yaml
 
 from llmkube import __version__
 from llmkube.api.crds import all_crds
-from llmkube.cli import build_parser, controllers_config, main, manager_config
+from llmkube.cli import build_parser, main
 from llmkube.controllers.setup import ControllersConfig
 from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
+from llmkube.process.config import controllers_config, manager_config
 
 
 @pytest.fixture(autouse=True)
@@ -162,7 +163,7 @@ def test_model_source_egress_flags(
 
 
 def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llmkube.cli import _local_roots_for_run
+    from llmkube.devcli.run import _local_roots_for_run
 
     monkeypatch.delenv("LLMKUBE_MODEL_LOCAL_ROOTS", raising=False)
     args = build_parser().parse_args(["run"])
@@ -224,7 +225,10 @@ def test_every_flag_and_argument_of_every_command_has_help_text() -> None:
 def test_waiting_for_ctrl_c_stops_on_sigint_even_when_started_with_it_ignored() -> None:
     """`llmkube cluster` waits for Ctrl-C; a shell starts background jobs with SIGINT ignored, and
     the wait must still end on SIGINT (it did not: the wheel test's `llmkube cluster` hung)."""
-    code = "import llmkube.cli as c; print('waiting', flush=True); c._wait_for_interrupt(); print('stopped')"
+    code = (
+        "import llmkube.devcli.cluster as c; print('waiting', flush=True); c._wait_for_interrupt(); "
+        "print('stopped')"
+    )
     process = subprocess.Popen(
         [sys.executable, "-c", code],
         stdout=subprocess.PIPE,
@@ -277,7 +281,7 @@ def test_an_in_cluster_controller_loads_no_yaml_parser(tmp_path: Path) -> None:
         "from pathlib import Path\n"
         "from llmkube.cli import load_controller_modules\n"
         "load_controller_modules('json')\n"
-        "from llmkube.kube.config import in_cluster, in_cluster_config\n"
+        "from llmkube.kube.rest.config import in_cluster, in_cluster_config\n"
         "os.environ['KUBERNETES_SERVICE_HOST'] = '10.0.0.1'\n"
         f"account = Path({str(tmp_path)!r})\n"
         "assert in_cluster(account)\n"

@@ -4,7 +4,9 @@ import argparse
 
 import pytest
 
-from llmkube.cli import boolean_flag, build_parser, controllers_config
+from llmkube.cli import build_parser
+from llmkube.process.config import controllers_config
+from llmkube.process.flags import boolean_flag
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ own, so that none holds a reconcile worker while it runs.
 Before, a reconcile performed its action and waited: a source that hangs held a worker for the
 whole timeout, and 8 hanging sources in one namespace (4 Model workers) delayed an ordinary Model
 elsewhere from 0.21 s to 20 s. Now a reconcile that needs an action starts it here and ends; the
-action runs in a pool shared fairly between namespaces (kube/fairslots.py: a few slots per
+action runs in a pool shared fairly between namespaces (kube/control/fairslots.py: a few slots per
 namespace, free slots handed round-robin), and when it ends its result is kept and the Model is
 queued again. The next reconcile finds the result among its facts (`facts_for`) and plans from
 it, as it would have planned from an action it had performed itself; while the action runs,
@@ -25,7 +25,7 @@ import structlog
 
 from llmkube.controllers.modelsource.executor import ActionPerformer
 from llmkube.kube.blocking import StopRequested
-from llmkube.kube.fairslots import FairSlots
+from llmkube.kube.control.fairslots import FairSlots
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.model import (
     ActionKind,
@@ -38,7 +38,7 @@ from llmkube.plan.model import (
     ProbeOutcome,
     RemoteHeader,
 )
-from llmkube.plan.source import SourceKind
+from llmkube.plan.model.source import SourceKind
 
 log = structlog.get_logger("llmkube.controllers.modelsource")
 

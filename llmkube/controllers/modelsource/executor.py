@@ -43,7 +43,7 @@ from llmkube.plan.model import (
     status_changed,
 )
 from llmkube.plan.model.facts import CopyResult
-from llmkube.plan.source import SourceKind
+from llmkube.plan.model.source import SourceKind
 
 # A bound on the loop that the planner's contract already guarantees (probe → verify → copy);
 # exceeding it is a planner bug, reported instead of spinning.

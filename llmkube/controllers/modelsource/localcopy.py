@@ -29,7 +29,7 @@ from llmkube.controllers.modelsource.oserrors import describe, fetch_failure_for
 from llmkube.kube.blocking import StopFlag, run_blocking
 from llmkube.plan.model import LEGACY_BASENAME, FetchError, FetchFailure, StoredFile
 from llmkube.plan.model.local_roots import msg_escapes_roots
-from llmkube.plan.source import canonical_basename
+from llmkube.plan.model.source import canonical_basename
 
 CHUNK_SIZE = 8 * 1024 * 1024
 

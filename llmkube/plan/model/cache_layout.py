@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from llmkube.api.model import Model
 from llmkube.plan.model.decision import ModelPlanConfig
-from llmkube.plan.source import SourceKind, cache_key, canonical_basename, classify_source
+from llmkube.plan.model.source import SourceKind, cache_key, canonical_basename, classify_source
 
 LEGACY_BASENAME = "model.gguf"
 

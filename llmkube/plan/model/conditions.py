@@ -1,8 +1,8 @@
 """Model conditions: types, reasons and messages as the reference writes them (§7.4), with standard
 semantics (design decision 11): `lastTransitionTime` moves only on a flip, and the three primary
 conditions always describe the present — Progressing and Degraded turn False/Superseded once the Model
-is Ready (never removed: the rule in plan/conditions.py), Available is False whenever it is not.
-`Ready`, `Reconciling` and `Stalled` summarize them for tools (plan/summary.py, `model_summary`).
+is Ready (never removed: the rule in plan/conditions/standard.py), Available is False whenever it is not.
+`Ready`, `Reconciling` and `Stalled` summarize them for tools (plan/conditions/summary.py, `model_summary`).
 """
 
 import json
@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from llmkube.api.meta import Condition, ConditionStatus
-from llmkube.plan.conditions import set_condition, settle_condition
+from llmkube.plan.conditions.standard import set_condition, settle_condition
+from llmkube.plan.conditions.summary import Summary, message_of, reason_of
 from llmkube.plan.model.bounds import bounded_message
-from llmkube.plan.summary import Summary, message_of, reason_of
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"

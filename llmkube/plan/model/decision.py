@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from llmkube.api.model import ModelStatus
-from llmkube.plan.source import SourceKind
+from llmkube.plan.model.source import SourceKind
 
 DEFAULT_CACHE_PATH = "/models"
 DEFAULT_REVALIDATE_INTERVAL = timedelta(hours=1)

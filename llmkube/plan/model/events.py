@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from llmkube.api.meta import Condition
 from llmkube.api.model import ModelStatus
-from llmkube.plan.conditions import find_condition
+from llmkube.plan.conditions.standard import find_condition
 from llmkube.plan.events import PlannedEvent
 from llmkube.plan.model.conditions import AVAILABLE, DEGRADED, PROGRESSING, SOURCE_DRIFTED
 

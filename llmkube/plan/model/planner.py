@@ -20,7 +20,8 @@ from datetime import datetime
 
 from llmkube.api.meta import Condition
 from llmkube.api.model import Model, ModelStatus
-from llmkube.plan.conditions import find_condition, remove_condition
+from llmkube.plan.conditions.standard import find_condition, remove_condition
+from llmkube.plan.conditions.summary import summarize
 from llmkube.plan.model import conditions as cond
 from llmkube.plan.model.accelerator import accelerator_ready
 from llmkube.plan.model.cache_layout import cache_layout, is_controller_cached
@@ -50,8 +51,7 @@ from llmkube.plan.model.facts import (
 )
 from llmkube.plan.model.local_roots import local_source_violation
 from llmkube.plan.model.size import RUNTIME_RESOLVED_SIZE, format_size
-from llmkube.plan.model.status import status_changed
-from llmkube.plan.source import (
+from llmkube.plan.model.source import (
     SourceKind,
     cache_key,
     canonical_basename,
@@ -59,7 +59,7 @@ from llmkube.plan.source import (
     local_path,
     parse_pvc_source,
 )
-from llmkube.plan.summary import summarize
+from llmkube.plan.model.status import status_changed
 from llmkube.plan.tenancy import NamespacePolicy, local_source_refusal
 
 PHASE_READY = "Ready"

@@ -17,9 +17,9 @@ the controller never sends a status larger than MAX_STATUS_BYTES in the first pl
 from datetime import datetime
 
 from llmkube.api.model import ModelStatus
+from llmkube.plan.conditions.summary import summarize
 from llmkube.plan.model import conditions as cond
 from llmkube.plan.model.bounds import INT64_MAX, bounded_etag, bounded_message, in_range, truncated
-from llmkube.plan.summary import summarize
 
 #: What the controller sends at most as a Model's status (planned ones are a few KiB).
 MAX_STATUS_BYTES = 256 * 1024

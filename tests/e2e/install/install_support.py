@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from llmkube.cli import build_parser, controllers_config
+from llmkube.cli import build_parser
 from llmkube.controllers.setup import Controllers, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
+from llmkube.process.config import controllers_config
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError
 from llmkube.testing.rest import KubeRest, RestError, condition_true, wait_until
 

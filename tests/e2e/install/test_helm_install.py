@@ -21,7 +21,7 @@ from install_support import (
 )
 from tools import kustomize_build, kustomize_overlay, run, tool
 
-from llmkube.plan.priority import PRIORITY_CLASSES
+from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
 from llmkube.testing.cluster import K8S_VERSION, LocalCluster
 
 Key = tuple[str, str, str | None]

@@ -22,7 +22,7 @@ from install_support import (
 from tools import kustomize_build, kustomize_overlay
 
 from llmkube.kube.resource import PRIORITY_CLASSES as PRIORITY_CLASS_RESOURCE
-from llmkube.plan.priority import PRIORITY_CLASSES
+from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
 from llmkube.testing.cluster import LocalCluster
 from llmkube.testing.rest import KubeRest, RestError, wait_until
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.client import ApiClient
-from llmkube.kube.config import load_client_config
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from llmkube.kube.transport import HttpResponse, RequestTimeout, Transport, TransportError
+from llmkube.kube.rest.transport import HttpResponse, RequestTimeout, Transport, TransportError
 
 
 class _CuttableResponse:

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from kube_it_helpers import eventually
 
-from llmkube.kube.apply import Applier, ApplyOutcome
-from llmkube.kube.client import ApiClient
-from llmkube.kube.field_policy import FieldPolicy
-from llmkube.kube.informer import Informer
+from llmkube.kube.apply.applier import Applier, ApplyOutcome
+from llmkube.kube.apply.field_policy import FieldPolicy
+from llmkube.kube.cache.informer import Informer
 from llmkube.kube.resource import DEPLOYMENTS, PRIORITY_CLASSES, SERVICES
+from llmkube.kube.rest.client import ApiClient
 
 pytestmark = pytest.mark.integration
 

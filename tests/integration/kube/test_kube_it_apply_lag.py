@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.apply import Applier, ApplyOutcome
-from llmkube.kube.client import ApiClient
+from llmkube.kube.apply.applier import Applier, ApplyOutcome
 from llmkube.kube.resource import DEPLOYMENTS
+from llmkube.kube.rest.client import ApiClient
 
 pytestmark = pytest.mark.integration
 

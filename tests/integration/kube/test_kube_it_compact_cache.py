@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from kube_it_helpers import eventually
 
-from llmkube.kube.client import ApiClient
-from llmkube.kube.informer import Informer
+from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache.store import Change, by_label
+from llmkube.kube.cache.transform import keep_owned
 from llmkube.kube.resource import DEPLOYMENTS
-from llmkube.kube.store import Change, by_label
-from llmkube.kube.transform import keep_owned
+from llmkube.kube.rest.client import ApiClient
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from llmkube.kube.client import ApiClient
-from llmkube.kube.config import load_client_config
 from llmkube.kube.errors import Unauthorized
 from llmkube.kube.resource import NAMESPACES
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
 from llmkube.testing.pki import ClusterPKI, issue_certificate
 
 pytestmark = pytest.mark.integration

@@ -13,12 +13,12 @@ import pytest
 from kube_it_helpers import eventually
 from prometheus_client import REGISTRY
 
-from llmkube.kube.client import ApiClient
-from llmkube.kube.config import load_client_config
-from llmkube.kube.event_series import SeriesCache
-from llmkube.kube.events import WARNING, EventRecorder
+from llmkube.kube.events.recorder import WARNING, EventRecorder
+from llmkube.kube.events.series import SeriesCache
 from llmkube.kube.resource import EVENTS
-from llmkube.kube.transport import RequestTimeout
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest.transport import RequestTimeout
 from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 
 pytestmark = pytest.mark.integration

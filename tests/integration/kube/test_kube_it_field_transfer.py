@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.apply import Applier, ApplyOutcome
-from llmkube.kube.client import ApiClient
+from llmkube.kube.apply.applier import Applier, ApplyOutcome
+from llmkube.kube.apply.field_policy import FieldPolicy
 from llmkube.kube.errors import Invalid
-from llmkube.kube.field_policy import FieldPolicy
 from llmkube.kube.resource import DEPLOYMENTS, SERVICES
+from llmkube.kube.rest.client import ApiClient
 
 pytestmark = pytest.mark.integration
 

@@ -12,14 +12,14 @@ import pytest
 from kube_it_gate import WatchGate
 from kube_it_helpers import eventually
 
-from llmkube.kube.client import ApiClient
-from llmkube.kube.config import load_client_config
+from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache.reflector import Reflector
+from llmkube.kube.cache.store import Change, Listed, Store, Tombstone
 from llmkube.kube.errors import ServerTimeout, is_resource_version_too_large
-from llmkube.kube.informer import Informer
-from llmkube.kube.reflector import Reflector
 from llmkube.kube.resource import CONFIG_MAPS, EVENTS
-from llmkube.kube.store import Change, Listed, Store, Tombstone
-from llmkube.kube.transport import AiohttpTransport
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest.transport import AiohttpTransport
 from llmkube.testing.etcd import compact
 
 pytestmark = pytest.mark.integration

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from kube_it_helpers import eventually, eventually_async
 
-from llmkube.kube.client import ApiClient
 from llmkube.kube.errors import NotFound
 from llmkube.kube.resource import CONFIG_MAPS, LEASES
+from llmkube.kube.rest.client import ApiClient
 from llmkube.manager import DEFAULT_LEASE_NAME
 
 pytestmark = pytest.mark.integration

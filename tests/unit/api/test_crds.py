@@ -113,7 +113,7 @@ def test_model_crd_names_and_columns() -> None:
 def test_shipped_priority_classes_are_what_the_controller_ensures() -> None:
     """GitOps applies manifests/priorityclasses, the controller applies priority_classes(): any
     difference would be a tug of war between the two field managers."""
-    from llmkube.plan.priority import priority_classes
+    from llmkube.plan.inferenceservice.priority import priority_classes
 
     shipped = list(
         yaml.safe_load_all((ROOT / "manifests" / "priorityclasses" / "priority_classes.yaml").read_text())

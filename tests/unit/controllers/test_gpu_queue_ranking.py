@@ -8,9 +8,9 @@ import pytest
 from isvc_objects import isvc
 
 from llmkube.controllers.gpu_queue import CachedGpuQueue, queue_entry_of
-from llmkube.kube.store import Change, Tombstone
+from llmkube.kube.cache.store import Change, Tombstone
 from llmkube.kube.types import ObjectKey
-from llmkube.plan.queue import QueueEntry
+from llmkube.plan.inferenceservice.queue import QueueEntry
 
 
 def test_queue_entry_reads_stored_priority_and_creation_time() -> None:

@@ -4,7 +4,7 @@ from isvc_objects import isvc
 
 from llmkube.api.inferenceservice import InferenceServiceStatus
 from llmkube.controllers.inferenceservice import encode_status
-from llmkube.kube.status_writer import status_body
+from llmkube.kube.control.status_writer import status_body
 
 
 def test_status_body_drops_unset_fields_and_keeps_the_identity() -> None:

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from llmkube.controllers.model import gpu_capacity, node_capacity_changed
-from llmkube.kube.store import Change
+from llmkube.kube.cache.store import Change
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction
 from llmkube.plan.model.facts import ModelFacts
@@ -85,7 +85,7 @@ async def test_timed_reconcile_observes_and_counts_every_call(fails: bool) -> No
     from prometheus_client import CollectorRegistry
 
     from llmkube.controllers.metrics import LLMKubeMetrics
-    from llmkube.kube.controller import Result
+    from llmkube.kube.control.controller import Result
 
     registry = CollectorRegistry()
     metrics = LLMKubeMetrics(registry)
@@ -120,7 +120,7 @@ async def test_a_cancelled_reconcile_is_not_counted() -> None:
     from prometheus_client import CollectorRegistry
 
     from llmkube.controllers.metrics import LLMKubeMetrics
-    from llmkube.kube.controller import Result
+    from llmkube.kube.control.controller import Result
 
     registry = CollectorRegistry()
     metrics = LLMKubeMetrics(registry)

@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.controllers.metrics import LLMKubeMetrics
+from llmkube.kube.cache.store import Store, object_key
 from llmkube.kube.exposition import exposition
-from llmkube.kube.store import Store, object_key
 
 PHASES = ("Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed")
 MODEL_PHASES = ("Pending", "Downloading", "Copying", "Ready", "Failed")

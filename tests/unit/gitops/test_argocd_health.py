@@ -54,7 +54,7 @@ READY = {
     ],
 }
 
-#: The summary conditions as the controller writes them (plan/summary.py).
+#: The summary conditions as the controller writes them (plan/conditions/summary.py).
 SUMMARY_READY = [
     condition("Ready", "True", "Ready", "Inference service is ready and serving requests"),
     condition("Reconciling", "False", "Ready", "Inference service is ready and serving requests"),

@@ -15,9 +15,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import Clock
-from llmkube.kube.transport import RequestTimeout, TransportError
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.transport import RequestTimeout, TransportError
 
 
 @dataclass

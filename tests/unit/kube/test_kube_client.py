@@ -11,7 +11,6 @@ from kube_fakes import FakeApiServer, RecordingTransport, Reply, fail_once, make
 from prometheus_client import REGISTRY
 
 from llmkube import __version__
-from llmkube.kube.client import APPLY_PATCH, ApiClient, Refusal
 from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.errors import (
     AlreadyExists,
@@ -24,9 +23,10 @@ from llmkube.kube.errors import (
     TooManyRequests,
     error_from_response,
 )
-from llmkube.kube.request_info import ApiRequest
 from llmkube.kube.resource import CONFIG_MAPS, DEPLOYMENTS, PRIORITY_CLASSES
-from llmkube.kube.transport import TransportError
+from llmkube.kube.rest.client import APPLY_PATCH, ApiClient, Refusal
+from llmkube.kube.rest.request_info import ApiRequest
+from llmkube.kube.rest.transport import TransportError
 
 
 @pytest.mark.parametrize(

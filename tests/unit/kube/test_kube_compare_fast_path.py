@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmkube.kube.compare import differences, identical, needs_apply, normalise
-from llmkube.plan.objects import fresh_copy
+from llmkube.kube.apply.compare import differences, identical, needs_apply, normalise
+from llmkube.plan.inferenceservice.objects import fresh_copy
 
 scalars = st.one_of(
     st.none(),

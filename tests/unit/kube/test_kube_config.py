@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from llmkube.kube.config import (
+from llmkube.kube.rest.config import (
     TokenFileAuth,
     in_cluster,
     in_cluster_config,
@@ -23,8 +23,8 @@ from llmkube.kube.config import (
     load_client_config,
     read_kubeconfigs,
 )
-from llmkube.kube.exec_credential import ExecAuth, exec_environment, parse_exec_credential
-from llmkube.kube.kubeconfig import ConfigError, ExecPlugin, Material, merge_kubeconfigs, resolve
+from llmkube.kube.rest.exec_credential import ExecAuth, exec_environment, parse_exec_credential
+from llmkube.kube.rest.kubeconfig import ConfigError, ExecPlugin, Material, merge_kubeconfigs, resolve
 from llmkube.testing.pki import generate_pki, issue_certificate
 
 

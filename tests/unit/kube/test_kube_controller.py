@@ -11,14 +11,14 @@ import pytest
 import structlog
 from prometheus_client import REGISTRY
 
+from llmkube.kube.cache.store import Change
 from llmkube.kube.clock import FakeClock, settle
-from llmkube.kube.controller import Controller, Result, TerminalError
+from llmkube.kube.control.controller import Controller, Result, TerminalError
+from llmkube.kube.control.handlers import enqueue_object
+from llmkube.kube.control.predicates import generation_changed
 from llmkube.kube.errors import Conflict
-from llmkube.kube.handlers import enqueue_object
-from llmkube.kube.predicates import generation_changed
-from llmkube.kube.store import Change
+from llmkube.kube.queue.workqueue import LOW_PRIORITY
 from llmkube.kube.types import ObjectKey
-from llmkube.kube.workqueue import LOW_PRIORITY
 
 KEY = ObjectKey("ns", "a")
 

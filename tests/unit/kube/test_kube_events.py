@@ -12,12 +12,12 @@ import pytest
 from kube_fakes import FakeResponse, RecordingTransport, Reply, status_body
 from prometheus_client import REGISTRY
 
-from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import FakeClock, settle
-from llmkube.kube.event_backlog import EventBacklog, PendingWrite
-from llmkube.kube.event_series import EventKey, SeriesCache, SeriesEntry, Verdict
-from llmkube.kube.events import WARNING, EventRecorder
-from llmkube.kube.transport import TransportError
+from llmkube.kube.events.backlog import EventBacklog, PendingWrite
+from llmkube.kube.events.recorder import WARNING, EventRecorder
+from llmkube.kube.events.series import EventKey, SeriesCache, SeriesEntry, Verdict
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.transport import TransportError
 
 KEY = EventKey("uid-1", "Warning", "InsufficientGPU", "Schedule", "0/3 nodes have a GPU")
 

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from llmkube.kube.fairslots import FairSlots, next_group
+from llmkube.kube.control.fairslots import FairSlots, next_group
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from llmkube.kube.apply.field_policy import NO_POLICY, FieldPolicy
 from llmkube.kube.errors import FieldCause, Invalid
-from llmkube.kube.field_policy import NO_POLICY, FieldPolicy
 
 DEPLOYMENT = FieldPolicy(recreate_on=frozenset({"spec.selector"}))
 PRIORITY_CLASS = FieldPolicy(recreate_on=frozenset({"value", "preemptionPolicy"}))

@@ -7,8 +7,13 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.field_policy import FieldPolicy
-from llmkube.kube.field_transfer import fields_to_hand_over, owns, takeover_entries, takeover_may_be_needed
+from llmkube.kube.apply.field_policy import FieldPolicy
+from llmkube.kube.apply.field_transfer import (
+    fields_to_hand_over,
+    owns,
+    takeover_entries,
+    takeover_may_be_needed,
+)
 
 ME = "llmkube-controller"
 NOW = "2026-01-01T00:00:00Z"

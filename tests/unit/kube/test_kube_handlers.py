@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.handlers import enqueue_by_label, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.predicates import (
+from llmkube.kube.cache.store import Change, Tombstone
+from llmkube.kube.control.handlers import enqueue_by_label, enqueue_mapped, enqueue_object, enqueue_owner
+from llmkube.kube.control.predicates import (
     all_of,
     annotations_changed,
     any_of,
@@ -19,7 +20,6 @@ from llmkube.kube.predicates import (
     resource_version_changed,
 )
 from llmkube.kube.resource import Resource
-from llmkube.kube.store import Change, Tombstone
 from llmkube.kube.types import ObjectKey
 
 ISVC = Resource("inference.llmkube.dev", "v1alpha1", "inferenceservices", "InferenceService")

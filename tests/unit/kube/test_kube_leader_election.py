@@ -10,12 +10,12 @@ import pytest
 from kube_fakes import FakeLeaseServer, LeaseView, RecordingTransport, Reply
 from prometheus_client import REGISTRY
 
-from llmkube.kube.client import ApiClient
 from llmkube.kube.clock import FakeClock, settle
-from llmkube.kube.leader_election import LeaderElector, LeadershipLost
-from llmkube.kube.leader_state import Action, ElectionState, LeaderElectionTiming, LeaseRecord
-from llmkube.kube.leadership import NotLeader
+from llmkube.kube.leader.election import LeaderElector, LeadershipLost
+from llmkube.kube.leader.leadership import NotLeader
+from llmkube.kube.leader.state import Action, ElectionState, LeaderElectionTiming, LeaseRecord
 from llmkube.kube.resource import CONFIG_MAPS
+from llmkube.kube.rest.client import ApiClient
 
 WALL = datetime(2030, 1, 1, tzinfo=UTC)
 

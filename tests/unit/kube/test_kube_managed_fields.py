@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.compare import clean_intent, differences, needs_apply, normalise, parse_quantity
+from llmkube.kube.apply.compare import clean_intent, differences, needs_apply, normalise, parse_quantity
 from llmkube.kube.managed_fields import owned_fields, prune_to_owned
 
 ME = "llmkube-controller"

@@ -17,10 +17,10 @@ import structlog
 from kube_fakes import FakeApiServer, fail_once, is_watch, make_client
 from prometheus_client.parser import text_string_to_metric_families
 
+from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.clock import FakeClock, RealClock
-from llmkube.kube.handlers import Watch
+from llmkube.kube.control.handlers import Watch
 from llmkube.kube.resource import CONFIG_MAPS, PRIORITY_CLASSES
-from llmkube.kube.transform import keep_only
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import DEFAULT_LEASE_NAME, Manager, ManagerConfig, configure_logging
 from llmkube.manager.config import parse_bind_address
@@ -213,8 +213,8 @@ async def test_readyz_reports_unsynced_caches_and_long_failing_watches() -> None
 
 HUNG_CALL_SCRIPT = """
 import asyncio, sys, threading, time
-from llmkube.kube.client import ApiClient
-from llmkube.kube.transport import AiohttpTransport
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.transport import AiohttpTransport
 from llmkube.manager import Manager, ManagerConfig
 
 def setup(manager):

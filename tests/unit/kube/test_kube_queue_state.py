@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from llmkube.kube.queue_state import QueueState
+from llmkube.kube.queue.state import QueueState
 
 # Each step is a tuple: (op, *args).  Time starts at 0 and only moves with ("at", t).
 #   ("add", key[, priority])          ("after", key, delay[, priority])

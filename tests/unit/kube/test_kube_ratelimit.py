@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from llmkube.kube.clock import FakeClock
-from llmkube.kube.ratelimit import (
+from llmkube.kube.queue.ratelimit import (
     BucketRateLimiter,
     ItemExponentialRateLimiter,
     MaxOfRateLimiter,

@@ -1,6 +1,6 @@
-"""The memory of our own last apply of each object (kube/recent_applies.py)."""
+"""The memory of our own last apply of each object (kube/apply/recent_applies.py)."""
 
-from llmkube.kube.recent_applies import RecentApplies, body_digest
+from llmkube.kube.apply.recent_applies import RecentApplies, body_digest
 
 KEY = ("apps/v1/deployments", "ai", "demo")
 A, B = body_digest({"spec": {"image": "a"}}), body_digest({"spec": {"image": "b"}})

@@ -22,13 +22,13 @@ from kube_fakes import (
 )
 
 from llmkube.kube.backoff import Backoff
+from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache.reflector import advance_rv, list_page_size, relist_rv, resource_version_unavailable
+from llmkube.kube.cache.store import Change, Tombstone
 from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.errors import error_from_status
-from llmkube.kube.informer import Informer
 from llmkube.kube.managed_fields import owned_fields
-from llmkube.kube.reflector import advance_rv, list_page_size, relist_rv, resource_version_unavailable
 from llmkube.kube.resource import CONFIG_MAPS
-from llmkube.kube.store import Change, Tombstone
 
 
 @dataclass

@@ -3,6 +3,7 @@ object someone else controls is reported as such."""
 
 import pytest
 
+from llmkube.kube.apply.ownership import NotOurs
 from llmkube.kube.errors import (
     AlreadyExists,
     ApiError,
@@ -11,7 +12,6 @@ from llmkube.kube.errors import (
     NotFound,
     namespace_terminating,
 )
-from llmkube.kube.ownership import NotOurs
 
 
 @pytest.mark.parametrize(

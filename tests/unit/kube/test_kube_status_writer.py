@@ -5,11 +5,9 @@ from typing import Any
 import pytest
 from kube_fakes import RecordingTransport
 
-from llmkube.kube.apply import Applier, ApplyOutcome, ApplyResult
-from llmkube.kube.client import ApiClient
-from llmkube.kube.informer import Informer
-from llmkube.kube.resource import CONFIG_MAPS, Resource
-from llmkube.kube.status_writer import (
+from llmkube.kube.apply.applier import Applier, ApplyOutcome, ApplyResult
+from llmkube.kube.cache.informer import Informer
+from llmkube.kube.control.status_writer import (
     LastWrite,
     StatusWriter,
     after_write,
@@ -17,6 +15,8 @@ from llmkube.kube.status_writer import (
     status_body,
     status_write_needed,
 )
+from llmkube.kube.resource import CONFIG_MAPS, Resource
+from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.types import Obj
 
 Status = dict[str, Any]

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.lines import LineSplitter, LineTooLong
-from llmkube.kube.store import (
+from llmkube.kube.cache.lines import LineSplitter, LineTooLong
+from llmkube.kube.cache.store import (
     BY_CONTROLLER_UID,
     BY_NAMESPACE,
     Change,
@@ -16,7 +16,7 @@ from llmkube.kube.store import (
     by_label,
     object_key,
 )
-from llmkube.kube.transform import strip_for_cache
+from llmkube.kube.cache.transform import strip_for_cache
 
 
 def obj(

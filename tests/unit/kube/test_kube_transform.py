@@ -6,8 +6,8 @@ from typing import Any
 import orjson
 import pytest
 
-from llmkube.kube.compare import needs_apply
-from llmkube.kube.transform import keep_only, keep_owned
+from llmkube.kube.apply.compare import needs_apply
+from llmkube.kube.cache.transform import keep_only, keep_owned
 
 NODE: dict[str, Any] = {
     "apiVersion": "v1",

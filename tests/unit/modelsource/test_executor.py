@@ -23,7 +23,7 @@ from llmkube.plan.model import (
     Requeue,
     StoredFile,
 )
-from llmkube.plan.source import SourceKind, cache_key
+from llmkube.plan.model.source import SourceKind, cache_key
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from typing import Any
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
-from llmkube.plan.observed import ObservedState
+from llmkube.plan.inferenceservice.observed import ObservedState
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CREATED = NOW - timedelta(hours=1)
@@ -55,7 +55,7 @@ def make_model(
         spec["hardware"] = hardware
     if refresh_policy is not None:
         spec["refreshPolicy"] = refresh_policy
-    # A status of this very spec (plan/current_model.py), unless the test says otherwise.
+    # A status of this very spec (plan/inferenceservice/current_model.py), unless the test says otherwise.
     model_status: dict[str, Any] = {"phase": phase, "observedGeneration": generation, **(status or {})}
     if cache_key is not None:
         model_status["cacheKey"] = cache_key

@@ -7,9 +7,9 @@ from isvc_factories import make_isvc, make_model, observe
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
-from llmkube.plan.observed import ObservedState
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
 
 
 class _DefaultModel:

@@ -4,7 +4,7 @@ from typing import Any
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import GPUSpec
-from llmkube.plan.runtimes import ContainerProcess, RuntimeInputs, build_process
+from llmkube.plan.inferenceservice.runtimes import ContainerProcess, RuntimeInputs, build_process
 
 
 def run_builder(

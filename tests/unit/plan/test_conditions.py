@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from llmkube.api.meta import Condition
-from llmkube.plan.conditions import find_condition, is_true, remove_condition, set_condition
+from llmkube.plan.conditions.standard import find_condition, is_true, remove_condition, set_condition
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)
@@ -68,7 +68,7 @@ def test_remove_find_and_is_true() -> None:
 def test_update_condition_if_present(
     existing: list[Condition], expected: list[tuple[str, str, str, datetime]]
 ) -> None:
-    from llmkube.plan.conditions import update_condition_if_present
+    from llmkube.plan.conditions.standard import update_condition_if_present
 
     result = update_condition_if_present(
         existing, type_="A", status="False", reason="Why", message="m", now=T1, observed_generation=3

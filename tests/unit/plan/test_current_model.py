@@ -1,5 +1,6 @@
 """A service plans only from a Model status that describes the Model's current spec
-(plan/current_model.py): the edit-then-plan window of a Model whose status is still the old one."""
+(plan/inferenceservice/current_model.py): the edit-then-plan window of a Model whose status is
+still the old one."""
 
 from typing import Any
 
@@ -8,8 +9,8 @@ from isvc_factories import live_deployment, make_model, observe
 from isvc_planning import condition, plan
 
 from llmkube.api.model import Model
-from llmkube.plan.current_model import describes_current_spec
-from llmkube.plan.source import cache_key
+from llmkube.plan.inferenceservice.current_model import describes_current_spec
+from llmkube.plan.model.source import cache_key
 
 HTTP = "https://models.example/a.gguf"
 

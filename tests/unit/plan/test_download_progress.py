@@ -7,7 +7,7 @@ import pytest
 from isvc_factories import live_deployment, observe
 from isvc_planning import condition, plan
 
-from llmkube.plan.download import Download, download_progress, downloading_pod
+from llmkube.plan.inferenceservice.download import Download, download_progress, downloading_pod
 
 
 def pod(name: str, init_state: str | None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from isvc_factories import NOW, live_deployment, make_isvc, observe, pod
 from isvc_planning import plan
 
 from llmkube.api.inferenceservice import InferenceServiceStatus
-from llmkube.plan.status import failed_status, status_changed
+from llmkube.plan.inferenceservice.status import failed_status, status_changed
 
 ERROR = "API request failed: 422 Invalid: the Deployment was refused"
 

@@ -8,7 +8,7 @@ import pytest
 from isvc_factories import gpu_model, make_isvc
 from isvc_planning import plan
 
-from llmkube.plan.field_origins import describe, isvc_field
+from llmkube.plan.inferenceservice.field_origins import describe, isvc_field
 
 USER_ENV = [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
 

@@ -8,7 +8,7 @@ from isvc_factories import make_isvc, make_model
 from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceStatus
-from llmkube.plan.inferenceservice import InferenceServicePlan
+from llmkube.plan.inferenceservice.planner import InferenceServicePlan
 
 HF = make_model("Org/Repo-7B", cache_key=None)
 # A Model whose GGUF metadata (TinyLlama 1.1B's shape) needs more than 1Gi at a 4096 context.

@@ -6,7 +6,7 @@ import pytest
 from isvc_factories import UID, gpu_model, make_isvc, make_model
 from isvc_planning import args, container, env_names, plan, pod_spec
 
-from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice.config import OperatorConfig
 
 OPERATOR_LABELS = {
     "app": "demo",
@@ -148,7 +148,7 @@ def test_pod_security_context(
                 "readOnlyRootFilesystem": True,
             },
         ),
-        # An image we do not know keeps a writable root (plan/hardening.py).
+        # An image we do not know keeps a writable root (plan/inferenceservice/hardening.py).
         (
             {"runtime": "generic", "image": "i"},
             {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
@@ -224,7 +224,7 @@ def test_node_selector_always_applied(model: Any) -> None:
     [
         (make_model(), None, None),
         (make_model(), {}, None),
-        # The memory limit is the request (plan/hardening.py); CPU is never limited.
+        # The memory limit is the request (plan/inferenceservice/hardening.py); CPU is never limited.
         (
             make_model(),
             {"cpu": "2", "memory": "4Gi"},
@@ -312,7 +312,10 @@ def test_env_runtime_first_then_user_and_a_user_entry_replaces_the_generated_one
         ],
     }
     assert container(plan(spec))["env"] == [
-        {"name": "HOME", "value": "/tmp"},  # the read-only root's writable home (plan/hardening.py)
+        {
+            "name": "HOME",
+            "value": "/tmp",
+        },  # the read-only root's writable home (plan/inferenceservice/hardening.py)
         {"name": "HF_TOKEN", "value": "override"},
         {"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName", "apiVersion": "v1"}}},
     ]
@@ -414,7 +417,7 @@ def test_storage_reaches_the_pod() -> None:
     ],
 )
 def test_no_storage_keys_without_model_init(spec: dict[str, Any], writable: list[str]) -> None:
-    """Only the emptyDirs of the directories the runtime writes (plan/hardening.py)."""
+    """Only the emptyDirs of the directories the runtime writes (plan/inferenceservice/hardening.py)."""
     pod = pod_spec(plan(spec))
     assert "initContainers" not in pod
     assert [v for v in pod.get("volumes", []) if "emptyDir" not in v] == []
@@ -464,6 +467,6 @@ def test_the_intent_shares_nothing_with_the_service() -> None:
     ],
 )
 def test_env_vars_are_applied_as_the_server_stores_them(var: dict[str, Any], stored: dict[str, Any]) -> None:
-    from llmkube.plan.deployment import stored_env_var
+    from llmkube.plan.inferenceservice.deployment import stored_env_var
 
     assert stored_env_var(var) == stored

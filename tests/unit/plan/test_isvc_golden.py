@@ -11,11 +11,12 @@ from isvc_factories import NOW
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
-from llmkube.plan import init_scripts
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.inferenceservice import plan_inference_service
-from llmkube.plan.observed import ObservedState
-from llmkube.plan.tenancy import SERVICE_TYPES, TenancyPolicy
+from llmkube.plan.inferenceservice import init_scripts
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import plan_inference_service
+from llmkube.plan.inferenceservice.policy import SERVICE_TYPES
+from llmkube.plan.tenancy import TenancyPolicy
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(GOLDEN.glob("*.yaml"))

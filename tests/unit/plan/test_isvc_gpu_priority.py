@@ -7,9 +7,20 @@ import pytest
 from isvc_factories import make_model
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.gpu import effective_gpu_count, gpu_resource_name, gpu_toleration, gpu_vendor, is_metal
-from llmkube.plan.priority import effective_priority, is_llmkube_class, priority_class_name, priority_classes
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.gpu import (
+    effective_gpu_count,
+    gpu_resource_name,
+    gpu_toleration,
+    gpu_vendor,
+    is_metal,
+)
+from llmkube.plan.inferenceservice.priority import (
+    effective_priority,
+    is_llmkube_class,
+    priority_class_name,
+    priority_classes,
+)
 
 
 def spec(**fields: Any) -> InferenceServiceSpec:

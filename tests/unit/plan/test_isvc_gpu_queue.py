@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmkube.plan.queue import GpuQueue, QueueEntry, ordered_queue, queue_position
+from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry, ordered_queue, queue_position
 
 T = datetime(2026, 3, 1, tzinfo=UTC)
 

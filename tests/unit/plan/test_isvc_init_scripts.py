@@ -17,7 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from llmkube.plan.init_scripts import DOWNLOAD_IF_MISSING, DOWNLOAD_ON_CHANGE, downloader_script
+from llmkube.plan.inferenceservice.init_scripts import (
+    DOWNLOAD_IF_MISSING,
+    DOWNLOAD_ON_CHANGE,
+    downloader_script,
+)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("sh") is None or shutil.which("curl") is None, reason="needs sh and curl"

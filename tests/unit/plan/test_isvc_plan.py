@@ -8,9 +8,9 @@ import pytest
 from isvc_factories import CACHE_KEY, NOW, UID, live_deployment, live_object, make_isvc, make_model, observe
 from isvc_planning import plan
 
-from llmkube.plan.inferenceservice import SELECTOR_MIGRATION_REQUEUE_SECONDS
-from llmkube.plan.metal import METAL_REQUEUE_SECONDS
-from llmkube.plan.objects import ObjectRef
+from llmkube.plan.inferenceservice.metal import METAL_REQUEUE_SECONDS
+from llmkube.plan.inferenceservice.objects import ObjectRef
+from llmkube.plan.inferenceservice.planner import SELECTOR_MIGRATION_REQUEUE_SECONDS
 
 OUR_HPA = live_object("autoscaling/v2", "HorizontalPodAutoscaler")
 FOREIGN_HPA = live_object("autoscaling/v2", "HorizontalPodAutoscaler", uid="someone-else")

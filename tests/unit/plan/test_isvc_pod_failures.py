@@ -7,7 +7,7 @@ import pytest
 from isvc_factories import live_deployment, observe, pod
 from isvc_planning import condition, plan
 
-from llmkube.plan.pod_failures import PodFailure, diagnose_pod_failure, last_line
+from llmkube.plan.inferenceservice.pod_failures import PodFailure, diagnose_pod_failure, last_line
 
 
 def waiting(name: str, reason: str, message: str = "", last: dict[str, Any] | None = None) -> dict[str, Any]:

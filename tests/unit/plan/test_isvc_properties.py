@@ -16,14 +16,14 @@ from llmkube.api.crds import contract_schema
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.api.model import Model
 from llmkube.controllers.isvc_indexes import priority_class_index
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.deployment import stored_env_var
-from llmkube.plan.inferenceservice import InferenceServicePlan, plan_inference_service
-from llmkube.plan.merge_keys import duplicate_keys, duplicate_merge_keys
-from llmkube.plan.observed import ObservedState
-from llmkube.plan.priority import priority_class_name
-from llmkube.plan.queue import GpuQueue, QueueEntry
-from llmkube.plan.status import status_changed
+from llmkube.plan.apiserver.merge_keys import duplicate_keys, duplicate_merge_keys
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.deployment import stored_env_var
+from llmkube.plan.inferenceservice.observed import ObservedState
+from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
+from llmkube.plan.inferenceservice.priority import priority_class_name
+from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
+from llmkube.plan.inferenceservice.status import status_changed
 
 SPEC_SCHEMA = contract_schema()["properties"]["spec"]
 PHASES = {"Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed"}
@@ -323,7 +323,8 @@ def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
     assert replanned.deployment == result.deployment and replanned.deletes == result.deletes
 
     # Whatever happens next (other pods, Deployment, Model), no condition once written is removed:
-    # a stale one says so (the rule in plan/conditions.py; the runtime, hence VLLMSpecValid, is fixed).
+    # a stale one says so (the rule in plan/conditions/standard.py; the runtime, hence VLLMSpecValid,
+    # is fixed).
     later_model = data.draw(models, label="later model") if data.draw(st.booleans()) else None
     later = plan_inference_service(
         isvc.model_copy(update={"status": result.status}),

@@ -1,5 +1,6 @@
 """The summary conditions of an InferenceService: Ready only when every replica serves the current
-spec, Reconciling and Stalled for kstatus (plan/summary.py, plan/rollout.py), through transitions.
+spec, Reconciling and Stalled for kstatus (plan/conditions/summary.py,
+plan/inferenceservice/rollout.py), through transitions.
 What tools make of them is tested with the tools' own code: tests/gitops (Flux's kstatus and CEL
 evaluator) and tests/unit/gitops (Argo CD's Lua checks)."""
 
@@ -10,9 +11,9 @@ import pytest
 from isvc_factories import NOW, gpu_model, live_deployment, make_isvc, make_model, observe, pod
 from isvc_planning import condition, plan
 
-from llmkube.plan.inferenceservice import InferenceServicePlan
-from llmkube.plan.rollout import Rollout, rollout_of
-from llmkube.plan.status import READY_MESSAGE, with_rollout
+from llmkube.plan.inferenceservice.planner import InferenceServicePlan
+from llmkube.plan.inferenceservice.rollout import Rollout, rollout_of
+from llmkube.plan.inferenceservice.status import READY_MESSAGE, with_rollout
 
 GPU_POD = pod("demo-1", "Pending", unschedulable="0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
 

@@ -6,7 +6,7 @@ import pytest
 from runtime_helpers import arg_list, contains_run, run_builder
 
 from llmkube.api.model import GPUSpec
-from llmkube.plan.runtimes.llamacpp import gpu_layers, split_mode, tensor_split
+from llmkube.plan.inferenceservice.runtimes.llamacpp import gpu_layers, split_mode, tensor_split
 
 # (spec, gpus, expected consecutive args, flags that must be absent)
 FLAGS: list[tuple[str, dict[str, Any], int, list[str], list[str]]] = [

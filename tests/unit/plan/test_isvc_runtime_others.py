@@ -6,7 +6,7 @@ import pytest
 from runtime_helpers import arg_list, contains_run, run_builder
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
-from llmkube.plan.runtimes import RUNTIME_NAMES, resolve_runtime, runtime_defaults
+from llmkube.plan.inferenceservice.runtimes import RUNTIME_NAMES, resolve_runtime, runtime_defaults
 
 TGI_FLAGS: list[tuple[dict[str, Any], int, list[str], list[str]]] = [
     ({"tgiConfig": {"quantize": "awq"}}, 0, ["--quantize", "awq"], []),

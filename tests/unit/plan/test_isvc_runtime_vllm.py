@@ -7,7 +7,7 @@ import pytest
 from runtime_helpers import arg_list, contains_run, run_builder
 
 from llmkube.api.inferenceservice import VLLMConfig
-from llmkube.plan.runtimes.vllm import kv_cache_dtype
+from llmkube.plan.inferenceservice.runtimes.vllm import kv_cache_dtype
 
 CONFIG_FLAGS: list[tuple[str, dict[str, Any], int, list[str], list[str]]] = [
     ("tensor parallel 2", {"tensorParallelSize": 2}, 0, ["--tensor-parallel-size", "2"], []),

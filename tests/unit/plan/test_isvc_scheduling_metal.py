@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from isvc_factories import NOW, pod
 
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.metal import metal_readiness, parse_heartbeat
-from llmkube.plan.scheduling import SchedulingInfo, diagnose_scheduling, running_pod_count
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.metal import metal_readiness, parse_heartbeat
+from llmkube.plan.inferenceservice.scheduling import SchedulingInfo, diagnose_scheduling, running_pod_count
 
 GPUS = OperatorConfig().known_gpu_resources()
 GPU_MESSAGE = "0/3 nodes are available: 3 Insufficient {res}. preemption: 0/3 nodes are available."

@@ -7,11 +7,12 @@ from isvc_factories import UID, make_isvc, make_model
 from isvc_planning import plan
 
 from llmkube.api.inferenceservice import AutoscalingSpec
-from llmkube.plan.cache_pvc import cache_pvc_intent
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.hpa import hpa_errors
-from llmkube.plan.service import endpoint_url
-from llmkube.plan.tenancy import SERVICE_TYPES, TenancyPolicy
+from llmkube.plan.inferenceservice.cache_pvc import cache_pvc_intent
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.hpa import hpa_errors
+from llmkube.plan.inferenceservice.policy import SERVICE_TYPES
+from llmkube.plan.inferenceservice.service import endpoint_url
+from llmkube.plan.tenancy import TenancyPolicy
 
 
 def test_service_intent() -> None:

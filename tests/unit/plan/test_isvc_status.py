@@ -8,9 +8,14 @@ from isvc_factories import CREATED, NOW, gpu_model, live_deployment, make_isvc, 
 from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceStatus
-from llmkube.plan.queue import GpuQueue, QueueEntry
-from llmkube.plan.scheduling import SchedulingInfo
-from llmkube.plan.status import determine_phase, failed_status, gpu_queue_wait_seconds, status_changed
+from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
+from llmkube.plan.inferenceservice.scheduling import SchedulingInfo
+from llmkube.plan.inferenceservice.status import (
+    determine_phase,
+    failed_status,
+    gpu_queue_wait_seconds,
+    status_changed,
+)
 
 GPU_WAIT = SchedulingInfo("InsufficientGPU", "0/1 nodes: 1 Insufficient nvidia.com/gpu.", "nvidia.com/gpu: 1")
 
@@ -366,7 +371,7 @@ def cond(type_: str, status: str, reason: str, at: str = "2026-01-01T00:00:00Z")
 
 
 # Transitions (decision #8): conditions always describe the present, and a condition once written
-# is never removed because its cause went away (the rule in plan/conditions.py): it says so instead.
+# is never removed because its cause went away (the rule in plan/conditions/standard.py): it says so instead.
 RECOVERED = ("False", "Recovered")
 NOT_WAITING = ("True", "NotWaitingForGPU")
 TRANSITIONS: list[

@@ -7,9 +7,14 @@ from isvc_factories import CACHE_KEY, make_model
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.init_scripts import CA_BUNDLE_PRELUDE, DOWNLOAD_IF_MISSING, DOWNLOAD_ON_CHANGE, LOCAL_COPY
-from llmkube.plan.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.init_scripts import (
+    CA_BUNDLE_PRELUDE,
+    DOWNLOAD_IF_MISSING,
+    DOWNLOAD_ON_CHANGE,
+    LOCAL_COPY,
+)
+from llmkube.plan.inferenceservice.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
 
 
 def storage(
@@ -180,7 +185,7 @@ def test_init_container_security_context(
     result = ok(storage(spec={"podSecurityContext": pod_context}))
     assert result.init_containers[0]["securityContext"] == {
         "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,  # it writes only under /models (plan/hardening.py)
+        "readOnlyRootFilesystem": True,  # it writes only under /models (plan/inferenceservice/hardening.py)
         "capabilities": {"drop": ["ALL"]},
         **expected_extra,
     }

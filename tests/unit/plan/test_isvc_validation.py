@@ -7,9 +7,9 @@ from isvc_factories import gpu_model, live_deployment, make_isvc, make_model, ob
 from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
-from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.validation import RUNTIME_FIELDS
 from llmkube.plan.tenancy import TenancyPolicy
-from llmkube.plan.validation import RUNTIME_FIELDS
 
 # A custom PriorityClass is used only where the admin lists it (plan/tenancy.py).
 TEAM_GOLD_ALLOWED = OperatorConfig(tenancy=TenancyPolicy(allowed_priority_classes=frozenset({"team-gold"})))

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
-from llmkube.plan.kube_syntax import (
+from llmkube.plan.apiserver.kube_syntax import (
     annotations_size,
     is_config_map_key,
     is_dns1123_label,
@@ -172,7 +172,7 @@ def test_annotation_size_counts_bytes() -> None:
 
 def test_answers_are_cached_for_values_as_long_as_a_name_only() -> None:
     """Planned objects repeat their keys and names; a huge value from a spec must not be kept."""
-    from llmkube.plan import kube_syntax
+    from llmkube.plan.apiserver import kube_syntax
 
     kube_syntax._cached_match.cache_clear()
     assert is_dns1123_subdomain("example.com") == [] == is_dns1123_subdomain("example.com")

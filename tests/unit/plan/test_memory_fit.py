@@ -10,7 +10,7 @@ from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
-from llmkube.plan.memory_fit import (
+from llmkube.plan.inferenceservice.memory_fit import (
     GIB,
     MIB,
     PROCESS_MARGIN,

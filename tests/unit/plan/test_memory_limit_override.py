@@ -1,4 +1,4 @@
-"""The memory limit is the memory request by default (plan/hardening.py); the annotation
+"""The memory limit is the memory request by default (plan/inferenceservice/hardening.py); the annotation
 inference.llmkube.dev/memory-limit lets the user lift it (`none`) or raise it, and a value the API
 server would refuse (below the request) or cannot read fails the service naming the annotation."""
 
@@ -8,7 +8,7 @@ import pytest
 from isvc_factories import make_isvc
 from isvc_planning import plan
 
-from llmkube.plan.hardening import MEMORY_LIMIT_ANNOTATION
+from llmkube.plan.inferenceservice.hardening import MEMORY_LIMIT_ANNOTATION
 
 PATH = f"metadata.annotations[{MEMORY_LIMIT_ANNOTATION}]"
 

@@ -20,12 +20,12 @@ from isvc_factories import make_isvc, observe
 
 from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.modelsource import drive_model_plan
-from llmkube.plan.config import OperatorConfig
-from llmkube.plan.current_model import describes_current_spec
-from llmkube.plan.inferenceservice import plan_inference_service
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.current_model import describes_current_spec
+from llmkube.plan.inferenceservice.planner import plan_inference_service
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.facts import Fingerprint, ModelFacts, ProbeOutcome, RemoteHeader, StoredFile
-from llmkube.plan.source import SourceKind, classify_source, local_path, parse_pvc_source
+from llmkube.plan.model.source import SourceKind, classify_source, local_path, parse_pvc_source
 from llmkube.plan.tenancy import LOCAL_SOURCES_LABEL, TenancyPolicy, namespace_policy
 
 ROOTS = ("/data/models",)

@@ -4,7 +4,7 @@ is tested in tests/integration/test_admission_policy.py)."""
 import pytest
 from isvc_planning import plan
 
-from llmkube.plan.labels import label_map_errors, label_value_problem, qualified_name_problem
+from llmkube.plan.apiserver.labels import label_map_errors, label_value_problem, qualified_name_problem
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmkube.plan.quantity import QuantityError, canonical_quantity, parse_quantity
+from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity, parse_quantity
 
 
 @pytest.mark.parametrize(

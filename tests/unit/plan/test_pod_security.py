@@ -1,4 +1,4 @@
-"""The Pod Security Standards port (plan/pod_security.py), check by check. The integration test
+"""The Pod Security Standards port (plan/apiserver/pod_security.py), check by check. The integration test
 tests/integration/test_pod_security_on_server.py holds the same cases against the API server's own
 PodSecurity admission."""
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pod_security_cases import CASES, RESTRICTED_POD, template_with
 
-from llmkube.plan.pod_security import LEVELS, meets, parse_level, pod_level, stricter, violations
+from llmkube.plan.apiserver.pod_security import LEVELS, meets, parse_level, pod_level, stricter, violations
 
 
 def test_the_restricted_pod_of_the_cases_meets_every_level() -> None:

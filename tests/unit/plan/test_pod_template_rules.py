@@ -7,7 +7,7 @@ import pytest
 from isvc_factories import make_isvc
 from isvc_planning import plan
 
-from llmkube.plan.pod_template_rules import pod_template_errors
+from llmkube.plan.apiserver.pod_template_rules import pod_template_errors
 
 
 def template(spec: dict[str, Any] | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from llmkube.plan.priority import PRIORITY_CLASSES, priority_class_drift, priority_classes
+from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES, priority_class_drift, priority_classes
 
 
 def as_stored(desired: dict[str, Any], manager: str = "kubectl") -> dict[str, Any]:

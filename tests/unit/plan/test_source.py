@@ -1,6 +1,6 @@
 import pytest
 
-from llmkube.plan.source import (
+from llmkube.plan.model.source import (
     PVCSource,
     SourceKind,
     cache_key,

@@ -7,13 +7,13 @@ import pytest
 from isvc_factories import live_deployment, make_model, observe
 from isvc_planning import condition, plan
 
-from llmkube.plan.config import OperatorConfig
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.policy import host_path_issues
 from llmkube.plan.tenancy import (
     LOCAL_SOURCES_LABEL,
     MAX_PRIORITY_LABEL,
     NamespacePolicy,
     TenancyPolicy,
-    host_path_issues,
     namespace_policy,
 )
 

@@ -4,7 +4,7 @@ net and item 3's Event text)."""
 from isvc_factories import make_isvc
 from isvc_planning import plan
 
-from llmkube.plan.write_failures import RefusedField, write_failure
+from llmkube.plan.inferenceservice.write_failures import RefusedField, write_failure
 
 SPEC = {"env": [{"name": "A=B", "value": "1"}], "tolerations": [{"key": "k", "operator": "Exists"}]}
 

@@ -4,7 +4,7 @@ port-forward channel framing, and kwok's stand-in server."""
 import json
 from typing import Any
 
-from llmkube.kube.portforward import _Channels
+from llmkube.kube.rest.portforward import _Channels
 from llmkube.testing.stdio_http import answer
 from llmkube.usercli.progress import assess
 from llmkube.usercli.request import chat_body, chat_reply

@@ -4,7 +4,7 @@ import pytest
 
 from llmkube.api.model import Model
 from llmkube.plan.model import ModelPlanConfig, cache_layout, is_controller_cached
-from llmkube.plan.source import cache_key
+from llmkube.plan.model.source import cache_key
 
 
 def model(

@@ -1,7 +1,7 @@
 from datetime import UTC, datetime, timedelta
 
 from llmkube.api.meta import Condition
-from llmkube.plan.conditions import find_condition
+from llmkube.plan.conditions.standard import find_condition
 from llmkube.plan.model import conditions as cond
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -27,7 +27,7 @@ from llmkube.plan.model import (
 from llmkube.plan.model.bounds import MAX_MESSAGE, TRUNCATION_MARKER
 from llmkube.plan.model.decision import FETCH_FAILURE_REQUEUE, ActionTarget
 from llmkube.plan.model.refused_status import status_after_refusal
-from llmkube.plan.source import SourceKind, cache_key
+from llmkube.plan.model.source import SourceKind, cache_key
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

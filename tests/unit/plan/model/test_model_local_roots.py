@@ -17,7 +17,7 @@ from llmkube.plan.model import (
     plan_model,
 )
 from llmkube.plan.model.local_roots import InvalidLocalRoot, local_source_violation, normalized_roots
-from llmkube.plan.source import local_path
+from llmkube.plan.model.source import local_path
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DISABLED = "local model sources are disabled"

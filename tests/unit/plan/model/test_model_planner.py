@@ -28,7 +28,7 @@ from llmkube.plan.model import (
     plan_model,
     status_changed,
 )
-from llmkube.plan.source import SourceKind, cache_key
+from llmkube.plan.model.source import SourceKind, cache_key
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 NOW = T0 + timedelta(minutes=10)
@@ -70,7 +70,7 @@ def cond(type_: str, status: str, reason: str, at: datetime = T0, message: str =
     )
 
 
-#: the summary conditions (plan/summary.py), tested on their own below
+#: the summary conditions (plan/conditions/summary.py), tested on their own below
 SUMMARY = {"Ready", "Reconciling", "Stalled"}
 
 
@@ -167,7 +167,7 @@ def test_pvc_source(
     assert decision.error is None
 
 
-# --- the summary conditions: Ready, Reconciling, Stalled (plan/summary.py) ----------------------
+# --- the summary conditions: Ready, Reconciling, Stalled (plan/conditions/summary.py) ----------------------
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,33 @@
+"""The developer's commands: `llmkube cluster` (a local control plane) and `llmkube run` (the
+controller, with a local cluster when none is given). They need the `testing` extra
+(`llmkube.testing`), which the controller image leaves out, together with this package."""
+
+import argparse
+
+from llmkube.process.flags import add_controller_flags
+
+
+def add_developer_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from llmkube.devcli.cluster import run_cluster
+    from llmkube.devcli.run import run_local
+
+    cluster = sub.add_parser("cluster", help="start a local control plane (until Ctrl-C)")
+    cluster.add_argument(
+        "--tier",
+        choices=["api", "full"],
+        default="full",
+        help="api: etcd and kube-apiserver; full: everything",
+    )
+    cluster.add_argument("--sample", action="store_true", help="also apply the CPU llama.cpp sample")
+    cluster.set_defaults(func=run_cluster)
+
+    run = sub.add_parser("run", help="run the controller; starts a local cluster when none is configured")
+    add_controller_flags(run)
+    run.set_defaults(func=run_local, starts_controller=True)
+    run.add_argument(
+        "--tier",
+        choices=["auto", "node", "full"],
+        default="auto",
+        help="local cluster without a kubeconfig: a real node where possible (auto), or kwok (full)",
+    )
+    run.add_argument("--serve-port", type=int, default=18080, help="loopback port for the real node's sample")

@@ -1,0 +1,94 @@
+"""`llmkube cluster`: a local control plane (etcd, kube-apiserver and, for tier full, the
+controller-manager, scheduler and kwok nodes) until Ctrl-C. A developer's command: it needs the
+`testing` extra, which the controller image leaves out."""
+
+import argparse
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from llmkube.bundled import MissingBundledFile, bundled_path, manifest_documents
+
+BUILD_SCRIPT = "hack/build-k8s.sh"
+SAMPLE = "samples/cpu-llamacpp.yaml"
+#: What a local cluster gets before the controller starts. No PriorityClasses: `llmkube run`'s
+#: controller owns them (--manage-priority-classes, the default), so nobody else writes them.
+LOCAL_INSTALL = ("manager/namespace.yaml", "rbac", "rbac/priorityclass-writer")
+
+
+def require_testing_extra(command: str) -> None:
+    """A local cluster (certificates, a tiny GGUF model) needs the `testing` extra, which the
+    controller image leaves out: say so rather than fail on an import deep inside."""
+    try:
+        import cryptography  # noqa: F401
+        import gguf  # noqa: F401
+    except ImportError as missing:
+        raise SystemExit(
+            f"llmkube {command}: a local cluster needs the 'testing' extra ({missing.name} is not "
+            "installed): pip install 'llmkube[testing]'"
+        ) from None
+
+
+def ensure_binaries(tier: str) -> Path:
+    from llmkube.testing.cluster import MissingBinaryError, Tier, check_binaries, default_bin_dir
+
+    bin_dir = default_bin_dir()
+    checked_tier: Tier = "full" if tier == "full" else "api"
+    try:
+        check_binaries(bin_dir, checked_tier)
+    except MissingBinaryError as missing:
+        try:
+            script = bundled_path(BUILD_SCRIPT)
+        except MissingBundledFile as no_script:
+            raise SystemExit(f"{missing}\n{no_script}") from None
+        print(f"{missing}\nBuilding them now (one-off, several minutes)...", file=sys.stderr)
+        subprocess.run(["bash", str(script)], check=True)
+    return bin_dir
+
+
+def install_basics(cluster_kubeconfig: Path, with_sample: bool) -> None:
+    from llmkube.api.crds import all_crds
+    from llmkube.testing.rest import KubeRest, wait_for_crds
+
+    admin = KubeRest.from_kubeconfig(cluster_kubeconfig)
+    admin.apply_all(all_crds())
+    wait_for_crds(admin, [crd["metadata"]["name"] for crd in all_crds()])
+    admin.apply_all(manifest_documents(*LOCAL_INSTALL))
+    if with_sample:
+        admin.apply_all(manifest_documents(SAMPLE), namespace="default")
+
+
+def _wait_for_interrupt() -> None:
+    """Until Ctrl-C (SIGINT) or SIGTERM. Both are handled here whatever the process inherited: a
+    shell starts a background job with SIGINT ignored, and Python then leaves it ignored, so
+    `kill -INT` of such a job (or a test that sends it) would never stop it."""
+    stop = False
+
+    def handler(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handler)
+    while not stop:
+        time.sleep(0.5)
+
+
+def run_cluster(args: argparse.Namespace) -> int:
+    require_testing_extra("cluster")
+    from llmkube.testing.cluster import LocalCluster
+
+    ensure_binaries(args.tier)
+    with LocalCluster(args.tier) as cluster:
+        install_basics(cluster.kubeconfig, with_sample=args.sample)
+        print(
+            f"local {args.tier} control plane ready in {cluster.startup_seconds.get(args.tier, 0):.1f}s\n"
+            f"  export KUBECONFIG={cluster.kubeconfig}\n"
+            f"  kubectl get nodes; kubectl get isvc,mdl -A\n"
+            f"logs: {cluster.logs_dir}\nCtrl-C stops everything.",
+            flush=True,
+        )
+        _wait_for_interrupt()
+    return 0

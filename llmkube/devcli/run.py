@@ -1,0 +1,88 @@
+"""`llmkube run`: the controller, against the configured cluster or, with none, a local one it
+starts first (a real node serving a tiny llama.cpp model where the machine allows: root on Linux;
+else kwok). A developer's command, like `llmkube cluster`."""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from llmkube.devcli.cluster import ensure_binaries, install_basics, require_testing_extra
+from llmkube.process.command import run_controller
+from llmkube.process.flags import DEFAULT_HEALTH_ADDRESS, DEFAULT_METRICS_ADDRESS
+
+
+def run_local(args: argparse.Namespace) -> int:
+    _local_roots_for_run(args)
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG")
+    if kubeconfig or os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return run_controller(args)
+    require_testing_extra("run")
+    from llmkube.testing.cluster import LocalCluster
+    from llmkube.testing.real_run import choose_run_tier
+
+    tier, why = choose_run_tier(args.tier)
+    print(f"llmkube run: using {why}", file=sys.stderr, flush=True)
+    if tier == "node":
+        return _run_on_node(args)
+
+    ensure_binaries("full")
+    with LocalCluster("full") as cluster:
+        install_basics(cluster.kubeconfig, with_sample=True)
+        print(
+            f"local control plane ready in {cluster.startup_seconds.get('full', 0):.1f}s "
+            f"(3 kwok nodes, 3 fake GPUs); sample Model + InferenceService applied.\n"
+            f"  export KUBECONFIG={cluster.kubeconfig}\n"
+            f"  kubectl get isvc,mdl -o wide\n"
+            f"component logs: {cluster.logs_dir}",
+            flush=True,
+        )
+        args.kubeconfig = str(cluster.kubeconfig)
+        # The components run in their own session, so a terminal's Ctrl-C reaches only this
+        # process: the controller stops first, then the `with` block stops the control plane.
+        return run_controller(_loopback_endpoints(args))
+
+
+def _loopback_endpoints(args: argparse.Namespace) -> argparse.Namespace:
+    """A local try-out must not fight other programs for :8080/:8081: unless told otherwise,
+    /metrics and /healthz listen on free loopback ports (logged as "listening")."""
+    if args.metrics_bind_address == DEFAULT_METRICS_ADDRESS:
+        args.metrics_bind_address = "127.0.0.1:0"
+    if args.health_probe_bind_address == DEFAULT_HEALTH_ADDRESS:
+        args.health_probe_bind_address = "127.0.0.1:0"
+    return args
+
+
+def _local_roots_for_run(args: argparse.Namespace) -> None:
+    """`llmkube run` is a developer's own controller: unless told otherwise it may read local
+    models from the developer's home directory (in a cluster, local sources stay disabled)."""
+    if args.model_local_roots is None:
+        args.model_local_roots = str(Path.home())
+
+
+def _run_on_node(args: argparse.Namespace) -> int:
+    from llmkube.testing.node import NodeCluster
+    from llmkube.testing.real_run import SAMPLE_NAME, TinyDemo
+
+    with NodeCluster() as cluster:
+        install_basics(cluster.kubeconfig, with_sample=False)
+        demo = TinyDemo(cluster, serve_port=args.serve_port).start()
+        print(
+            f"real node ready in {cluster.startup_seconds.get('node', 0):.1f}s; the tiny llama.cpp sample "
+            f"({SAMPLE_NAME}: Model + InferenceService, and a pod serving its GGUF) is applied.\n"
+            f"  export KUBECONFIG={cluster.kubeconfig}\n"
+            f"  {cluster.kubectl} get isvc,mdl,pods -o wide\n"
+            f"  {SAMPLE_NAME} will answer on {demo.url} (a line with curl follows once it is Ready)\n"
+            f"component logs: {cluster.logs_dir}",
+            flush=True,
+        )
+        # The controller runs in this thread: inside the node's network, like an in-cluster one, so
+        # it reaches in-cluster URLs (the Model's source). The loopback forward was opened before.
+        cluster.network.enter_current_thread()
+        demo.announce_when_ready()
+        args.kubeconfig = str(cluster.kubeconfig)
+        # The sample's model server is a Service of the cluster, which is refused unless allowed.
+        args.model_source_allowed_hosts = ",".join(
+            filter(None, (args.model_source_allowed_hosts, demo.model_host))
+        )
+        return run_controller(_loopback_endpoints(args))

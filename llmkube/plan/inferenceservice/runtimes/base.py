@@ -1,0 +1,62 @@
+"""What every runtime backend provides: its defaults (§3.2 table) and a process builder.
+
+A builder is a pure function from `RuntimeInputs` to `ContainerProcess` (command, args, env); the
+Deployment planner wraps that into a container. Each backend lives in its own module so its
+argument list can be read, and tested flag by flag, next to the reference section it implements.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from llmkube.api.base import KubeObject
+from llmkube.api.inferenceservice import InferenceServiceSpec, SecretKeySelector
+from llmkube.api.model import GPUSpec
+from llmkube.plan.inferenceservice.objects import compact
+
+ProbeKind = Literal["http", "tcp"]
+
+
+@dataclass(frozen=True)
+class RuntimeDefaults:
+    name: str
+    container_name: str
+    default_image: str  # "" when the user must supply one
+    default_port: int
+    needs_model_init: bool
+    hpa_metric: str
+    probe: ProbeKind
+    #: Where the runtime's image writes (temporary files, caches): given an emptyDir each, so the
+    #: container's root filesystem can be read-only. Empty for images we do not know (the user's own,
+    #: PersonaPlex): their root stays writable (plan/inferenceservice/hardening.py).
+    writable_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuntimeInputs:
+    spec: InferenceServiceSpec
+    model_source: str
+    model_path: str  # "" when the runtime gets no local model file
+    port: int
+    gpu_count: int
+    gpu: GPUSpec | None  # the Model's GPU hardware (layers, sharding)
+
+
+@dataclass(frozen=True)
+class ContainerProcess:
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
+    env: tuple[KubeObject, ...] = ()
+
+
+ProcessBuilder = Callable[[RuntimeInputs], ContainerProcess]
+
+
+def has_flag(args: Sequence[str], *flags: str) -> bool:
+    """True when `args` holds one of `flags` as `--flag` or `--flag=value` (user flags win over ours)."""
+    return any(arg == flag or arg.startswith(f"{flag}=") for arg in args for flag in flags)
+
+
+def secret_env(name: str, ref: SecretKeySelector) -> KubeObject:
+    selector = compact({"name": ref.name, "key": ref.key, "optional": ref.optional})
+    return {"name": name, "valueFrom": {"secretKeyRef": selector}}

@@ -1,0 +1,48 @@
+"""The Service intent and the endpoint URL (reference §3.4, §4.4, decision #2).
+
+Reconciled like every owned object, and its targetPort is the container's named port `http`, so
+the Service reaches the container whatever port the runtime listens on.
+"""
+
+from llmkube.api.base import KubeObject
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
+from llmkube.plan.inferenceservice.deployment import PORT_NAME
+from llmkube.plan.inferenceservice.names import managed, selector_labels, service_name
+from llmkube.plan.inferenceservice.objects import object_metadata, owner_reference
+
+DEFAULT_ENDPOINT_PORT = 8080
+DEFAULT_ENDPOINT_PATH = "/v1/chat/completions"
+
+
+def endpoint_port(spec: InferenceServiceSpec) -> int:
+    return spec.endpoint.port if spec.endpoint is not None and spec.endpoint.port else DEFAULT_ENDPOINT_PORT
+
+
+def endpoint_url(isvc: InferenceService) -> str:
+    """The cluster-local URL, for NodePort and LoadBalancer services too."""
+    spec = isvc.spec
+    path = spec.endpoint.path if spec.endpoint is not None and spec.endpoint.path else DEFAULT_ENDPOINT_PATH
+    host = f"{service_name(isvc.metadata.name or '')}.{isvc.metadata.namespace or ''}.svc.cluster.local"
+    return f"http://{host}:{endpoint_port(spec)}{path}"
+
+
+def service_intent(isvc: InferenceService) -> KubeObject:
+    name, spec = isvc.metadata.name or "", isvc.spec
+    service_type = spec.endpoint.type if spec.endpoint is not None and spec.endpoint.type else "ClusterIP"
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": object_metadata(
+            service_name(name),
+            isvc.metadata.namespace or "",
+            managed(selector_labels(name)),
+            owner_reference(isvc),
+        ),
+        "spec": {
+            "type": service_type,
+            "selector": selector_labels(name),
+            "ports": [
+                {"name": PORT_NAME, "port": endpoint_port(spec), "targetPort": PORT_NAME, "protocol": "TCP"}
+            ],
+        },
+    }

@@ -1,0 +1,213 @@
+"""What the contract schema cannot express, checked before anything is applied (decision #13).
+
+An *error* makes the service Failed with a message naming the field and the value, and nothing is
+applied (the running workload is left as it is). A *warning* is a setting that has no effect in
+this configuration; it is reported in the `SpecValid` condition and as an event, and planning goes
+on. Nothing here raises.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
+from llmkube.plan.apiserver.kube_syntax import is_dns1123_subdomain
+from llmkube.plan.apiserver.labels import label_map_errors
+from llmkube.plan.apiserver.quantity import QuantityError, parse_quantity
+from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.hardening import memory_limit
+from llmkube.plan.inferenceservice.hpa import hpa_errors
+from llmkube.plan.inferenceservice.names import MAX_LABEL_VALUE_LENGTH
+from llmkube.plan.inferenceservice.resources import quantity_errors
+from llmkube.plan.inferenceservice.runtimes import RuntimeDefaults
+
+Severity = Literal["error", "warning"]
+
+_LLAMACPP = frozenset({"llamacpp"})
+# Runtime-specific fields and the runtimes that honour them; set on any other runtime, they are
+# ignored, and the user is told so.
+RUNTIME_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "contextSize": _LLAMACPP,
+        "ropeScaling": _LLAMACPP,
+        "flashAttention": _LLAMACPP,
+        "jinja": _LLAMACPP,
+        "cacheTypeK": _LLAMACPP,
+        "cacheTypeV": _LLAMACPP,
+        "cacheTypeCustomK": _LLAMACPP,
+        "cacheTypeCustomV": _LLAMACPP,
+        "moeCPUOffload": _LLAMACPP,
+        "moeCPULayers": _LLAMACPP,
+        "noKvOffload": _LLAMACPP,
+        "noWarmup": _LLAMACPP,
+        "reasoningBudget": _LLAMACPP,
+        "reasoningBudgetMessage": _LLAMACPP,
+        "metadataOverrides": _LLAMACPP,
+        "tensorOverrides": _LLAMACPP,
+        "batchSize": _LLAMACPP,
+        "uBatchSize": _LLAMACPP,
+        "parallelSlots": frozenset({"llamacpp", "vllm", "tgi"}),
+        "extraArgs": frozenset({"llamacpp", "vllm", "tgi"}),
+        "args": frozenset({"generic"}),
+        "vllmConfig": frozenset({"vllm"}),
+        "tgiConfig": frozenset({"tgi"}),
+        "personaPlexConfig": frozenset({"personaplex"}),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Issue:
+    field: str
+    message: str
+    severity: Severity
+    #: the reason an error is reported under (status and Event); "" for the default, InvalidSpec
+    reason: str = ""
+
+    def text(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ValidationInputs:
+    isvc: InferenceService
+    runtime: RuntimeDefaults
+    gpu_count: int
+    metal: bool
+    priority_class_name: str
+    priority_class_exists: bool
+    uses_cache_pvc: bool
+    config: OperatorConfig
+    #: the cluster's RuntimeClasses (None: unknown, not checked)
+    runtime_classes: frozenset[str] | None = None
+
+
+def validate(inputs: ValidationInputs) -> list[Issue]:
+    return [*_errors(inputs), *_warnings(inputs)]
+
+
+def _is_set(value: Any) -> bool:
+    """Explicit false, empty strings and empty lists do not ask for anything."""
+    return value is not None and value is not False and value != "" and value != []
+
+
+def _errors(inputs: ValidationInputs) -> list[Issue]:
+    isvc, spec = inputs.isvc, inputs.isvc.spec
+    found = [Issue(path, message, "error") for path, message in quantity_errors(spec.resources)]
+    if not found and (limit_problem := memory_limit(spec.resources, isvc.metadata.annotations).problem):
+        found.append(Issue(*limit_problem, "error"))
+    label_errors = [
+        *label_map_errors("spec.podLabels", spec.pod_labels, check_values=True),
+        *label_map_errors("spec.nodeSelector", spec.node_selector, check_values=True),
+        *label_map_errors("spec.podAnnotations", spec.pod_annotations, check_values=False),
+    ]
+    found += [Issue(path, message, "error") for path, message in label_errors]
+    name = isvc.metadata.name or ""
+    for path, value in (("metadata.name", name), ("spec.modelRef", spec.model_ref)):
+        if len(value) > MAX_LABEL_VALUE_LENGTH:
+            found.append(
+                Issue(
+                    path,
+                    f'"{value}" is {len(value)} characters; it is used as a label value, '
+                    f"which allows at most {MAX_LABEL_VALUE_LENGTH}",
+                    "error",
+                )
+            )
+    if not inputs.priority_class_exists:
+        field = "spec.priorityClassName"
+        found.append(Issue(field, f'PriorityClass "{inputs.priority_class_name}" does not exist', "error"))
+    if inputs.metal:
+        return found  # no workload of ours: image, autoscaling and the cache PVC do not apply
+    found += _runtime_class_errors(spec.runtime_class_name, inputs.runtime_classes)
+    if not spec.image and not inputs.runtime.default_image:
+        message = f'required for runtime "{inputs.runtime.name}", which has no default image'
+        found.append(Issue("spec.image", message, "error"))
+    found += [Issue(path, message, "error") for path, message in hpa_errors(spec.autoscaling)]
+    if inputs.uses_cache_pvc:
+        try:
+            parse_quantity(inputs.config.model_cache_size)
+        except QuantityError:
+            message = (
+                f'invalid quantity "{inputs.config.model_cache_size}": cannot create the model cache PVC'
+            )
+            found.append(Issue("operator --model-cache-size", message, "error"))
+    return found
+
+
+def _warnings(inputs: ValidationInputs) -> list[Issue]:
+    spec, runtime = inputs.isvc.spec, inputs.runtime.name
+    data = spec.model_dump(by_alias=True)
+    found = [
+        Issue(f"spec.{field}", f'is ignored by runtime "{runtime}"', "warning")
+        for field, runtimes in RUNTIME_FIELDS.items()
+        if runtime not in runtimes and _is_set(data.get(field))
+    ]
+    if runtime == "llamacpp":
+        if spec.flash_attention and inputs.gpu_count == 0:
+            found.append(Issue("spec.flashAttention", "is ignored without a GPU", "warning"))
+        if spec.reasoning_budget_message and spec.reasoning_budget is None:
+            found.append(
+                Issue("spec.reasoningBudgetMessage", "is ignored without reasoningBudget", "warning")
+            )
+    config = spec.vllm_config
+    if runtime == "vllm" and config is not None and inputs.gpu_count == 0:
+        if config.cpu_offload_gb is not None:
+            found.append(
+                Issue("spec.vllmConfig.cpuOffloadGB", "CPU offload is ignored without a GPU", "warning")
+            )
+        if config.gpu_memory_utilization is not None:
+            found.append(Issue("spec.vllmConfig.gpuMemoryUtilization", "is ignored without a GPU", "warning"))
+    found += _non_positive_sizes(inputs.isvc.spec, runtime)
+    autoscaling = spec.autoscaling
+    low = autoscaling.min_replicas or 1 if autoscaling is not None else 1
+    if (
+        autoscaling is not None
+        and not inputs.metal
+        and spec.replicas
+        and not low <= spec.replicas <= autoscaling.max_replicas
+    ):
+        # `kubectl scale` of an autoscaled service past its bounds lands here: say who owns the
+        # count. (Within the bounds spec.replicas is the starting count of a new Deployment.)
+        message = (
+            f"{spec.replicas} is outside the autoscaling bounds ({low}-{autoscaling.max_replicas}): the "
+            "HorizontalPodAutoscaler owns the replica count, spec.replicas only sets the starting count of "
+            "a new Deployment (within the bounds); change spec.autoscaling, or set replicas to 0 to stop it"
+        )
+        found.append(Issue("spec.replicas", message, "warning"))
+    if inputs.metal and spec.autoscaling is not None:
+        found.append(
+            Issue("spec.autoscaling", "is ignored for metal models (the host agent runs them)", "warning")
+        )
+    return found
+
+
+def _non_positive_sizes(spec: InferenceServiceSpec, runtime: str) -> list[Issue]:
+    """Sizes a runtime passes on only when positive (the schema cannot say so): zero or less is
+    dropped from the command line, and the user is told."""
+    sizes: list[tuple[str, int | None]] = []
+    if runtime == "vllm" and spec.vllm_config is not None:
+        config = spec.vllm_config
+        sizes += [
+            ("spec.vllmConfig.tensorParallelSize", config.tensor_parallel_size),
+            ("spec.vllmConfig.maxModelLen", config.max_model_len),
+        ]
+    if runtime == "tgi" and spec.tgi_config is not None:
+        sizes += [
+            ("spec.tgiConfig.maxInputLength", spec.tgi_config.max_input_length),
+            ("spec.tgiConfig.maxTotalTokens", spec.tgi_config.max_total_tokens),
+        ]
+    return [
+        Issue(path, f"{value} is ignored: it must be at least 1", "warning")
+        for path, value in sizes
+        if value is not None and value <= 0
+    ]
+
+
+def _runtime_class_errors(name: str | None, known: frozenset[str] | None) -> list[Issue]:
+    """A RuntimeClass that does not exist leaves every pod unadmitted (the ReplicaSet's creates are
+    refused), with nothing said on the service. A name that is not even a valid one is left to the
+    object checks, which say so."""
+    if not name or known is None or name in known or is_dns1123_subdomain(name):
+        return []
+    return [Issue("spec.runtimeClassName", f'RuntimeClass "{name}" does not exist', "error")]

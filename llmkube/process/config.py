@@ -1,0 +1,126 @@
+"""From the parsed command line to the controller's configuration: the manager's (process,
+leader election, endpoints) and the controllers' (planning, model sources, what tenants may ask
+for). A value no cluster could use raises ValueError naming the flag."""
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from llmkube.controllers.worker_counts import model_workers_for
+
+if TYPE_CHECKING:
+    from llmkube.controllers.setup import ControllersConfig
+    from llmkube.manager import ManagerConfig
+    from llmkube.plan.model.egress import EgressConfig
+    from llmkube.plan.tenancy import TenancyPolicy
+
+T = TypeVar("T")
+
+
+def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
+    from datetime import timedelta
+
+    from llmkube.controllers.setup import ControllersConfig
+    from llmkube.plan.inferenceservice.config import OperatorConfig
+    from llmkube.plan.model.decision import ModelPlanConfig
+    from llmkube.plan.model.local_roots import normalized_roots
+
+    intel = os.environ.get("LLMKUBE_INTEL_GPU_RESOURCE") or "gpu.intel.com/i915"
+    roots = normalized_roots((args.model_local_roots or "").split(","))
+    return ControllersConfig(
+        model_egress=egress_config(args),
+        operator=OperatorConfig(
+            model_cache_path=args.model_cache_path,
+            model_cache_size=args.model_cache_size,
+            model_cache_storage_class=args.model_cache_storage_class,
+            model_cache_access_mode=args.model_cache_access_mode,
+            ca_cert_configmap=args.ca_cert_configmap,
+            init_container_image=args.init_container_image,
+            default_fsgroup=args.default_fsgroup,
+            intel_gpu_resource=intel,
+            tenancy=tenancy_policy(args, roots),
+        ),
+        model=ModelPlanConfig(
+            cache_path=args.model_cache_path,
+            revalidate_interval=timedelta(seconds=args.model_revalidate_interval),
+            intel_gpu_resource=intel,
+            local_source_roots=roots,
+        ),
+        isvc_workers=args.workers,
+        model_workers=model_workers_for(args.workers),
+        model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
+        manage_priority_classes=args.manage_priority_classes,
+    )
+
+
+def _listed(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def tenancy_policy(args: argparse.Namespace, roots: tuple[str, ...]) -> "TenancyPolicy":
+    """What tenants may ask for (plan/tenancy.py). Raises ValueError for a value no cluster has."""
+    from llmkube.plan.inferenceservice.policy import SERVICE_TYPES
+    from llmkube.plan.tenancy import TenancyPolicy
+
+    service_types = _listed(args.allowed_service_types)
+    unknown = [t for t in service_types if t not in SERVICE_TYPES]
+    if unknown or not service_types:
+        raise ValueError(
+            f"--allowed-service-types: {', '.join(unknown) or 'empty'}: "
+            f"want some of {', '.join(SERVICE_TYPES)}"
+        )
+    classes = _listed(args.allowed_priority_classes)
+    if reserved := [c for c in classes if c.startswith("system-")]:
+        raise ValueError(
+            f"--allowed-priority-classes: {', '.join(reserved)}: system-* classes are never allowed"
+        )
+    return TenancyPolicy(
+        max_pod_security=args.max_pod_security,
+        allowed_priority_classes=frozenset(classes),
+        default_max_priority=args.default_max_priority,
+        allowed_service_types=frozenset(service_types),
+        local_source_roots=roots,
+    )
+
+
+def _parsed(flag: str, value: str | None, parse: Callable[[str], T]) -> "T":
+    try:
+        return parse(value or "")
+    except ValueError as invalid:
+        raise ValueError(f"{flag}: {invalid}") from None
+
+
+def egress_config(args: argparse.Namespace) -> "EgressConfig":
+    """--model-source-allowed-hosts, --service-cidr, --pod-cidr; a ValueError names the flag."""
+    from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts, parse_cidrs
+
+    return EgressConfig(
+        allowed_hosts=_parsed(
+            "--model-source-allowed-hosts", args.model_source_allowed_hosts, parse_allowed_hosts
+        ),
+        service_cidrs=_parsed("--service-cidr", args.service_cidr, parse_cidrs),
+        pod_cidrs=_parsed("--pod-cidr", args.pod_cidr, parse_cidrs),
+    )
+
+
+def manager_config(args: argparse.Namespace) -> "ManagerConfig":
+    from llmkube.kube.leader.state import LeaderElectionTiming
+    from llmkube.manager import ManagerConfig
+
+    return ManagerConfig(
+        kubeconfig=args.kubeconfig,
+        namespace=args.namespace or None,
+        workers=args.workers,
+        leader_election=args.leader_elect,
+        lease_namespace=args.leader_election_namespace,
+        leader_timing=LeaderElectionTiming(
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+        ),
+        metrics_bind_address=args.metrics_bind_address,
+        health_bind_address=args.health_probe_bind_address,
+        log_level=args.log_level,
+        log_format=args.log_format,
+    )

@@ -1,0 +1,203 @@
+"""The controller's command line: every flag of `llmkube controller` (and `llmkube run`), with its
+environment variable and default. Building the parser imports nothing heavy: every start builds it."""
+
+import argparse
+import os
+
+from llmkube.controllers.worker_counts import DEFAULT_WORKERS, MAX_MODEL_WORKERS
+
+DEFAULT_METRICS_ADDRESS, DEFAULT_HEALTH_ADDRESS = ":8080", ":8081"
+
+
+def add_controller_flags(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    parser.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig path (default: $KUBECONFIG, in-cluster)"
+    )
+    parser.add_argument(
+        "--namespace",
+        default=env("LLMKUBE_NAMESPACE", ""),
+        help="watch one namespace only (default: all) [LLMKUBE_NAMESPACE]",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(env("LLMKUBE_WORKERS", str(DEFAULT_WORKERS))),
+        help=f"concurrent InferenceService reconciles; Models get half, at most {MAX_MODEL_WORKERS} "
+        f"(default {DEFAULT_WORKERS}) [LLMKUBE_WORKERS]",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=env("LLMKUBE_LEADER_ELECT") == "true",
+        help="take the Lease before writing anything (for more than one replica) [LLMKUBE_LEADER_ELECT]",
+    )
+    parser.add_argument(
+        "--leader-election-namespace",
+        default=env("POD_NAMESPACE", "llmkube-system"),
+        help="namespace of the leader-election Lease (default: $POD_NAMESPACE, else llmkube-system)",
+    )
+    # kube-controller-manager's names; controller-runtime's defaults.
+    parser.add_argument(
+        "--leader-elect-lease-duration",
+        type=float,
+        default=15.0,
+        help="seconds a Lease is valid (default 15)",
+    )
+    parser.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=10.0,
+        help="seconds the leader keeps trying to renew before it stops writing (default 10)",
+    )
+    parser.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=2.0,
+        help="seconds between Lease attempts (default 2)",
+    )
+    parser.add_argument(
+        "--metrics-bind-address",
+        default=env("LLMKUBE_METRICS_BIND_ADDRESS", DEFAULT_METRICS_ADDRESS),
+        help="address of /metrics, host:port (:0 picks a free port; 0 disables) "
+        "[LLMKUBE_METRICS_BIND_ADDRESS]",
+    )
+    parser.add_argument(
+        "--health-probe-bind-address",
+        default=env("LLMKUBE_HEALTH_BIND_ADDRESS", DEFAULT_HEALTH_ADDRESS),
+        help="address of /healthz and /readyz, host:port (:0 picks a free port) "
+        "[LLMKUBE_HEALTH_BIND_ADDRESS]",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=env("LLMKUBE_LOG_LEVEL", "info"),
+        help="debug, info, warning or error (default info) [LLMKUBE_LOG_LEVEL]",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "console", "auto"],
+        default=env("LLMKUBE_LOG_FORMAT", "auto"),
+        help="JSON lines, console, or auto: console on a terminal, else JSON [LLMKUBE_LOG_FORMAT]",
+    )
+    parser.add_argument(
+        "--model-cache-path",
+        default="/models",
+        help="where the controller copies local-path Models (empty: no controller-side cache)",
+    )
+    parser.add_argument(
+        "--model-cache-size", default="100Gi", help="size of each namespace's llmkube-model-cache claim"
+    )
+    parser.add_argument(
+        "--model-cache-storage-class", default="", help="storage class of that claim (default: the cluster's)"
+    )
+    parser.add_argument(
+        "--model-cache-access-mode", default="ReadWriteOnce", help="access mode of that claim"
+    )
+    parser.add_argument(
+        "--ca-cert-configmap",
+        default="",
+        help="ConfigMap with CA certificates the model downloader trusts (mounted into the init container)",
+    )
+    parser.add_argument(
+        "--init-container-image",
+        default="docker.io/curlimages/curl:8.18.0",
+        help="image of the model-downloader init container",
+    )
+    parser.add_argument(
+        "--default-fsgroup",
+        type=int,
+        default=102,
+        help="pod fsGroup when the service sets no securityContext",
+    )
+    parser.add_argument(
+        "--model-revalidate-interval",
+        type=float,
+        default=3600.0,
+        help="seconds between checks of a Ready Model's source for upstream changes (default 3600)",
+    )
+    parser.add_argument(
+        "--model-local-roots",
+        default=env("LLMKUBE_MODEL_LOCAL_ROOTS"),
+        metavar="DIR[,DIR...]",
+        help="the only directories local-path Models (file://..., /...) may be read from, symbolic "
+        "links leading out of them refused; empty (the default of `controller`) refuses every local "
+        "source. `run` defaults to your home directory",
+    )
+    parser.add_argument(
+        "--max-pod-security",
+        choices=["privileged", "baseline", "restricted"],
+        default=env("LLMKUBE_MAX_POD_SECURITY", "baseline"),
+        help="the most a service's pods may be, as a Pod Security Standards level (default baseline): "
+        "a spec asking for more (privileged, host namespaces, added capabilities, ...) is Failed with "
+        "PolicyViolation; a namespace's pod-security.kubernetes.io/enforce label can only lower it "
+        "[LLMKUBE_MAX_POD_SECURITY]",
+    )
+    parser.add_argument(
+        "--allowed-priority-classes",
+        default=env("LLMKUBE_ALLOWED_PRIORITY_CLASSES", ""),
+        metavar="CLASS[,CLASS...]",
+        help="PriorityClasses a service may name besides the llmkube-* ones (default none; system-* "
+        "never) [LLMKUBE_ALLOWED_PRIORITY_CLASSES]",
+    )
+    parser.add_argument(
+        "--default-max-priority",
+        choices=["critical", "high", "normal", "low", "batch"],
+        default=env("LLMKUBE_DEFAULT_MAX_PRIORITY", "critical"),
+        help="the highest priority in a namespace without the inference.llmkube.dev/max-priority "
+        "label (default critical: no ceiling) [LLMKUBE_DEFAULT_MAX_PRIORITY]",
+    )
+    parser.add_argument(
+        "--allowed-service-types",
+        default=env("LLMKUBE_ALLOWED_SERVICE_TYPES", "ClusterIP"),
+        metavar="TYPE[,TYPE...]",
+        help="Service types spec.endpoint.type may ask for: ClusterIP, NodePort, LoadBalancer "
+        "(default ClusterIP) [LLMKUBE_ALLOWED_SERVICE_TYPES]",
+    )
+    parser.add_argument(
+        "--model-source-allowed-hosts",
+        default=env("LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS", ""),
+        metavar="HOST[,HOST...]",
+        help="hosts the controller may fetch Models' http(s) sources from although they are in a "
+        "network it refuses (loopback, link-local and metadata addresses, the cluster's Service and "
+        "Pod networks): host, *.domain, host:port, an IP address, [IPv6]:port or a CIDR. The API "
+        "server's own endpoint is never allowed [LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS]",
+    )
+    parser.add_argument(
+        "--service-cidr",
+        default=env("LLMKUBE_SERVICE_CIDR", ""),
+        metavar="CIDR[,CIDR...]",
+        help="the cluster's Service networks, refused as model sources (default: read from the "
+        "cluster's ServiceCIDR objects) [LLMKUBE_SERVICE_CIDR]",
+    )
+    parser.add_argument(
+        "--pod-cidr",
+        default=env("LLMKUBE_POD_CIDR", ""),
+        metavar="CIDR[,CIDR...]",
+        help="the cluster's Pod networks, refused as model sources (default: the Nodes' "
+        "spec.podCIDRs) [LLMKUBE_POD_CIDR]",
+    )
+    parser.add_argument(
+        "--model-copy-bytes-per-second",
+        type=float,
+        default=0.0,
+        help="disk bandwidth cap of one model copy into the cache (0: no cap)",
+    )
+    parser.add_argument(
+        "--manage-priority-classes",
+        type=boolean_flag,
+        nargs="?",
+        const=True,
+        default=boolean_flag(env("LLMKUBE_MANAGE_PRIORITY_CLASSES", "true")),
+        help="create and repair the five llmkube-* PriorityClasses (default true); "
+        "false when the installer (kustomize, Helm, GitOps) owns them: they are then never written",
+    )
+
+
+def boolean_flag(value: str) -> bool:
+    """A Go-style boolean flag value: `--flag`, `--flag=true`, `--flag=false` (also 1/0, yes/no)."""
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
