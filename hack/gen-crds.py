@@ -18,7 +18,7 @@ VENDORED_CONTRACT = ROOT / "llmkube" / "api" / "contract" / "inferenceservice.sc
 def main() -> int:
     if SHARED_CONTRACT.is_file():
         shutil.copyfile(SHARED_CONTRACT, VENDORED_CONTRACT)
-    from llmkube.api.crds import inferenceservice_crd, model_crd
+    from llmkube.api.crds import inferenceservice_crd, model_crd, modelrouter_crd
     from llmkube.api.manifests import to_yaml
 
     out = ROOT / "manifests" / "crd"
@@ -26,6 +26,7 @@ def main() -> int:
     files = {
         "inference.llmkube.dev_inferenceservices.yaml": inferenceservice_crd(),
         "inference.llmkube.dev_models.yaml": model_crd(),
+        "inference.llmkube.dev_modelrouters.yaml": modelrouter_crd(),
     }
     for name, crd in files.items():
         (out / name).write_text(to_yaml([crd]))
