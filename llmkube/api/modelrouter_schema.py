@@ -44,11 +44,11 @@ def _strings(description: str) -> Schema:
 
 def _reference(description: str) -> Schema:
     """corev1.LocalObjectReference, as controller-gen renders it."""
-    return _o(
-        description,
-        {"name": _s("Name of the object, in the ModelRouter's namespace.", default="")},
-        **{"x-kubernetes-map-type": "atomic"},
+    reference = _o(
+        description, {"name": _s("Name of the object, in the ModelRouter's namespace.", default="")}
     )
+    reference["x-kubernetes-map-type"] = "atomic"
+    return reference
 
 
 def _duration(description: str) -> Schema:
@@ -145,7 +145,7 @@ def _rule() -> Schema:
             ),
             "headers": {
                 "type": "object",
-                "description": "Request headers that must have exactly these values (names case-insensitive).",
+                "description": "Request headers that must have these values (names case-insensitive).",
                 "additionalProperties": {"type": "string"},
             },
             "models": _strings('Globs matched against the request\'s `model` (e.g. "qwen3-*").'),

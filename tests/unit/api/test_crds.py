@@ -124,7 +124,9 @@ def test_modelrouter_crd_names_and_columns() -> None:
     assert crd["spec"]["names"]["shortNames"] == ["mr"]
     assert crd["spec"]["names"]["categories"] == ["llmkube"]
     assert version["subresources"] == {"status": {}}
-    assert [(c["name"], c["jsonPath"], c.get("priority", 0)) for c in version["additionalPrinterColumns"]] == [
+    assert [
+        (c["name"], c["jsonPath"], c.get("priority", 0)) for c in version["additionalPrinterColumns"]
+    ] == [
         ("Phase", ".status.phase", 0),
         ("Endpoint", ".status.endpoint", 0),
         ("Rules", ".status.activeRules", 0),

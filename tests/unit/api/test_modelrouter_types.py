@@ -71,7 +71,10 @@ INVALID: list[tuple[dict[str, Any], str]] = [
     ({"backends": [{"name": "a", "tier": "edge"}]}, "spec.backends.0.tier"),
     ({"backends": [{"name": "a", "weight": -1}]}, "spec.backends.0.weight"),
     ({"backends": [{"name": "a", "timeout": "30"}]}, "spec.backends.0.timeout"),
-    ({"backends": [{"name": "a", "external": {"provider": "azure", "model": "m"}}]}, "spec.backends.0.external"),
+    (
+        {"backends": [{"name": "a", "external": {"provider": "azure", "model": "m"}}]},
+        "spec.backends.0.external",
+    ),
     ({"backends": [{"name": "a", "external": {"provider": "openai"}}]}, "spec.backends.0.external.model"),
     (
         {"backends": [{"name": "a", "costPerMillionTokens": {"promptUSD": "$1"}}]},
@@ -106,7 +109,9 @@ def test_invalid_spec_is_refused_naming_the_field(patch: dict[str, Any], field: 
 
 def test_defaults_are_the_schemas_and_do_not_leak() -> None:
     router = ModelRouter.model_validate(
-        _router(rules=[{"name": "r", "route": {"backends": ["a"]}}], endpoint={}, policy={"classification": {}})
+        _router(
+            rules=[{"name": "r", "route": {"backends": ["a"]}}], endpoint={}, policy={"classification": {}}
+        )
     )
     assert router.spec.rules is not None and router.spec.rules[0].route.strategy == "primary-fallback"
     assert router.spec.endpoint is not None and router.spec.endpoint.port == 8080
