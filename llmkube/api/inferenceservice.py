@@ -1,4 +1,4 @@
-"""InferenceService (`isvc`): field for field the contract in shared/spec/inferenceservice.schema.json.
+"""InferenceService (`isvc`): field for field the contract, llmkube/api/contract/.
 
 Enums, ranges and defaults are the contract's; the API server applies the same defaults, so a
 document read back from the cluster and one parsed here agree. Kubernetes sub-objects (env,

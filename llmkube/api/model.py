@@ -1,4 +1,4 @@
-"""Model (`mdl`): where the weights come from (reference-behaviour.md §7.1, §7.2)."""
+"""Model (`mdl`): where the weights come from, and what the controller found there."""
 
 from datetime import datetime
 from typing import Literal

@@ -1,6 +1,6 @@
 """What `llmkube deploy` creates: a Model and an InferenceService from the command's options (pure).
 
-The reference CLI's choices where they still hold (reference §10.1): both objects share one name,
+The reference CLI's choices where they still hold: both objects share one name,
 a GPU deployment gets the Model's `hardware.gpu` and the service's `resources.gpu`, and llama.cpp on
 a GPU gets the llama.cpp image built for that vendor. Unlike the reference, the name comes from the
 source when none is given, and nothing is filled in that the user did not ask for: the API server

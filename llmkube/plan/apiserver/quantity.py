@@ -1,9 +1,9 @@
 """Kubernetes resource quantities (apimachinery `resource.Quantity`): parse, validate, canonicalise.
 
-The reference operator parsed user quantities with a panicking parser (decision #13). Here a bad
-string is a `QuantityError` the planner turns into a status message, and a good one is written in
-the canonical form the API server itself would store ("0.5" -> "500m", "1024Mi" -> "1Gi"), so an
-apply of an unchanged object compares equal to what the server holds.
+The reference operator parsed user quantities with a panicking parser (`cpu: "two"` crashed it).
+Here a bad string is a `QuantityError` the planner turns into a status message, and a good one is
+written in the canonical form the API server itself would store ("0.5" -> "500m", "1024Mi" ->
+"1Gi"), so an apply of an unchanged object compares equal to what the server holds.
 """
 
 import functools

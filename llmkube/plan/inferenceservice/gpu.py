@@ -1,4 +1,4 @@
-"""GPU count, vendor and extended-resource name (reference §3.1, decisions #1, #4, #5)."""
+"""GPU count, vendor and extended-resource name; the count is the same everywhere it is used."""
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec
@@ -17,7 +17,8 @@ def effective_gpu_count(spec: InferenceServiceSpec, model: Model) -> int:
 
 
 def gpu_vendor(model: Model) -> GPUVendorName:
-    """Intel when accelerator or vendor says so, then AMD (ROCm), else NVIDIA (decision #4)."""
+    """Intel when accelerator or vendor says so, then AMD (ROCm), else NVIDIA (the reference
+    operator asked AMD models for NVIDIA GPUs)."""
     hardware = model.spec.hardware
     accelerator = (hardware.accelerator or "").lower() if hardware else ""
     vendor = (hardware.gpu.vendor or "").lower() if hardware and hardware.gpu else ""

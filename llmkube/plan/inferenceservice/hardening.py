@@ -1,4 +1,4 @@
-"""The hardening defaults of inference pods (issue 11, item 9), what each runtime needs to keep
+"""The hardening defaults of inference pods, what each runtime needs to keep
 working under them, and how the user overrides them. docs/behaviour.md#pod-hardening tells users.
 
 - No ServiceAccount token in the pod (`automountServiceAccountToken: false`): no runtime talks to

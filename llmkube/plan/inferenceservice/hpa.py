@@ -1,4 +1,4 @@
-"""The HorizontalPodAutoscaler intent, autoscaling/v2 (reference §5).
+"""The HorizontalPodAutoscaler intent, autoscaling/v2, shaped as the reference operator's.
 
 With no explicit metrics the runtime's own load metric is used as a Pods metric with an average
 target of 2. Metrics that would make the API server reject the HPA (a Pods metric without a

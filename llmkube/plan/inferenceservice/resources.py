@@ -1,4 +1,4 @@
-"""Container resources (reference §3.1) and the validation of the service's quantity strings.
+"""Container resources and the validation of the service's quantity strings.
 
 GPU services get `limits: {<gpu resource>: <count>}`; `cpu` becomes a CPU request and `hostMemory`
 (else `memory`) the memory request, and the memory limit too unless the memory-limit annotation

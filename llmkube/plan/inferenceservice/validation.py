@@ -1,4 +1,5 @@
-"""What the contract schema cannot express, checked before anything is applied (decision #13).
+"""What the contract schema cannot express, checked before anything is applied: bad input never
+crashes the controller nor makes it retry for ever.
 
 An *error* makes the service Failed with a message naming the field and the value, and nothing is
 applied (the running workload is left as it is). A *warning* is a setting that has no effect in

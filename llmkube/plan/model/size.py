@@ -1,4 +1,4 @@
-"""`status.size`: human binary units with one decimal, exactly as the reference prints them (§7.2)."""
+"""`status.size`: human binary units with one decimal, exactly as the reference operator prints them."""
 
 _UNIT = 1024
 _PREFIXES = "KMGTPE"
