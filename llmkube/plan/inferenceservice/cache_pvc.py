@@ -7,7 +7,7 @@ for which the reference operator made one nobody used.
 
 from llmkube.api.base import KubeObject
 from llmkube.api.constants import LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME
-from llmkube.plan.apiserver.quantity import canonical_quantity
+from llmkube.apimachinery.quantity import canonical_quantity
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.inferenceservice.objects import compact

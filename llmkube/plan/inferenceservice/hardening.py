@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceResources
-from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 
 HOME = "/tmp"
 #: The user and group inference pods run as by default (plan/inferenceservice/deployment.py).

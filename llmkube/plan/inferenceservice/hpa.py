@@ -12,7 +12,7 @@ import re
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import AutoscalingSpec, InferenceService, MetricSpec
-from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 from llmkube.plan.inferenceservice.names import managed, selector_labels
 from llmkube.plan.inferenceservice.objects import object_metadata, owner_reference
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.meta import Condition
 from llmkube.api.model import GGUFMetadata, GPUSpec, Model
-from llmkube.plan.apiserver.quantity import QuantityError, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, parse_quantity
 from llmkube.plan.conditions.standard import remove_condition, set_condition, update_condition_if_present
 from llmkube.plan.inferenceservice.runtimes.llamacpp import gpu_layers, split_mode, tensor_split
 

@@ -8,7 +8,7 @@ says otherwise (plan/inferenceservice/hardening.py; the reference set no limits)
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceResources
-from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 from llmkube.plan.inferenceservice.objects import compact
 
 QUANTITY_FIELDS = ("cpu", "memory", "host_memory", "gpu_memory")

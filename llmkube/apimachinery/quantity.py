@@ -50,6 +50,13 @@ class Quantity:
         # Small or fractional binary values are shown in decimal so no precision is lost.
         return _decimal_canonical(self.value, self.format == "DecimalExponent")
 
+    def plain(self) -> str:
+        """The value in plain decimal notation ("0.5", "1073741824"): equal values, equal text."""
+        nanos = int(self.value * _NANO)  # exact: every value is rounded to 1n
+        whole, fraction = divmod(abs(nanos), _NANO)
+        digits = f"{fraction:09d}".rstrip("0")
+        return ("-" if nanos < 0 else "") + (f"{whole}.{digits}" if digits else str(whole))
+
 
 @functools.lru_cache(maxsize=4096)  # every reconcile parses the same few strings again
 def parse_quantity(text: str) -> Quantity:
