@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmkube.api.base import KubeObject
-from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus, Phase
+from llmkube.api.enums import Phase
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.meta import Condition
 from llmkube.api.model import Model
 from llmkube.plan.events import IGNORED_SETTING, INVALID_SPEC, PlannedEvent, announced

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from llmkube.api.inferenceservice import InferenceServiceSpec, InferenceServiceStatus, Phase
+from llmkube.api.enums import Phase
+from llmkube.api.inferenceservice import InferenceServiceSpec, InferenceServiceStatus
 from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.plan.conditions.standard import (
     find_condition,
