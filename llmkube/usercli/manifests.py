@@ -9,14 +9,13 @@ applies the schema's defaults, the controller its own.
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from llmkube.api.constants import API_VERSION, MODEL_KIND
 from llmkube.api.constants import ISVC_KIND as SERVICE_KIND
+from llmkube.api.enums import GPUVendor
 from llmkube.plan.inferenceservice.names import MAX_LABEL_VALUE_LENGTH
 from llmkube.plan.model.source import SourceKind, classify_source
-
-GPUVendor = Literal["nvidia", "amd", "intel"]
 
 # llama.cpp's published server images per GPU vendor; the controller's default is the CPU build.
 LLAMACPP_GPU_IMAGES: dict[str, str] = {

@@ -7,13 +7,11 @@ so a plan is a function of its arguments and nothing else.
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
 
+from llmkube.api.enums import GPUVendor
 from llmkube.plan.tenancy import TenancyPolicy
 
-GPUVendorName = Literal["nvidia", "amd", "intel"]
-
-DEFAULT_GPU_RESOURCES: Mapping[GPUVendorName, str] = MappingProxyType(
+DEFAULT_GPU_RESOURCES: Mapping[GPUVendor, str] = MappingProxyType(
     {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "gpu.intel.com/i915"}
 )
 
@@ -35,11 +33,11 @@ class OperatorConfig:
     intel_gpu_resource: str = DEFAULT_GPU_RESOURCES["intel"]
     # Per-vendor extended-resource names (the reference asked for nvidia.com/gpu even on AMD); a
     # vendor listed here wins over the defaults.
-    gpu_resource_overrides: Mapping[GPUVendorName, str] = field(default_factory=lambda: MappingProxyType({}))
+    gpu_resource_overrides: Mapping[GPUVendor, str] = field(default_factory=lambda: MappingProxyType({}))
     # What tenants may ask for: Pod Security, PriorityClasses, Service types, host paths.
     tenancy: TenancyPolicy = field(default_factory=TenancyPolicy)
 
-    def gpu_resource(self, vendor: GPUVendorName) -> str:
+    def gpu_resource(self, vendor: GPUVendor) -> str:
         override = self.gpu_resource_overrides.get(vendor)
         if override:
             return override

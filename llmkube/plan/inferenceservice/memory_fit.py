@@ -16,10 +16,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
-from llmkube.api.meta import Condition
+from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.api.model import GGUFMetadata, GPUSpec, Model
 from llmkube.apimachinery.quantity import QuantityError, parse_quantity
 from llmkube.plan.conditions.standard import remove_condition, set_condition, update_condition_if_present
@@ -201,12 +201,10 @@ ENFORCE_ANNOTATION = "inference.llmkube.dev/memory-fit"
 ENFORCE_VALUE = "enforce"
 INSUFFICIENT_MEMORY = "InsufficientMemory"
 
-FitStatus = Literal["True", "False", "Unknown"]
-
 
 @dataclass(frozen=True)
 class FitVerdict:
-    status: FitStatus
+    status: ConditionStatus
     reason: str
     message: str
     estimate: MemoryEstimate | None = None
