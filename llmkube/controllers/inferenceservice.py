@@ -25,6 +25,7 @@ from llmkube.controllers.cache_transforms import POD_CACHE, deployment_cache, se
 from llmkube.controllers.gpu_queue import CachedGpuQueue
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
+    BY_GPUS_NEVER_FIT,
     BY_MODEL,
     BY_PRIORITY_CLASS,
     BY_RUNTIME_CLASS,
@@ -32,7 +33,9 @@ from llmkube.controllers.isvc_indexes import (
     BY_SERVICE_NAME,
     BY_SLICE_SERVICE,
     CACHE_CLAIM_SELECTOR,
+    NEVER_FIT,
     SLICE_SERVICE_LABEL,
+    gpus_never_fit_index,
     priority_class_index,
     runtime_class_index,
     service_name_index,
@@ -40,6 +43,7 @@ from llmkube.controllers.isvc_indexes import (
 from llmkube.controllers.isvc_write_failures import WriteFailed, describe_write_failure, writing
 from llmkube.controllers.metrics import ISVC_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.model_wait import ModelWait
+from llmkube.controllers.node_gpus import LargestGpuNodes
 from llmkube.controllers.resources import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,
@@ -66,7 +70,7 @@ from llmkube.kube.predicates import annotations_changed, any_of, deleted, genera
 from llmkube.kube.resource import Resource
 from llmkube.kube.service_ports import restore_service_ports, stray_service_ports
 from llmkube.kube.status_writer import StatusWriter
-from llmkube.kube.store import BY_NAMESPACE, by_field, by_label
+from llmkube.kube.store import BY_NAMESPACE, Change, by_field, by_label
 from llmkube.kube.transform import keep_only
 from llmkube.kube.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
@@ -112,6 +116,7 @@ class InferenceServiceController:
         )
 
         self.gpu_queue = CachedGpuQueue()
+        self.gpu_nodes = LargestGpuNodes()
         self.model_wait = ModelWait()
         self._terminating_namespaces: set[str] = set()
         # Each kept as JSON bytes (kube/store.py): parsed on read, a quarter of the memory.
@@ -120,6 +125,7 @@ class InferenceServiceController:
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
         self.services.add_index(BY_RUNTIME_CLASS, runtime_class_index)
+        self.services.add_index(BY_GPUS_NEVER_FIT, gpus_never_fit_index)
         self.status_writer.follow(self.services)
         self.models = host.informer(MODELS, compact=True)
         manager = host.applier.field_manager
@@ -139,7 +145,8 @@ class InferenceServiceController:
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
-        # For the memory-fit check's GPU memory (no watch: a label change shows at the next reconcile).
+        # GPU counts (a service asking more than any node has is not queued) and, for the memory-fit
+        # check, GPU memory (a label change shows at the next reconcile).
         self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
 
         host.add_task("inferenceservice:state-metrics", self._publish_state_metrics)
@@ -167,6 +174,8 @@ class InferenceServiceController:
                 Watch(PODS, enqueue_mapped(self._service_of_pod), label_selector=SERVICE_PODS_SELECTOR),
                 Watch(PRIORITY_CLASSES, enqueue_mapped(self._services_of_priority_class)),
                 Watch(RUNTIME_CLASSES, enqueue_mapped(self._services_of_runtime_class)),
+                # Only the most GPUs a node has matters (never a heartbeat): who never fits, who waits.
+                Watch(NODES, self._services_judged_by_gpu_nodes),
                 # Only deletions matter: a missing cache claim is recreated for the namespace.
                 Watch(
                     PERSISTENT_VOLUME_CLAIMS,
@@ -208,6 +217,14 @@ class InferenceServiceController:
     def _services_of_runtime_class(self, runtime_class: Obj) -> list[ObjectKey]:
         name = (runtime_class.get("metadata") or {}).get("name") or ""
         return self._keys(BY_RUNTIME_CLASS, name)
+
+    def _services_judged_by_gpu_nodes(self, change: Change) -> list[ObjectKey]:
+        """When the largest GPU node changes, the services that no node could hold may now fit (and
+        wait in the queue), and waiting ones may no longer fit anywhere."""
+        if not self.gpu_nodes.follow(change):
+            return []
+        waiting = [ObjectKey(namespace, name) for namespace, name in self.gpu_queue.identities()]
+        return [*self._keys(BY_GPUS_NEVER_FIT, NEVER_FIT), *waiting]
 
     def _services_of_slice(self, endpoint_slice: Obj) -> list[ObjectKey]:
         meta = endpoint_slice.get("metadata") or {}
@@ -327,6 +344,7 @@ class InferenceServiceController:
                 (rc.get("metadata") or {}).get("name") or "" for rc in self.runtime_classes.store.objects()
             ),
             nodes=tuple(self.nodes.store.objects()),
+            gpu_nodes=self.gpu_nodes.largest() if self.nodes.has_synced() else None,
         )
 
     async def _converge(

@@ -129,7 +129,12 @@ PERMISSIONS: tuple[Permission, ...] = (
         Scope.WATCHED,
         "Events (events.k8s.io/v1): created, and patched as a series when they repeat",
     ),
-    Permission(NODES, ("list", "watch"), Scope.CLUSTER, "GPU capacity, for Models' acceleratorReady"),
+    Permission(
+        NODES,
+        ("list", "watch"),
+        Scope.CLUSTER,
+        "GPU capacity: Models' acceleratorReady, services asking for more GPUs than any node has",
+    ),
     Permission(
         PRIORITY_CLASSES,
         ("list", "watch"),

@@ -370,7 +370,13 @@ def _workload_plan(
         desired = replicas
     scheduling = failure = None
     if ready == 0 and desired > 0:
-        scheduling = diagnose_scheduling(observed.pods, ctx.config.known_gpu_resources(), gpu_count)
+        scheduling = diagnose_scheduling(
+            observed.pods,
+            ctx.config.known_gpu_resources(),
+            gpu_count,
+            gpu_resource=gpu_resource_name(model, ctx.config),
+            largest=observed.gpu_nodes,
+        )
         # Scheduled pods that cannot run (image, crash, download): the kubelet backs off, so do we.
         failure = diagnose_pod_failure(observed.pods) if scheduling is None else None
     phase: Phase = "Failed" if failure else determine_phase(ready, desired, scheduling)

@@ -7,6 +7,7 @@ from types import MappingProxyType
 
 from llmkube.api.base import KubeObject
 from llmkube.plan.queue import GpuQueue
+from llmkube.plan.scheduling import NodeGpus
 
 
 @dataclass(frozen=True)
@@ -26,5 +27,8 @@ class ObservedState:
     # Nodes as the controller caches them (capacity and GPU memory labels): the memory-fit check
     # compares with the largest GPU of the nodes that offer the service's GPU resource.
     nodes: tuple[KubeObject, ...] = ()
+    # Per GPU resource, the most a single node offers (plan/scheduling.py): a service asking for more
+    # can never run. None when the controller does not know the cluster's nodes: nothing is guessed.
+    gpu_nodes: Mapping[str, NodeGpus] | None = None
     # The last lines of the model-downloader's log, read only while a pod of the service runs it.
     download_log: str | None = None
