@@ -44,6 +44,7 @@ from llmkube.plan.observed import ObservedState
 from llmkube.plan.pod_failures import diagnose_pod_failure
 from llmkube.plan.priority import effective_priority, priority_class_name
 from llmkube.plan.queue import QueueEntry, queue_position
+from llmkube.plan.queue_writes import held_position
 from llmkube.plan.rollout import rollout_of
 from llmkube.plan.runtimes import (
     RuntimeDefaults,
@@ -68,6 +69,7 @@ from llmkube.plan.status import (
     build_status,
     determine_phase,
     spec_conditions,
+    status_changed,
 )
 from llmkube.plan.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
 from llmkube.plan.validation import Issue, ValidationInputs, validate
@@ -384,6 +386,8 @@ def _workload_plan(
     download = download_progress(downloading, observed.download_log) if downloading else None
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
     waiting = phase == "WaitingForGPU"
+    position = queue_position(observed.gpu_queue, entry, waiting_now=waiting)
+    shown, hold = held_position(isvc.status, position, waiting=waiting, now=observed.now)
     facts = StatusFacts(
         phase=phase,
         ready=ready,
@@ -393,14 +397,17 @@ def _workload_plan(
         model_ready=True,
         effective_priority=ctx.priority,
         scheduling=scheduling if phase in ("Creating", "WaitingForGPU") else None,
-        queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
+        queue_position=shown,
         failure_reason=failure.reason if failure else FAILED_REASON,
         failure_message=failure.message if failure else "",
         rollout=rollout_of(current),
         download=download.message() if download is not None else "",
     )
+    status = _status(ctx, conditions, facts)
+    if hold is not None and status_changed(isvc.status, status):  # written anyway: with the newest
+        status, hold = _status(ctx, conditions, replace(facts, queue_position=position)), None
     return InferenceServicePlan(
-        status=_status(ctx, conditions, facts),
+        status=status,
         deployment=deployment,
         deployment_initial=initial,
         service=service_intent(isvc),
@@ -413,7 +420,7 @@ def _workload_plan(
             if migrate
             else DOWNLOAD_REQUEUE_SECONDS
             if download is not None
-            else None
+            else hold
         ),
     )
 
