@@ -21,7 +21,12 @@ from llmkube.api.constants import LABEL_SERVICE
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.model import Model
 from llmkube.controllers.apply_policies import POLICIES_BY_KIND
-from llmkube.controllers.cache_transforms import POD_CACHE, deployment_cache, service_cache
+from llmkube.controllers.cache_transforms import (
+    POD_CACHE,
+    PREEMPTION_EVENT_CACHE,
+    deployment_cache,
+    service_cache,
+)
 from llmkube.controllers.gpu_queue import CachedGpuQueue
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
@@ -44,6 +49,14 @@ from llmkube.controllers.isvc_write_failures import WriteFailed, describe_write_
 from llmkube.controllers.metrics import ISVC_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.model_wait import ModelWait
 from llmkube.controllers.node_gpus import LargestGpuNodes
+from llmkube.controllers.preemptions import (
+    BY_POD_UID,
+    BY_REGARDING_UID,
+    PREEMPTED_EVENTS,
+    PreemptionTracker,
+    regarding_uid_index,
+    uid_index,
+)
 from llmkube.controllers.resources import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,
@@ -67,7 +80,7 @@ from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, namespace_ter
 from llmkube.kube.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.ownership import refuse_foreign
 from llmkube.kube.predicates import annotations_changed, any_of, deleted, generation_changed, labels_changed
-from llmkube.kube.resource import Resource
+from llmkube.kube.resource import EVENTS, Resource
 from llmkube.kube.service_ports import restore_service_ports, stray_service_ports
 from llmkube.kube.status_writer import StatusWriter
 from llmkube.kube.store import BY_NAMESPACE, Change, by_field, by_label
@@ -139,6 +152,13 @@ class InferenceServiceController:
         self.hpas = host.informer(HORIZONTAL_POD_AUTOSCALERS, label_selector=MANAGED_SELECTOR)
         self.pods = host.informer(PODS, label_selector=SERVICE_PODS_SELECTOR, transform=POD_CACHE)
         self.pods.add_index(BY_SERVICE_LABEL, by_label(LABEL_SERVICE))
+        self.pods.add_index(BY_POD_UID, uid_index)
+        # The scheduler's Preempted Events only: who preempted one of our pods.
+        self.preemption_events = host.informer(
+            EVENTS, field_selector=PREEMPTED_EVENTS, transform=PREEMPTION_EVENT_CACHE
+        )
+        self.preemption_events.add_index(BY_REGARDING_UID, regarding_uid_index)
+        self.preemptions = PreemptionTracker(self.pods.store, self.preemption_events.store)
         self.priority_classes = host.informer(PRIORITY_CLASSES)
         # Only their names: whether a service's runtimeClassName exists.
         self.runtime_classes = host.informer(RUNTIME_CLASSES, transform=keep_only())
@@ -172,6 +192,9 @@ class InferenceServiceController:
                     label_selector=MANAGED_SELECTOR,
                 ),
                 Watch(PODS, enqueue_mapped(self._service_of_pod), label_selector=SERVICE_PODS_SELECTOR),
+                # A preemption is noted while the cache still shows the pod (it is deleted at once).
+                Watch(PODS, self.preemptions.follow_pod, label_selector=SERVICE_PODS_SELECTOR),
+                Watch(EVENTS, self.preemptions.follow_event, field_selector=PREEMPTED_EVENTS),
                 Watch(PRIORITY_CLASSES, enqueue_mapped(self._services_of_priority_class)),
                 Watch(RUNTIME_CLASSES, enqueue_mapped(self._services_of_runtime_class)),
                 # Only the most GPUs a node has matters (never a heartbeat): who never fits, who waits.
@@ -241,6 +264,7 @@ class InferenceServiceController:
             self.metrics.forget_isvc(key.namespace, key.name)
             self.status_writer.forget(key)
             self.model_wait.forget(key)
+            self.preemptions.forget(key)
             return None
         try:
             isvc = InferenceService.model_validate(raw)
@@ -296,6 +320,8 @@ class InferenceServiceController:
                 status, rollout_of(applied_deployment), generation=isvc.metadata.generation, now=now
             )
         await self._write_status(isvc, raw, status)
+        if observed.preemption is not None:
+            self.preemptions.reported(key, observed.preemption)
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
 
     async def _download_log(self, namespace: str, pod: str) -> str | None:
@@ -345,6 +371,7 @@ class InferenceServiceController:
             ),
             nodes=tuple(self.nodes.store.objects()),
             gpu_nodes=self.gpu_nodes.largest() if self.nodes.has_synced() else None,
+            preemption=self.preemptions.pending(ObjectKey(namespace, name)),
         )
 
     async def _converge(

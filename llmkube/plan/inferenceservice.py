@@ -42,6 +42,7 @@ from llmkube.plan.object_checks import object_issues
 from llmkube.plan.objects import ObjectRef, controlled_by, object_ref
 from llmkube.plan.observed import ObservedState
 from llmkube.plan.pod_failures import diagnose_pod_failure
+from llmkube.plan.preemption import preempted_conditions, serving_again
 from llmkube.plan.priority import effective_priority, priority_class_name
 from llmkube.plan.queue import QueueEntry, queue_position
 from llmkube.plan.queue_writes import held_position
@@ -402,6 +403,14 @@ def _workload_plan(
         failure_message=failure.message if failure else "",
         rollout=rollout_of(current),
         download=download.message() if download is not None else "",
+    )
+    conditions = preempted_conditions(
+        conditions,
+        observed.preemption,
+        phase=phase,
+        recovered=serving_again(observed.pods, desired),
+        generation=ctx.generation,
+        now=observed.now,
     )
     status = _status(ctx, conditions, facts)
     if hold is not None and status_changed(isvc.status, status):  # written anyway: with the newest

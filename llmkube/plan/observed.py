@@ -6,6 +6,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from llmkube.api.base import KubeObject
+from llmkube.plan.preemption import Preemption
 from llmkube.plan.queue import GpuQueue
 from llmkube.plan.scheduling import NodeGpus
 
@@ -30,5 +31,7 @@ class ObservedState:
     # Per GPU resource, the most a single node offers (plan/scheduling.py): a service asking for more
     # can never run. None when the controller does not know the cluster's nodes: nothing is guessed.
     gpu_nodes: Mapping[str, NodeGpus] | None = None
+    # A preemption of one of the service's pods by the scheduler that its status does not tell yet.
+    preemption: Preemption | None = None
     # The last lines of the model-downloader's log, read only while a pod of the service runs it.
     download_log: str | None = None

@@ -1,12 +1,15 @@
 """GPUs on the kwok nodes (kwok-gpu-0: 2, kwok-gpu-1: 1, both tainted): a service that fits runs
 on a GPU node; one that cannot fit waits in the GPU queue, ranked by priority then age; freeing
 GPUs lets a waiting service schedule and moves everybody behind it up. A service asking for more
-GPUs than any node has is not queued (Unschedulable) until a node that large joins."""
+GPUs than any node has is not queued (Unschedulable) until a node that large joins; one whose pod
+the scheduler preempts says so, and for whom."""
 
 import contextlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from e2e_support import (
     API,
     GPU,
@@ -14,6 +17,7 @@ from e2e_support import (
     RunningController,
     StatusWatch,
     condition_triple,
+    conditions,
     delete_services_and_wait,
     eventually,
     eventually_equal,
@@ -29,6 +33,7 @@ from e2e_support import (
 from prometheus_client import REGISTRY
 
 from llmkube.testing.cluster import NodeSpec
+from llmkube.testing.pytest_plugin import ClusterHandle, fresh_namespace
 from llmkube.testing.rest import RestError
 
 
@@ -297,6 +302,11 @@ async def test_the_queue_follows_priority_changes_and_services_leaving_the_middl
         await gpus_idle(admin)
 
 
+@pytest.fixture
+def other_namespace(full_cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
+    yield from fresh_namespace(full_cluster, request)
+
+
 def gpu_node(name: str, gpus: int, *, taint: str = "") -> dict[str, Any]:
     """A kwok node (kwok runs its pods); `taint` adds one no service tolerates."""
     node = NodeSpec(name, gpus=gpus).manifest()
@@ -380,4 +390,73 @@ async def test_more_gpus_than_any_node_has_is_not_queued_until_a_node_that_large
         await delete_services_and_wait(operator, ns, pods_too=True)
         for name in ("kwok-gpu-big", "kwok-gpu-four"):
             remove_node(admin, name)
+        await gpus_idle(admin)
+
+
+async def test_a_preempted_service_says_when_and_by_which_service(
+    operator: RunningController, full_namespace: str, other_namespace: str
+) -> None:
+    """The real scheduler preempts a low-priority service's pod for a critical service of another
+    namespace: the victim's status says so (condition Preempted, from the pod's DisruptionTarget
+    condition and the scheduler's Preempted Event), waits for GPUs again, and once it runs again
+    Preempted turns False with the account kept."""
+    admin = operator.cluster.admin()
+    ns, theirs = full_namespace, other_namespace
+    await gpus_idle(admin)
+    for namespace in (ns, theirs):
+        admin.create(hf_model("gpu-model", hardware={"accelerator": "cuda"}), namespace=namespace)
+    try:
+        admin.create(gpu_service("victim", 2, priority="low"), namespace=ns)
+        await eventually(phase_is(admin, "InferenceService", "victim", ns, "Ready"), what="victim Ready")
+        victim_pod = the_pod(admin, "victim", ns)
+        assert victim_pod["spec"]["nodeName"] == "kwok-gpu-0"  # the only node with two GPUs
+
+        admin.create(gpu_service("urgent", 2, priority="critical"), namespace=theirs)
+        await eventually(phase_is(admin, "InferenceService", "urgent", theirs, "Ready"), what="urgent Ready")
+        urgent_pod = the_pod(admin, "urgent", theirs)
+        assert urgent_pod["spec"]["nodeName"] == "kwok-gpu-0"
+
+        def preempted() -> dict[str, Any] | None:
+            status = status_of(admin, "InferenceService", "victim", ns)
+            found = conditions(status).get("Preempted")
+            return status if found and "InferenceService" in found["message"] else None
+
+        status = await eventually(preempted, what="victim's Preempted condition naming the preemptor")
+        assert status["phase"] == "WaitingForGPU"
+        # Its first place may count `urgent`, still waiting then: the move to 1 follows within 5 s.
+        await eventually_equal(lambda: queue(admin, ns), {"victim": 1}, within=15, what="the GPU queue")
+        found = conditions(status)["Preempted"]
+        assert (found["status"], found["reason"]) == ("True", "PreemptionByScheduler")
+        name = victim_pod["metadata"]["name"]
+        assert found["message"].startswith(f"pod {name} was preempted by the scheduler at ")
+        assert found["message"].endswith(
+            f" on node kwok-gpu-0, for pod {theirs}/{urgent_pod['metadata']['name']} "
+            f"(InferenceService {theirs}/urgent, priority 1000000)"
+        )
+        # What Kubernetes v1.37 wrote, which the condition reports: the scheduler's Event names the
+        # preemptor by its UID in the note only (`related` is left empty).
+        (event,) = [
+            e
+            for e in admin.list("events.k8s.io/v1", "Event", ns)
+            if e.get("reason") == "Preempted" and e["regarding"]["name"] == name
+        ]
+        assert (event["reportingController"], event["action"]) == ("default-scheduler", "Preempting")
+        assert event["note"] == f"Preempted by pod {urgent_pod['metadata']['uid']} on node kwok-gpu-0"
+        assert "related" not in event
+
+        # The critical service goes: the victim runs again, and Preempted says it is over.
+        admin.delete(API, "InferenceService", "urgent", theirs)
+        await free_the_pods_of(operator, "urgent", theirs)
+        back = await eventually(
+            phase_is(admin, "InferenceService", "victim", ns, "Ready"), within=60, what="victim Ready again"
+        )
+        settled_condition = conditions(back)["Preempted"]
+        assert (settled_condition["status"], settled_condition["reason"]) == ("False", "Recovered")
+        assert (
+            settled_condition["message"]
+            == f"The service is Ready again; the last preemption: {found['message']}"
+        )
+    finally:
+        for namespace in (ns, theirs):
+            await delete_services_and_wait(operator, namespace, pods_too=True)
         await gpus_idle(admin)
