@@ -1,9 +1,10 @@
 """The CustomResourceDefinitions, built from code (never edited by hand in manifests/crd).
 
 InferenceService: its schema *is* the API contract, converted to the structural form
-(`schema_convert.to_structural`). Model: its schema is written here from reference §7.1/§7.2,
-and a test keeps it in step with the pydantic types in `llmkube.api.model`. ModelRouter: its
-schema is in `modelrouter_schema`, kept in step with `llmkube.api.modelrouter` the same way.
+(`schema_convert.to_structural`). Model: its schema is written here, the reference operator's
+v0.8.7 Model with our compatible additions, and a test keeps it in step with the pydantic types in
+`llmkube.api.model`. ModelRouter: its schema is in `modelrouter_schema`, kept in step with
+`llmkube.api.modelrouter` the same way.
 """
 
 import json
@@ -17,7 +18,7 @@ CONTRACT_FILE = "inferenceservice.schema.json"
 
 
 def contract_schema() -> Schema:
-    """The InferenceService contract (a vendored copy of shared/spec, checked equal by a test)."""
+    """The InferenceService contract, `llmkube/api/contract/` (the CRD is checked equal by a test)."""
     text = resources.files("llmkube.api.contract").joinpath(CONTRACT_FILE).read_text()
     schema: Schema = json.loads(text)
     return schema
@@ -102,7 +103,7 @@ def inferenceservice_crd() -> dict[str, Any]:
     )
 
 
-# -- Model schema (reference §7.1, §7.2) ----------------------------------------------------------
+# -- Model schema ----------------------------------------------------------------------------------
 
 
 def _s(description: str, **extra: Any) -> Schema:

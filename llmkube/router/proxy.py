@@ -31,6 +31,7 @@ import structlog
 from aiohttp import web
 from yarl import URL
 
+from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.router import errors
 from llmkube.plan.router.audit import AuditRecord, audit_line
 from llmkube.plan.router.balancer import AFFINITY_PREFIX, choose
@@ -455,7 +456,7 @@ class Proxy:
             record.classification = given or None
             return given
         if size > DETECT_OFF_LOOP_BYTES:
-            found = await asyncio.get_running_loop().run_in_executor(None, detect, parsed.body)
+            found = await run_in_daemon_thread(detect, parsed.body)
         else:
             found = detect(parsed.body)
         record.detected = sorted(found.kinds)

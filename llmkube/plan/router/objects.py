@@ -24,7 +24,7 @@ from llmkube import __version__
 from llmkube.api import constants as c
 from llmkube.api.base import KubeObject
 from llmkube.api.modelrouter import ModelRouter
-from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity
 from llmkube.plan.inferenceservice.hardening import NON_ROOT_USER
 from llmkube.plan.inferenceservice.objects import compact
 from llmkube.plan.router.permissions import role_rules
