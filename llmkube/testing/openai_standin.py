@@ -6,11 +6,13 @@ server-sent events (`data: {...}` chunks, a `finish_reason`, a usage chunk when
 `stream_options.include_usage` asks for it, `data: [DONE]`), `GET /v1/models`, `/health`, and
 `/metrics` with llama.cpp's `llamacpp:requests_processing` and `llamacpp:requests_deferred` gauges
 (requests beyond `--slots` wait for a slot, as llama-server's do). Every answer is exactly
-`max_tokens` tokens long. With no delays it answers as fast as it can, which is what
+`max_tokens` tokens long. With `close_after_stream` it closes the connection after each streamed
+answer without saying so beforehand, as llama-server does (its `Keep-Alive` header notwithstanding).
+With no delays it answers as fast as it can, which is what
 `bench/bench_benchmark_overhead.py` measures the load generator against.
 
     python -m llmkube.testing.openai_standin [--port 0] [--ttft-ms 0] [--token-ms 0] [--slots 4]
-        [--fail-every N] [--cut-every N]
+        [--fail-every N] [--cut-every N] [--close-after-stream]
 
 prints `listening on http://127.0.0.1:PORT` once it accepts connections.
 """
@@ -39,6 +41,7 @@ class Behaviour:
     slots: int = 4  # requests generated at once; more wait (deferred)
     fail_every: int = 0  # every Nth request is answered 503 (0: none)
     cut_every: int = 0  # every Nth streamed answer stops after half its tokens, the connection closed
+    close_after_stream: bool = False  # close the connection once a streamed answer is complete
 
 
 class StandIn:
@@ -152,6 +155,8 @@ class StandIn:
             await response.write(_event(usage))
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
+        if self.behaviour.close_after_stream and request.transport is not None:
+            request.transport.close()
         return response
 
 
@@ -226,6 +231,7 @@ def standin_process(
     slots: int = 4,
     fail_every: int = 0,
     cut_every: int = 0,
+    close_after_stream: bool = False,
     cpu: int | None = None,
 ) -> Iterator[StandInProcess]:
     """The stand-in in a process of its own (so it does not share a CPU's time with the client in
@@ -239,6 +245,7 @@ def standin_process(
         f"--slots={slots}",
         f"--fail-every={fail_every}",
         f"--cut-every={cut_every}",
+        *(["--close-after-stream"] if close_after_stream else []),
     ]
     if cpu is not None:
         command = ["taskset", "--cpu-list", str(cpu), *command]
@@ -265,6 +272,9 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=4, help="requests generated at once")
     parser.add_argument("--fail-every", type=int, default=0, help="answer every Nth request 503")
     parser.add_argument("--cut-every", type=int, default=0, help="cut every Nth streamed answer halfway")
+    parser.add_argument(
+        "--close-after-stream", action="store_true", help="close the connection after each streamed answer"
+    )
     args = parser.parse_args()
     behaviour = Behaviour(
         ttft=args.ttft_ms / 1000,
@@ -272,6 +282,7 @@ def main() -> None:
         slots=args.slots,
         fail_every=args.fail_every,
         cut_every=args.cut_every,
+        close_after_stream=args.close_after_stream,
     )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(behaviour, args.host, args.port))

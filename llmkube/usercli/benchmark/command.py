@@ -17,7 +17,7 @@ import aiohttp
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.service import DEFAULT_ENDPOINT_PATH
 from llmkube.usercli import render
-from llmkube.usercli.benchmark.loadgen import Level, LiveCounts, connector, run_level
+from llmkube.usercli.benchmark.loadgen import Level, LiveCounts, connector, run_level, tracing
 from llmkube.usercli.benchmark.plot import write_plot
 from llmkube.usercli.benchmark.prompts import (
     PATHS,
@@ -140,7 +140,9 @@ async def measure(
     started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     results: list[LevelResult] = []
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, args.timeout))
-    async with aiohttp.ClientSession(connector=connector(), timeout=timeout) as http:
+    async with aiohttp.ClientSession(
+        connector=connector(), timeout=timeout, trace_configs=[tracing()]
+    ) as http:
         index = 0
         if args.warmup:
             warm = Level(1, None, args.warmup, args.timeout)

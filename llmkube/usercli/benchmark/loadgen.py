@@ -3,6 +3,12 @@ the previous answer ends, until the level's duration or request count is reached
 flight then finish, within --timeout). Every answer is read to its end as it arrives; the only
 work per streamed line is one JSON parse (orjson), so one core keeps up with thousands of tokens
 per second (bench/bench_benchmark_overhead.py measures it against a stand-in that answers at once).
+
+llama-server closes the connection after every streamed answer without saying so (no
+`Connection: close`; its `Keep-Alive` header says the opposite), so the next request on that
+pooled connection fails to be written, or finds it closed before any answer. Such a request never
+reached the server: it is sent again on another connection, as browsers and HTTP libraries do with
+a stale keep-alive connection. A failure on a fresh connection is an error and counted as one.
 """
 
 import asyncio
@@ -27,6 +33,9 @@ from llmkube.usercli.benchmark.stats import (
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 # An error answer is read (so the connection can be reused) up to this much.
 ERROR_BODY_LIMIT = 64 * 1024
+# Stale pooled connections one request may find before it gets a fresh one: at most one per
+# connection in the pool, and the pool holds at most the level's concurrency; this bounds the worst.
+MAX_STALE_RETRIES = 64
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,26 @@ class LiveCounts:
 def connector() -> aiohttp.TCPConnector:
     # No pool limit of its own: the level's concurrency is the limit.
     return aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+
+
+@dataclass
+class Attempt:
+    """What the session's tracing saw of one attempt: whether it went out on a pooled connection."""
+
+    reused: bool = False
+
+
+async def _on_reuse(_: object, context: object, __: object) -> None:
+    attempt = getattr(context, "trace_request_ctx", None)
+    if isinstance(attempt, Attempt):
+        attempt.reused = True
+
+
+def tracing() -> aiohttp.TraceConfig:
+    """The session's trace config: marks attempts sent on a reused connection (see one_request)."""
+    config: aiohttp.TraceConfig = aiohttp.TraceConfig()
+    config.on_connection_reuseconn.append(_on_reuse)
+    return config
 
 
 async def run_level(
@@ -111,7 +140,7 @@ async def one_request(
         )
 
     try:
-        async with asyncio.timeout(within), http.post(url, data=body, headers=JSON_HEADERS) as response:
+        async with asyncio.timeout(within), await _send(http, url, body) as response:
             if response.status >= 400:
                 await response.content.read(ERROR_BODY_LIMIT)
                 return record(http_error(response.status))
@@ -139,3 +168,16 @@ async def one_request(
         return record(DISCONNECTED)
     except (aiohttp.ClientResponseError, ValueError):  # a malformed answer; a line beyond aiohttp's limit
         return record(BAD_RESPONSE)
+
+
+async def _send(http: aiohttp.ClientSession, url: str, body: bytes) -> aiohttp.ClientResponse:
+    """The response's headers, sending again when a pooled connection had been closed by the server
+    before the request reached it (the module's docstring says why)."""
+    for _ in range(MAX_STALE_RETRIES):
+        attempt = Attempt()
+        try:
+            return await http.post(url, data=body, headers=JSON_HEADERS, trace_request_ctx=attempt)
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+            if not attempt.reused:
+                raise
+    return await http.post(url, data=body, headers=JSON_HEADERS)

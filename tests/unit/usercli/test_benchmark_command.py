@@ -94,6 +94,16 @@ def test_errors_are_counted_by_kind() -> None:
     assert level["requests"] == 8
 
 
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_a_server_that_closes_each_connection_after_a_stream_fails_no_request(concurrency: str) -> None:
+    # As llama-server does: the next request on that pooled connection never reaches the server and
+    # is sent again on a fresh one; it is not the server's error.
+    with standin_process(close_after_stream=True) as server:
+        run = document("--url", server.url, "-c", concurrency, "--requests", "20", "--max-tokens", "4")
+    (level,) = run["levels"]
+    assert level["errors"] == {} and level["requests"] == 20
+
+
 def test_a_server_that_is_not_there_is_one_clear_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
