@@ -156,7 +156,7 @@ async def one_request(
                     last = time.perf_counter()
                     first = first or last
             if state.error is not None:
-                return record(BAD_RESPONSE)
+                return record(state.error)
             if not state.finished:
                 return record(INCOMPLETE, state.output_tokens, state.prompt_tokens)
             return record(None, state.output_tokens, state.prompt_tokens)

@@ -5,12 +5,19 @@ Each `data:` line holds a JSON chunk; chat chunks carry `choices[].delta.content
 says its `finish_reason` or the server sends `data: [DONE]`. With `stream_options.include_usage`
 a last chunk carries `usage`, whose token counts are preferred to counting chunks (a server may
 put several tokens in one chunk). Comments (`:`), `event:` and `id:` lines are skipped.
+
+A server that fails after the answer began (HTTP 200 already sent) says so in the stream: llama.cpp
+sends `data: {"error": {"code": 500, "message": "Context size has been exceeded.", ...}}` when its
+KV cache is full. That is the server's error, not a malformed answer: its kind is named from the
+code it gives (`stream-error-500`).
 """
 
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from llmkube.usercli.benchmark.stats import BAD_RESPONSE, stream_error
 
 DATA = b"data:"
 DONE = b"[DONE]"
@@ -23,7 +30,7 @@ class StreamState:
     done: bool = False  # [DONE] arrived
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
-    error: str | None = None  # a chunk that is an error object, or not JSON
+    error: str | None = None  # the kind of failure (stats): an error chunk, or one that is not JSON
 
     @property
     def output_tokens(self) -> int:
@@ -41,13 +48,14 @@ class StreamState:
         try:
             chunk = orjson.loads(payload)
         except orjson.JSONDecodeError:
-            self.error = "a chunk that is not JSON"
+            self.error = BAD_RESPONSE  # a chunk that is not JSON
             return False
         if not isinstance(chunk, dict):
-            self.error = "a chunk that is not a JSON object"
+            self.error = BAD_RESPONSE  # a chunk that is not a JSON object
             return False
         if "error" in chunk:
-            self.error = "an error chunk"
+            error = chunk["error"]
+            self.error = stream_error(_count(error.get("code")) if isinstance(error, dict) else None)
             return False
         self._read_usage(chunk.get("usage"))
         text = False

@@ -20,8 +20,16 @@ INCOMPLETE = "incomplete"  # a stream that ended without its final chunk ([DONE]
 BAD_RESPONSE = "bad-response"  # an answer that is not an OpenAI-style completion
 
 
+STREAM_ERROR = "stream-error"  # an error chunk in a stream that had begun (HTTP 200 already sent)
+
+
 def http_error(status: int) -> str:
     return f"http-{status}"
+
+
+def stream_error(code: int | None) -> str:
+    """The kind of an error chunk: named from the code the server put in it, when it gave one."""
+    return STREAM_ERROR if code is None else f"{STREAM_ERROR}-{code}"
 
 
 @dataclass(frozen=True)

@@ -55,9 +55,22 @@ def test_a_chat_stream_with_usage_is_complete_and_counted_by_usage() -> None:
             None,
         ),
         # Errors in the stream.
-        ([b'data: {"error":{"message":"out of memory"}}'], False, 0, "an error chunk"),
-        ([b"data: {not json"], False, 0, "a chunk that is not JSON"),
-        ([b"data: [1, 2]"], False, 0, "a chunk that is not a JSON object"),
+        # Errors in the stream: the server's own, by the code it gives (llama.cpp with a full KV
+        # cache, after some tokens), and answers that are not OpenAI-style chunks.
+        (
+            [
+                b'data: {"choices":[{"delta":{"content":"a"}}]}',
+                b'data: {"error":{"code":500,"message":"Context size has been exceeded."}}',
+            ],
+            False,
+            1,
+            "stream-error-500",
+        ),
+        ([b'data: {"error":{"message":"out of memory"}}'], False, 0, "stream-error"),
+        ([b'data: {"error":{"code":"oom"}}'], False, 0, "stream-error"),
+        ([b'data: {"error":"no"}'], False, 0, "stream-error"),
+        ([b"data: {not json"], False, 0, "bad-response"),
+        ([b"data: [1, 2]"], False, 0, "bad-response"),
         # Nonsense fields do not count as text.
         ([b'data: {"choices":["x", {"delta": "y"}], "usage": {"completion_tokens": true}}'], False, 0, None),
     ],
