@@ -4,6 +4,7 @@ matplotlib is the optional `plot` extra (`pip install 'llmkube[plot]'`): the con
 plain install do without it, and asking for a plot without it says how to get it.
 """
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,8 +46,10 @@ def write_plot(runs: Sequence[tuple[str, BenchmarkRun]], path: Path) -> None:
             points = [(c, v * 1000) for c, v in zip(x, values, strict=True) if v is not None]
             if points:
                 latency.plot(*zip(*points, strict=True), style, color=colour, label=f"{label} {name}")
+    ticks = sorted({level.concurrency for _, run in runs for level in run.levels})
     for axis in (throughput, latency):
         axis.set_xscale("log", base=2)
+        axis.set_xticks(ticks, [str(tick) for tick in ticks])  # 1 2 4 16, not 2^0 2^1 ...
         axis.set_xlabel("concurrent requests")
         axis.grid(True, alpha=0.3)
     throughput.set_ylabel("output tokens/s")
@@ -58,6 +61,7 @@ def write_plot(runs: Sequence[tuple[str, BenchmarkRun]], path: Path) -> None:
     more_lines, more_labels = requests_axis.get_legend_handles_labels()
     throughput.legend(lines + more_lines, labels + more_labels, fontsize="small", loc="upper left")
     latency.legend(fontsize="small", loc="upper left")
-    figure.suptitle(runs[0][1].settings.target if len(runs) == 1 else "llmkube benchmark: comparison")
+    title = runs[0][1].settings.target if len(runs) == 1 else "llmkube benchmark: comparison"
+    figure.suptitle(textwrap.fill(title, 120), fontsize="medium")
     figure.savefig(path, dpi=110)
     plt.close(figure)
