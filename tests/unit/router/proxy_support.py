@@ -1,6 +1,7 @@
 """A router's proxy on a loopback port with real OpenAI-compatible upstreams behind it, its spec
 loaded as the watch would load it and its endpoints set as the EndpointSlices would set them (the
-watches themselves are tested against the API server: tests/e2e/test_router_*)."""
+watches themselves are tested against the API server:
+tests/integration/test_router_process_on_server.py)."""
 
 from __future__ import annotations
 
