@@ -104,6 +104,12 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="image of the model-downloader init container",
     )
     parser.add_argument(
+        "--router-image",
+        default=os.environ.get("LLMKUBE_ROUTER_IMAGE", ""),
+        help="image of the ModelRouter pods when a spec names none (default: this controller's release "
+        "image) [LLMKUBE_ROUTER_IMAGE]",
+    )
+    parser.add_argument(
         "--default-fsgroup",
         type=int,
         default=102,
