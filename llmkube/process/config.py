@@ -40,6 +40,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             default_fsgroup=args.default_fsgroup,
             intel_gpu_resource=intel,
             tenancy=tenancy_policy(args, roots),
+            metal_heartbeat_timeout_seconds=heartbeat_timeout(args.metal_heartbeat_timeout),
         ),
         model=ModelPlanConfig(
             cache_path=args.model_cache_path,
@@ -52,6 +53,12 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
         model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
         manage_priority_classes=args.manage_priority_classes,
     )
+
+
+def heartbeat_timeout(seconds: float) -> float:
+    if not seconds > 0:
+        raise ValueError(f"--metal-heartbeat-timeout: {seconds} is not a positive number of seconds")
+    return seconds
 
 
 def _listed(value: str) -> list[str]:
