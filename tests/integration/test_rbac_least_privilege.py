@@ -248,7 +248,8 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
     merge_patch(admin, "InferenceService", "web", ns, {"spec": {"modelRef": "metal"}})
     await eventually(lambda: not exists(admin, "apps/v1", "Deployment", "web", ns), what="Deployment deleted")
     await eventually(
-        lambda: "selector" not in admin.get("v1", "Service", "web", ns)["spec"], what="Service without selector"
+        lambda: "selector" not in admin.get("v1", "Service", "web", ns)["spec"],
+        what="Service without selector",
     )
     # A pvc:// Model: the claim is read (it does not exist).
     admin.create(model("claimed", "pvc://no-such-claim/m.gguf"), namespace=ns)
