@@ -55,6 +55,23 @@ def test_each_failure_names_its_real_cause_without_a_hot_loop(
             ("CrashLoopBackOff",),
             ["exit code 1", "--no-such-flag"],
         ),
+        # A Secret the spec names does not exist: the kubelet never starts the container, and says
+        # which one (the controller has no right to Secrets: it reports what the kubelet found).
+        "missing-secret": (
+            tiny_llamacpp(
+                ns,
+                "missing-secret",
+                url,
+                env=[
+                    {
+                        "name": "HF_TOKEN",
+                        "valueFrom": {"secretKeyRef": {"name": "no-such-secret", "key": "t"}},
+                    }
+                ],
+            ),
+            ("CreateContainerConfigError",),
+            ['"no-such-secret" not found'],
+        ),
         # The URL answers 404: curl in the model-downloader init container says so and exits 22.
         "download-404": (
             tiny_llamacpp(ns, "download-404", model_source.url("missing.gguf")),
