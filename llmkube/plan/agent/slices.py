@@ -38,7 +38,8 @@ from llmkube.plan.inferenceservice.metal import MAX_AGENT_MESSAGE, SERVICE_NAME_
 # The EndpointSlice API's label naming the slice's manager: not the EndpointSlice controller's value,
 # so it never touches these slices.
 ENDPOINT_SLICE_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
-MANAGED_BY_VALUE = "llmkube.ai/agent"
+#: a label value (no "/"), in the form of the EndpointSlice controller's own (endpointslice-controller.k8s.io)
+MANAGED_BY_VALUE = "agent.llmkube.ai"
 #: the reference agent's interval: the controller's default timeout (3 min) allows five misses
 HEARTBEAT_INTERVAL = timedelta(seconds=30)
 _OUR_LABELS = (SERVICE_NAME_LABEL, LABEL_METAL_MANAGED_BY, LABEL_AGENT_NAME, ENDPOINT_SLICE_MANAGED_BY)

@@ -15,6 +15,7 @@ from llmkube.plan.agent.slices import (
     write_needed,
 )
 from llmkube.plan.agent.supervision import EndpointConditions
+from llmkube.plan.apiserver.labels import label_map_errors
 from llmkube.plan.inferenceservice.metal import metal_readiness
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -54,7 +55,7 @@ def test_a_serving_slice_points_the_service_at_the_agents_server() -> None:
         "kubernetes.io/service-name": "llama-3-2",
         "llmkube.ai/managed-by": "metal-agent",
         "llmkube.ai/agent": "mac-studio",
-        "endpointslice.kubernetes.io/managed-by": "llmkube.ai/agent",
+        "endpointslice.kubernetes.io/managed-by": "agent.llmkube.ai",
     }
     assert meta["annotations"] == {
         "llmkube.ai/agent-heartbeat": "2026-03-01T12:00:00Z",
@@ -71,6 +72,21 @@ def test_a_serving_slice_points_the_service_at_the_agents_server() -> None:
     # The controller reads it back as one ready endpoint.
     readiness = metal_readiness([intent], "ai", "llama-3-2", T0 + timedelta(seconds=10))
     assert (readiness.ready, readiness.registered, readiness.reports) == (1, 1, ())
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"conditions": DRAINING},
+        {"port": None, "conditions": None, "report": ("CrashLoopBackOff", "llama-server exited")},
+        {"agent": "a" * 63, "service": "s" * 63, "address": "fd00::20"},
+    ],
+)
+def test_every_label_and_annotation_is_one_the_api_server_accepts(changes: dict[str, Any]) -> None:
+    meta = slice_intent(inputs(**changes), T0)["metadata"]
+    assert label_map_errors("labels", meta["labels"], check_values=True) == []
+    assert label_map_errors("annotations", meta["annotations"], check_values=False) == []
 
 
 def test_a_draining_endpoint_is_terminating_and_not_ready() -> None:
