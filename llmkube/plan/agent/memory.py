@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import GGUFMetadata, HardwareSpec, Model, ModelStatus
-from llmkube.plan.apiserver.quantity import QuantityError, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, parse_quantity
 from llmkube.plan.inferenceservice.memory_fit import GIB, MemoryEstimate, estimate_memory, size_text
 
 #: the reference agent's default fractions, and the host size where the larger one starts
