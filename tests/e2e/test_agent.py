@@ -32,7 +32,7 @@ from agent_support import (
     status,
     wait_pids,
 )
-from e2e_support import API, RunningController, conditions, eventually
+from e2e_support import API, RunningController, conditions, eventually, patch
 
 from llmkube.plan.model.source import cache_key
 from llmkube.testing.rest import load_yaml_documents
@@ -72,16 +72,17 @@ async def start_agent(
     they left behind at the end, and checks that none was refused a request by its RBAC."""
     started: list[AgentProcess] = []
 
-    async def start(*extra: str) -> AgentProcess:
+    async def start(*extra: str, name: str = "host-a", selector: str = "") -> AgentProcess:
         process = AgentProcess(
             agent_args(
                 identity,
-                name="host-a",
+                name=name,
                 address=address,
                 llama_server=binary,
-                state=tmp_path / "state",
-                cache=tmp_path / "cache",
+                state=tmp_path / name / "state",
+                cache=tmp_path / name / "cache",
                 namespace=full_namespace,
+                selector=selector,
                 extra=extra or ("--heartbeat-interval=5",),
             )
         )
@@ -95,7 +96,7 @@ async def start_agent(
             refused += process.sample("rest_client_requests_total", code="403")
             await process.stop()
         print(process.tail(100))
-    for pid in server_pids(binary, tmp_path / "cache"):  # servers an agent leaves running by design
+    for pid in server_pids(binary, tmp_path):  # servers an agent leaves running by design
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert refused == 0, "the agent was refused a request its RBAC (manifests/agent/) should grant"
@@ -277,3 +278,40 @@ async def test_over_the_budget_the_lower_priority_service_is_evicted_and_says_so
     assert "Evicted" in _agent_reasons(admin, ns)
     assert second.sample("llmkube_agent_evictions_total", reason="priority") == 1
     assert len(wait_pids(binary, second.cache_dir, 1)) == 1
+
+
+async def test_two_agents_share_a_cluster_by_service_selector(
+    operator: RunningController, start_agent: object, files: ModelFiles, full_namespace: str, binary: Path
+) -> None:
+    admin, ns = operator.cluster.admin(), full_namespace
+    host = "inference.llmkube.dev/host"
+    a: AgentProcess = await start_agent(name="host-a", selector=f"{host}=a")  # type: ignore[operator]
+    b: AgentProcess = await start_agent(name="host-b", selector=f"{host}=b")  # type: ignore[operator]
+    admin.create(metal_model("tiny", files.url()), namespace=ns)
+    for name, which in (("one", "a"), ("two", "a"), ("three", "a"), ("moving", "b")):
+        admin.create(metal_isvc(name, "tiny", labels={host: which}), namespace=ns)
+    for name in ("one", "two", "three", "moving"):
+        await served(admin, ns, name)
+
+    def services_of(agent: str) -> list[str]:
+        return sorted(
+            s["metadata"]["labels"]["kubernetes.io/service-name"] for s in agent_slices(admin, ns, agent)
+        )
+
+    assert services_of("host-a") == ["one", "three", "two"]
+    assert services_of("host-b") == ["moving"]
+    assert len(wait_pids(binary, a.cache_dir, 3)) == 3 and len(wait_pids(binary, b.cache_dir, 1)) == 1
+    await eventually(
+        lambda: a.sample("llmkube_agent_processes", phase="serving") == 3, what="a's three servers"
+    )
+    print(f"agent RSS with three models served: {a.rss() / 2**20:.1f} MiB")
+
+    # Moved to the other host: host-b stops its server and withdraws its slice, host-a serves it.
+    patch(admin, API, "InferenceService", "moving", ns, {"metadata": {"labels": {host: "a"}}})
+    await eventually(lambda: services_of("host-b") == [], what="host-b's slice removed")
+    await eventually(
+        lambda: services_of("host-a") == ["moving", "one", "three", "two"], what="host-a serves it"
+    )
+    address, port = await served(admin, ns, "moving")
+    assert chat(address, port)["object"] == "chat.completion"
+    await asyncio.get_running_loop().run_in_executor(None, lambda: wait_pids(binary, b.cache_dir, 0))
