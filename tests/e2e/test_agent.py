@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import os
 import signal
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from agent_support import (
     metal_model,
     model_files,
     served,
+    served_endpoint,
     server_pids,
     status,
     wait_pids,
@@ -315,3 +317,58 @@ async def test_two_agents_share_a_cluster_by_service_selector(
     address, port = await served(admin, ns, "moving")
     assert chat(address, port)["object"] == "chat.completion"
     await asyncio.get_running_loop().run_in_executor(None, lambda: wait_pids(binary, b.cache_dir, 0))
+
+
+async def test_a_context_size_change_rolls_in_place_without_a_failed_request(
+    operator: RunningController, start_agent: object, files: ModelFiles, full_namespace: str, binary: Path
+) -> None:
+    admin, ns = operator.cluster.admin(), full_namespace
+    agent: AgentProcess = await start_agent()  # type: ignore[operator]
+    admin.create(metal_model("tiny", files.url()), namespace=ns)
+    admin.create(metal_isvc("chat", "tiny"), namespace=ns)
+    await served(admin, ns, "chat")
+    (old,) = wait_pids(binary, agent.cache_dir, 1)
+
+    # A client that reads the registered endpoint before each request, as kube-proxy follows the slice.
+    stop = threading.Event()
+    answers: list[int] = []
+    failures: list[str] = []
+
+    def client() -> None:
+        while not stop.is_set():
+            endpoint = served_endpoint(admin, ns, "chat")
+            if endpoint is None:
+                failures.append("no ready endpoint")
+                continue
+            try:
+                chat(*endpoint, timeout=30)
+                answers.append(endpoint[1])
+            except OSError as error:
+                failures.append(f"{endpoint}: {error}")
+
+    loop = asyncio.get_running_loop()
+    running = loop.run_in_executor(None, client)
+    try:
+        await eventually(lambda: len(answers) >= 3, what="the client served")
+        patch(admin, API, "InferenceService", "chat", ns, {"spec": {"contextSize": 512}})
+
+        def rolled() -> int | None:
+            pids = server_pids(binary, agent.cache_dir)
+            if old in pids or len(pids) != 1:
+                return None
+            return (
+                pids[0]
+                if command_line(pids[0])[command_line(pids[0]).index("--ctx-size") + 1] == "512"
+                else None
+            )
+
+        new = await eventually(rolled, within=90, what="the new server serving and the old one stopped")
+        first_new_port = len(answers)
+        await eventually(lambda: len(answers) >= first_new_port + 3, what="the client served by the new one")
+    finally:
+        stop.set()
+        await running
+    assert failures == []
+    assert new != old and len(set(answers)) == 2  # served by the old port, then by the new one
+    assert "RolledOut" in _agent_reasons(admin, ns)
+    assert status(admin, "chat", ns)["phase"] == "Ready"
