@@ -1,4 +1,4 @@
-"""llama.cpp's `llama-server` for this host, for the host agent's tests and `llmkube run --agent`.
+"""llama.cpp's `llama-server` for this host, for the host agent's tests.
 
 The node tier already builds it, for its image (`localhost/llama-server:cpu`, hack/build-images.sh:
 the llama.cpp that the pinned llama-cpp-python sdist vendors, CPU backend, one self-contained
