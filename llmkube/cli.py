@@ -4,6 +4,8 @@ llmkube controller   the controller against $KUBECONFIG / --kubeconfig / in-clus
                      (llmkube.process: flags, configuration, the command)
 llmkube run          the controller; without a cluster it starts a local one first (a real node
                      serving a tiny llama.cpp model where it can: root on Linux; else kwok)
+llmkube agent        the host agent: metal InferenceServices served by llama-server on this host
+                     (llmkube.agent; installed with the package, imports nothing of the controller)
 llmkube cluster      a local control plane only (for kubectl and tests)
                      (run and cluster: llmkube.devcli, developer commands; not in the image)
 llmkube router       one ModelRouter's OpenAI-compatible endpoint (the Deployment the controller
@@ -73,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     router = sub.add_parser("router", help="serve one ModelRouter's endpoint (what its Deployment runs)")
     add_router_flags(router)
     router.set_defaults(func=run_router)
+
+    from llmkube.agent.command import run_agent
+    from llmkube.agent.flags import add_agent_flags
+
+    agent = sub.add_parser("agent", help="serve metal InferenceServices from this host (llama-server)")
+    add_agent_flags(agent)
+    agent.set_defaults(func=run_agent)
 
     # The developer's commands, where they are installed (the controller image leaves them out).
     if importlib.util.find_spec("llmkube.devcli") is not None:

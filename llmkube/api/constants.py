@@ -51,3 +51,13 @@ LABEL_MODEL_ROUTER: Final = f"{GROUP}/model-router"
 ANNOTATION_AGENT_HEARTBEAT: Final = "llmkube.ai/agent-heartbeat"
 LABEL_METAL_MANAGED_BY: Final = "llmkube.ai/managed-by"
 METAL_AGENT_VALUE: Final = "metal-agent"
+# What a host agent (`llmkube agent`) writes on its EndpointSlices besides the heartbeat: its
+# version (the reference's annotation), its name (also a label: each agent lists its own slices),
+# and what it has to say about the service it does not serve (yet): a reason and a message.
+ANNOTATION_AGENT_VERSION: Final = "llmkube.ai/agent-version"
+LABEL_AGENT_NAME: Final = "llmkube.ai/agent"
+ANNOTATION_AGENT_REASON: Final = "llmkube.ai/agent-reason"
+ANNOTATION_AGENT_MESSAGE: Final = "llmkube.ai/agent-message"
+# Server-side apply's field manager and the Events' reporting controller of the host agent.
+AGENT_FIELD_MANAGER: Final = "llmkube-agent"
+AGENT_EVENT_REPORTER: Final = "llmkube-agent"

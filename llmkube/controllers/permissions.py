@@ -81,7 +81,7 @@ class Permission:
 
 _OWNED_WHY = (
     "owned {kind}s, cached by label: get before creating one (never take over an object someone else "
-    "made), server-side apply (patch; create when missing), delete when no longer wanted (metal)"
+    "made), server-side apply (patch; create when missing)"
 )
 
 PERMISSIONS: tuple[Permission, ...] = (
@@ -113,19 +113,23 @@ PERMISSIONS: tuple[Permission, ...] = (
         DEPLOYMENTS,
         ("get", "list", "watch", "create", "patch", "delete"),
         Scope.WATCHED,
-        _OWNED_WHY.format(kind="Deployment") + " or when its immutable selector must change",
+        _OWNED_WHY.format(kind="Deployment")
+        + "; delete when no longer wanted (a host agent serves the service) or when its immutable "
+        "selector must change",
     ),
     Permission(
         SERVICES,
-        ("get", "list", "watch", "create", "patch", "delete"),
+        ("get", "list", "watch", "create", "patch"),
         Scope.WATCHED,
-        _OWNED_WHY.format(kind="Service") + "; a JSON patch puts back ports someone replaced",
+        _OWNED_WHY.format(kind="Service")
+        + " (a metal service's without a selector: its host agents' EndpointSlices are its endpoints); "
+        "a JSON patch puts back ports someone replaced",
     ),
     Permission(
         HORIZONTAL_POD_AUTOSCALERS,
         ("get", "list", "watch", "create", "patch", "delete"),
         Scope.WATCHED,
-        _OWNED_WHY.format(kind="HorizontalPodAutoscaler") + " or autoscaling turned off",
+        _OWNED_WHY.format(kind="HorizontalPodAutoscaler") + "; delete when autoscaling is turned off",
     ),
     Permission(
         PERSISTENT_VOLUME_CLAIMS,

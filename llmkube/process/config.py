@@ -41,6 +41,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             default_fsgroup=args.default_fsgroup,
             intel_gpu_resource=intel,
             tenancy=tenancy_policy(args, roots),
+            metal_heartbeat_timeout_seconds=heartbeat_timeout(args.metal_heartbeat_timeout),
         ),
         model=ModelPlanConfig(
             cache_path=args.model_cache_path,
@@ -60,6 +61,12 @@ def router_plan_config(image: str, tenancy: "TenancyPolicy") -> "RouterPlanConfi
     from llmkube.plan.router.objects import RouterPlanConfig
 
     return RouterPlanConfig(tenancy=tenancy, **({"image": image} if image else {}))
+
+
+def heartbeat_timeout(seconds: float) -> float:
+    if not seconds > 0:
+        raise ValueError(f"--metal-heartbeat-timeout: {seconds} is not a positive number of seconds")
+    return seconds
 
 
 def _listed(value: str) -> list[str]:

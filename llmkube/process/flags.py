@@ -189,6 +189,13 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="disk bandwidth cap of one model copy into the cache (0: no cap)",
     )
     parser.add_argument(
+        "--metal-heartbeat-timeout",
+        type=float,
+        default=float(env("LLMKUBE_METAL_HEARTBEAT_TIMEOUT", "180")),
+        help="seconds a host agent's heartbeat stays fresh; an older one takes that host for offline "
+        "(default 180, the reference's) [LLMKUBE_METAL_HEARTBEAT_TIMEOUT]",
+    )
+    parser.add_argument(
         "--manage-priority-classes",
         type=boolean_flag,
         nargs="?",

@@ -52,7 +52,10 @@ async def test_metal_service_is_ready_from_the_agents_endpoint_slices(
     assert waiting["schedulingStatus"] == "WaitingForMetalAgent"
     assert waiting["endpoint"] == f"http://llama-3-2.{ns}.svc.cluster.local:8080/v1/chat/completions"
     assert admin.get_or_none("apps/v1", "Deployment", name, ns) is None
-    assert admin.get_or_none("v1", "Service", "llama-3-2", ns) is None
+    # The Service is the controller's, without a selector: the agent's slices are its endpoints.
+    service = await eventually(lambda: admin.get_or_none("v1", "Service", "llama-3-2", ns), what="Service")
+    assert "selector" not in service["spec"]
+    assert service["metadata"]["ownerReferences"][0]["kind"] == "InferenceService"
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     admin.create(agent_slice("llama-3-2", ns, ready_addresses=1, heartbeat=now), namespace=ns)

@@ -243,11 +243,15 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
     await eventually(
         lambda: not exists(admin, "autoscaling/v2", "HorizontalPodAutoscaler", "web", ns), what="HPA deleted"
     )
-    # Served by the metal agent from now on: the Deployment and the Service are deleted.
+    # Served by a host agent from now on: the Deployment is deleted, the Service loses its selector
+    # (the agents' EndpointSlices are its endpoints).
     admin.create(model("metal", "org/metal-model", hardware={"accelerator": "metal"}), namespace=ns)
     merge_patch(admin, "InferenceService", "web", ns, {"spec": {"modelRef": "metal"}})
     await eventually(lambda: not exists(admin, "apps/v1", "Deployment", "web", ns), what="Deployment deleted")
-    await eventually(lambda: not exists(admin, "v1", "Service", "web", ns), what="Service deleted")
+    await eventually(
+        lambda: "selector" not in admin.get("v1", "Service", "web", ns)["spec"],
+        what="Service without selector",
+    )
     # A ModelRouter: its ServiceAccount, Role and RoleBinding (get, then created by server-side
     # apply: the Role grants only what the controller holds itself), Service and Deployment, status.
     router = {

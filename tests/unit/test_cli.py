@@ -324,3 +324,18 @@ def test_main_pauses_the_gc_only_while_it_loads() -> None:
         assert not gc.isenabled()  # a caller's choice stands
     finally:
         gc.enable()
+
+
+def test_metal_heartbeat_timeout(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LLMKUBE_METAL_HEARTBEAT_TIMEOUT", raising=False)
+    default = controllers_config(build_parser().parse_args(["controller"]))
+    assert default.operator.metal_heartbeat_timeout_seconds == 180.0  # the reference's 3 minutes
+    given = build_parser().parse_args(["controller", "--metal-heartbeat-timeout=20"])
+    assert controllers_config(given).operator.metal_heartbeat_timeout_seconds == 20.0
+    monkeypatch.setenv("LLMKUBE_METAL_HEARTBEAT_TIMEOUT", "45")
+    assert (
+        controllers_config(build_parser().parse_args(["controller"])).operator.metal_heartbeat_timeout_seconds
+        == 45
+    )
+    assert main(["controller", "--metal-heartbeat-timeout=0"]) == 2
+    assert "--metal-heartbeat-timeout: 0.0 is not a positive number of seconds" in capsys.readouterr().err

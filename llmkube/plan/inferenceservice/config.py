@@ -36,6 +36,8 @@ class OperatorConfig:
     gpu_resource_overrides: Mapping[GPUVendor, str] = field(default_factory=lambda: MappingProxyType({}))
     # What tenants may ask for: Pod Security, PriorityClasses, Service types, host paths.
     tenancy: TenancyPolicy = field(default_factory=TenancyPolicy)
+    # How old a host agent's heartbeat may be before its endpoints stop counting (metal.py).
+    metal_heartbeat_timeout_seconds: float = 180.0
 
     def gpu_resource(self, vendor: GPUVendor) -> str:
         override = self.gpu_resource_overrides.get(vendor)

@@ -9,6 +9,7 @@ apply": the object is either not wanted (and listed in `deletes` if we own one) 
 """
 
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from llmkube.api.base import KubeObject
@@ -37,7 +38,7 @@ from llmkube.plan.inferenceservice.memory_fit import (
     memory_fit_conditions,
     node_gpu_memory,
 )
-from llmkube.plan.inferenceservice.metal import METAL_REQUEUE_SECONDS, metal_readiness
+from llmkube.plan.inferenceservice.metal import metal_readiness
 from llmkube.plan.inferenceservice.names import selector_labels, service_name
 from llmkube.plan.inferenceservice.object_checks import object_issues
 from llmkube.plan.inferenceservice.objects import ObjectRef, controlled_by, object_ref
@@ -56,13 +57,12 @@ from llmkube.plan.inferenceservice.queue_writes import held_position
 from llmkube.plan.inferenceservice.rollout import rollout_of
 from llmkube.plan.inferenceservice.runtimes import (
     RuntimeDefaults,
-    RuntimeInputs,
-    build_process,
     resolve_runtime,
     runtime_defaults,
+    server_process,
 )
 from llmkube.plan.inferenceservice.runtimes.vllm import speculative_missing_model
-from llmkube.plan.inferenceservice.scheduling import diagnose_scheduling, running_pod_count
+from llmkube.plan.inferenceservice.scheduling import SchedulingInfo, diagnose_scheduling, running_pod_count
 from llmkube.plan.inferenceservice.service import endpoint_url, service_intent
 from llmkube.plan.inferenceservice.status import (
     DEGRADED,
@@ -244,8 +244,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     )
     if isinstance(storage, StorageProblem):
         issues.append(Issue(storage.field, storage.message, "error"))
-    if not metal:
-        issues += _ownership_conflicts(ctx)
+    issues += _ownership_conflicts(ctx, metal=metal)
     errors = [i.text() for i in issues if i.severity == "error"]
     # A spec asking for more than the admin allows is a policy violation first, whatever else is wrong.
     error_reason = next(
@@ -367,28 +366,41 @@ def _invalid(
 def _metal_plan(
     ctx: _Context, conditions: list[Condition], events: list[PlannedEvent]
 ) -> InferenceServicePlan:
-    """The host agent serves the model: no Deployment, Service or HPA of ours may exist."""
+    """A host agent serves the model (metal.py): no Deployment or HPA of ours may exist; the Service
+    is ours, without a selector, and the agents' EndpointSlices are its endpoints. What they
+    report on those slices is the status."""
     readiness = metal_readiness(
-        ctx.observed.endpoint_slices, ctx.namespace, service_name(ctx.name), ctx.observed.now
+        ctx.observed.endpoint_slices,
+        ctx.namespace,
+        service_name(ctx.name),
+        ctx.observed.now,
+        timedelta(seconds=ctx.config.metal_heartbeat_timeout_seconds),
     )
     desired = _spec_replicas(ctx)
-    phase = determine_phase(readiness.ready, desired, None)
+    failure = readiness.failure if desired > 0 else None
+    phase: Phase = "Failed" if failure is not None else determine_phase(readiness.ready, desired, None)
+    scheduling = readiness.info
+    if scheduling is None and (progress := readiness.progress) is not None:
+        scheduling = SchedulingInfo(progress.reason, progress.text())
     facts = StatusFacts(
         phase=phase,
         ready=readiness.ready,
         desired=desired,
         running=readiness.registered,
-        endpoint=endpoint_url(ctx.isvc),
+        endpoint=endpoint_url(ctx.isvc) if failure is None else "",
         model_ready=True,
         effective_priority=ctx.priority,
-        scheduling=readiness.info if phase == "Creating" else None,
+        scheduling=scheduling if phase == "Creating" else None,
+        failure_reason=failure.reason if failure is not None else FAILED_REASON,
+        failure_message=failure.text() if failure is not None else "",
     )
-    owned = (ctx.observed.deployment, ctx.observed.service, ctx.observed.hpa)
+    owned = (ctx.observed.deployment, ctx.observed.hpa)
     return InferenceServicePlan(
         status=_status(ctx, conditions, facts),
+        service=service_intent(ctx.isvc, selector=False),
         deletes=tuple(object_ref(obj) for obj in owned if obj is not None and _owned(ctx, obj)),
         events=tuple(events),
-        requeue_after=METAL_REQUEUE_SECONDS if readiness.heartbeat_seen else None,
+        requeue_after=readiness.expires_in,
     )
 
 
@@ -408,17 +420,8 @@ def _workload_plan(
     # replicas: 0 stops the service even with autoscaling (an HPA leaves a zero-replica target alone).
     hpa_owns_replicas = autoscaling is not None and replicas > 0
     port = container_port(spec, runtime)
-    hardware = model.spec.hardware
-    process = build_process(
-        runtime.name,
-        RuntimeInputs(
-            spec=spec,
-            model_source=model.spec.source,
-            model_path=storage.model_path,
-            port=port,
-            gpu_count=gpu_count,
-            gpu=hardware.gpu if hardware else None,
-        ),
+    process = server_process(
+        runtime.name, spec, model, model_path=storage.model_path, port=port, gpu_count=gpu_count
     )
     deployment = deployment_intent(
         WorkloadInputs(
@@ -522,13 +525,13 @@ def _workload_plan(
     )
 
 
-def _ownership_conflicts(ctx: _Context) -> list[Issue]:
-    """An object with our name that another owner controls is never taken over."""
-    wanted = [
-        ("Deployment", ctx.observed.deployment),
-        ("Service", ctx.observed.service),
-        ("HorizontalPodAutoscaler", ctx.observed.hpa if ctx.isvc.spec.autoscaling is not None else None),
-    ]
+def _ownership_conflicts(ctx: _Context, *, metal: bool) -> list[Issue]:
+    """An object with our name that another owner controls is never taken over. A metal
+    service has only its Service."""
+    hpa = ctx.observed.hpa if ctx.isvc.spec.autoscaling is not None else None
+    wanted = [("Service", ctx.observed.service)]
+    if not metal:
+        wanted = [("Deployment", ctx.observed.deployment), *wanted, ("HorizontalPodAutoscaler", hpa)]
     return [
         Issue(
             f"{kind} {ctx.namespace}/{obj.get('metadata', {}).get('name', '')}",

@@ -4,6 +4,11 @@ Reconciled like every owned object, and its targetPort is the container's named 
 the Service reaches the container whatever port the runtime listens on (the reference operator
 created the Service once, aimed at the endpoint port: vLLM, TGI and PersonaPlex were unreachable
 without an explicit `endpoint.port`).
+
+A metal service's Service has no selector: its endpoints are the host agents' EndpointSlices, whose
+port named `http` is the port each agent's server listens on. The controller owns that Service
+too (the agent writes only slices, and only for a Service this InferenceService controls), so a
+tenant's choice of name can never attach an agent's endpoint to somebody else's Service.
 """
 
 from llmkube.api.base import KubeObject
@@ -28,9 +33,11 @@ def endpoint_url(isvc: InferenceService) -> str:
     return f"http://{host}:{endpoint_port(spec)}{path}"
 
 
-def service_intent(isvc: InferenceService) -> KubeObject:
+def service_intent(isvc: InferenceService, *, selector: bool = True) -> KubeObject:
+    """`selector=False` for a metal service: the host agents' EndpointSlices are its endpoints."""
     name, spec = isvc.metadata.name or "", isvc.spec
     service_type = spec.endpoint.type if spec.endpoint is not None and spec.endpoint.type else "ClusterIP"
+    selected = {"selector": selector_labels(name)} if selector else {}
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -42,7 +49,7 @@ def service_intent(isvc: InferenceService) -> KubeObject:
         ),
         "spec": {
             "type": service_type,
-            "selector": selector_labels(name),
+            **selected,
             "ports": [
                 {"name": PORT_NAME, "port": endpoint_port(spec), "targetPort": PORT_NAME, "protocol": "TCP"}
             ],

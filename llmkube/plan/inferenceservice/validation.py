@@ -145,7 +145,9 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
         if runtime not in runtimes and _is_set(data.get(field))
     ]
     if runtime == "llamacpp":
-        if spec.flash_attention and inputs.gpu_count == 0:
+        # On the metal path a host agent runs the server on its own hardware (Metal: flash attention
+        # on by default); the controller knows no GPU count there, and the agent decides.
+        if spec.flash_attention and inputs.gpu_count == 0 and not inputs.metal:
             found.append(Issue("spec.flashAttention", "is ignored without a GPU", "warning"))
         if spec.reasoning_budget_message and spec.reasoning_budget is None:
             found.append(

@@ -8,7 +8,7 @@ import pytest
 from isvc_factories import CACHE_KEY, NOW, UID, live_deployment, live_object, make_isvc, make_model, observe
 from isvc_planning import plan
 
-from llmkube.plan.inferenceservice.metal import METAL_REQUEUE_SECONDS
+from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.objects import ObjectRef
 from llmkube.plan.inferenceservice.planner import SELECTOR_MIGRATION_REQUEUE_SECONDS
 
@@ -101,36 +101,48 @@ def test_gpu_memory_has_no_effect_on_the_workload_when_valid() -> None:
 METAL = make_model(hardware={"accelerator": "metal"})  # with a cacheKey: still no cache PVC
 
 
-def slice_(heartbeat_age: timedelta | None, ready: bool = True, service: str = "demo") -> dict[str, Any]:
+def slice_(
+    heartbeat_age: timedelta | None,
+    ready: bool = True,
+    service: str = "demo",
+    *,
+    report: tuple[str, str] | None = None,
+    addresses: int = 1,
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "name": f"{service}-x",
         "namespace": "ai",
-        "labels": {"kubernetes.io/service-name": service},
+        "labels": {"kubernetes.io/service-name": service, "llmkube.ai/agent": "mac-1"},
     }
+    annotations: dict[str, str] = {}
     if heartbeat_age is not None:
-        stamp = (NOW - heartbeat_age).isoformat()
-        metadata["annotations"] = {"llmkube.ai/agent-heartbeat": stamp}
-    return {
-        "metadata": metadata,
-        "endpoints": [{"addresses": ["192.168.1.5"], "conditions": {"ready": ready}}],
-    }
+        annotations["llmkube.ai/agent-heartbeat"] = (NOW - heartbeat_age).isoformat()
+    if report is not None:
+        annotations["llmkube.ai/agent-reason"], annotations["llmkube.ai/agent-message"] = report
+    if annotations:
+        metadata["annotations"] = annotations
+    endpoints = [{"addresses": ["192.168.1.5"], "conditions": {"ready": ready}}] if addresses else []
+    return {"metadata": metadata, "endpoints": endpoints}
 
 
-def test_metal_plans_no_objects_and_no_cache_pvc() -> None:
+def test_metal_plans_a_service_without_selector_and_no_workload() -> None:
     result = plan(model=METAL)
-    assert (result.deployment, result.service, result.hpa, result.cache_pvc) == (None, None, None, None)
+    assert (result.deployment, result.hpa, result.cache_pvc) == (None, None, None)
+    assert result.service is not None
+    # The agents' EndpointSlices are its endpoints: no selector, the port named like theirs.
+    assert "selector" not in result.service["spec"]
+    assert result.service["spec"]["ports"] == [
+        {"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"}
+    ]
+    assert result.service["metadata"]["ownerReferences"][0]["uid"] == UID
     assert result.status.phase == "Creating"
     assert result.status.scheduling_status == "WaitingForMetalAgent"
     assert result.status.endpoint == "http://demo.ai.svc.cluster.local:8080/v1/chat/completions"
     assert result.requeue_after is None
 
 
-def test_metal_deletes_only_our_leftover_objects() -> None:
-    facts = observe(
-        deployment=live_deployment(),
-        service=live_object("v1", "Service", uid="someone-else"),
-        hpa=OUR_HPA,
-    )
+def test_metal_deletes_only_our_leftover_workload() -> None:
+    facts = observe(deployment=live_deployment(), hpa=OUR_HPA)
     result = plan(model=METAL, observed=facts)
     assert {(r.kind, r.name) for r in result.deletes} == {
         ("Deployment", "demo"),
@@ -138,16 +150,64 @@ def test_metal_deletes_only_our_leftover_objects() -> None:
     }
 
 
+def test_metal_never_takes_over_a_foreign_service() -> None:
+    """An agent's endpoints join the Service named like the InferenceService: one that another owner
+    controls is not ours to expose, so nothing is applied and the service says why."""
+    foreign = live_object("v1", "Service", uid="someone-else")
+    result = plan(model=METAL, observed=observe(service=foreign, deployment=live_deployment()))
+    assert result.status.phase == "Failed"
+    degraded = next(c for c in result.status.conditions or () if c.type == "Degraded")
+    assert degraded.message == "Service ai/demo: exists and is not controlled by this InferenceService"
+    assert result.service is None and result.deletes == ()
+
+
 @pytest.mark.parametrize(
     ("slices", "spec", "phase", "ready", "scheduling", "requeue"),
     [
-        ([slice_(timedelta(seconds=20))], {}, "Ready", 1, "", METAL_REQUEUE_SECONDS),
-        ([slice_(timedelta(minutes=5))], {}, "Creating", 0, "AgentHeartbeatStale", METAL_REQUEUE_SECONDS),
+        # A fresh heartbeat (20 s old): a reconcile just after it expires (180 s).
+        ([slice_(timedelta(seconds=20))], {}, "Ready", 1, "", 160.5),
+        # Stale: only a new heartbeat (an event) changes that.
+        ([slice_(timedelta(minutes=5))], {}, "Creating", 0, "AgentHeartbeatStale", None),
         ([slice_(None)], {}, "Ready", 1, "", None),  # legacy agent: no expiry, no heartbeat requeue
         ([slice_(None, ready=False)], {}, "Creating", 0, "", None),
-        ([slice_(timedelta(seconds=20))], {"replicas": 2}, "Progressing", 1, "", METAL_REQUEUE_SECONDS),
+        ([slice_(timedelta(seconds=20))], {"replicas": 2}, "Progressing", 1, "", 160.5),
         ([], {"replicas": 0}, "Stopped", 0, "", None),
         ([slice_(None, service="llama-3b")], {}, "Creating", 0, "WaitingForMetalAgent", None),
+        # What the agent reports on a slice without a ready endpoint.
+        (
+            [slice_(timedelta(seconds=1), report=("FetchingModel", "fetching: 40%"), addresses=0)],
+            {},
+            "Creating",
+            0,
+            "FetchingModel",
+            179.5,
+        ),
+        (
+            [slice_(timedelta(seconds=1), report=("InsufficientMemory", "needs 9 GiB"), addresses=0)],
+            {},
+            "Failed",
+            0,
+            "InsufficientMemory",
+            179.5,
+        ),
+        # A failure reported on a stale slice is not believed: the host is offline.
+        (
+            [slice_(timedelta(minutes=4), report=("Evicted", "evicted"), addresses=0)],
+            {},
+            "Creating",
+            0,
+            "AgentHeartbeatStale",
+            None,
+        ),
+        # Stopped as asked, whatever the agent last said.
+        (
+            [slice_(timedelta(seconds=1), report=("Evicted", "evicted"), addresses=0)],
+            {"replicas": 0},
+            "Stopped",
+            0,
+            "",
+            179.5,
+        ),
     ],
 )
 def test_metal_readiness_drives_the_status(
@@ -161,7 +221,56 @@ def test_metal_readiness_drives_the_status(
     result = plan(spec, METAL, observed=observe(endpoint_slices=tuple(slices)))
     status = result.status
     assert (status.phase, status.ready_replicas, status.scheduling_status) == (phase, ready, scheduling)
-    assert result.requeue_after == requeue
+    assert result.requeue_after == (pytest.approx(requeue) if requeue is not None else None)
+
+
+def test_metal_failure_reported_by_the_agent_is_the_status() -> None:
+    report = ("CrashLoopBackOff", "llama-server exited with code 1 (3 times): error: unknown model arch")
+    result = plan(
+        model=METAL,
+        observed=observe(endpoint_slices=(slice_(timedelta(seconds=3), report=report, addresses=0),)),
+    )
+    status = result.status
+    assert (status.phase, status.scheduling_status) == ("Failed", "CrashLoopBackOff")
+    degraded = next(c for c in status.conditions or () if c.type == "Degraded")
+    assert (degraded.status, degraded.reason) == ("True", "CrashLoopBackOff")
+    assert degraded.message == f"mac-1: {report[1]}"  # which host says so
+
+
+def test_metal_progress_reported_by_the_agent_is_the_available_condition() -> None:
+    report = ("FetchingModel", "fetching https://host/x.gguf: 512.0 MiB of 1.0 GiB (50%)")
+    result = plan(
+        model=METAL,
+        observed=observe(endpoint_slices=(slice_(timedelta(seconds=3), report=report, addresses=0),)),
+    )
+    available = next(c for c in result.status.conditions or () if c.type == "Available")
+    assert (available.status, available.reason, available.message) == (
+        "False",
+        "FetchingModel",
+        f"mac-1: {report[1]}",
+    )
+    assert result.status.scheduling_message == f"mac-1: {report[1]}"
+
+
+def test_metal_agent_messages_are_bounded() -> None:
+    report = ("ModelFetchFailed", "x" * 100_000)
+    result = plan(
+        model=METAL,
+        observed=observe(endpoint_slices=(slice_(timedelta(seconds=3), report=report, addresses=0),)),
+    )
+    degraded = next(c for c in result.status.conditions or () if c.type == "Degraded")
+    assert len(degraded.message or "") <= 1024 + len("mac-1: ")
+
+
+def test_metal_heartbeat_timeout_is_the_operators() -> None:
+    config = OperatorConfig(metal_heartbeat_timeout_seconds=20.0)
+    slices = (slice_(timedelta(seconds=25)),)
+    stale = plan(model=METAL, observed=observe(endpoint_slices=slices), config=config)
+    assert stale.status.scheduling_status == "AgentHeartbeatStale"
+    fresh = plan(
+        model=METAL, observed=observe(endpoint_slices=(slice_(timedelta(seconds=5)),)), config=config
+    )
+    assert fresh.status.phase == "Ready" and fresh.requeue_after == pytest.approx(15.5)
 
 
 def test_metal_service_with_dots_finds_its_slices() -> None:

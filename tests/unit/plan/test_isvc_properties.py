@@ -19,6 +19,7 @@ from llmkube.controllers.isvc_indexes import priority_class_index
 from llmkube.plan.apiserver.merge_keys import duplicate_keys, duplicate_merge_keys
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.deployment import stored_env_var
+from llmkube.plan.inferenceservice.gpu import is_metal
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
 from llmkube.plan.inferenceservice.priority import priority_class_name
@@ -246,7 +247,7 @@ def assert_owned(obj: KubeObject, isvc: InferenceService) -> None:
     )
 
 
-def assert_consistent(result: InferenceServicePlan, isvc: InferenceService) -> None:
+def assert_consistent(result: InferenceServicePlan, isvc: InferenceService, *, metal: bool = False) -> None:
     name = isvc.metadata.name
     assert result.status.phase in PHASES
     deployment, service, hpa = result.deployment, result.service, result.hpa
@@ -266,6 +267,13 @@ def assert_consistent(result: InferenceServicePlan, isvc: InferenceService) -> N
         assert_compact(service)
         assert service["spec"]["selector"] == selector
         assert {p["targetPort"] for p in service["spec"]["ports"]} <= container_ports
+    elif metal and service is not None:
+        # A host agent serves it: the Service is ours, without a selector (the agents' EndpointSlices
+        # are its endpoints), and no workload of ours exists.
+        assert hpa is None
+        assert_owned(service, isvc)
+        assert_compact(service)
+        assert "selector" not in service["spec"]
     else:
         assert service is None and hpa is None
     if hpa is not None:
@@ -312,7 +320,7 @@ def test_planning_never_raises_and_is_consistent(data: st.DataObject) -> None:
     result = plan_inference_service(isvc, model, observed, config)
     event(f"phase {result.status.phase}")
     event("workload planned" if result.deployment is not None else "no workload")
-    assert_consistent(result, isvc)
+    assert_consistent(result, isvc, metal=model is not None and is_metal(model))
 
     # Deterministic, and idempotent: fed its own status back, the plan asks for no status write.
     assert plan_inference_service(isvc, model, observed, config) == result

@@ -236,3 +236,54 @@ def test_tensor_split_reaches_the_args() -> None:
 def test_llamacpp_has_no_env_and_no_command() -> None:
     process = run_builder("llamacpp", {"env": [{"name": "X", "value": "1"}]})
     assert process.env == () and process.command is None
+
+
+def _host_args(spec: dict[str, Any], *, gpus: int, flash_default: bool, host: str = "0.0.0.0") -> list[str]:
+    from llmkube.api.inferenceservice import InferenceServiceSpec
+    from llmkube.plan.inferenceservice.runtimes import RuntimeInputs, build_process
+
+    inputs = RuntimeInputs(
+        spec=InferenceServiceSpec.model_validate({"modelRef": "tiny", **spec}),
+        model_source="https://host/x.gguf",
+        model_path="/cache/x.gguf",
+        port=41234,
+        gpu_count=gpus,
+        gpu=None,
+        host=host,
+        flash_attention_default=flash_default,
+    )
+    return arg_list(build_process("llamacpp", inputs))
+
+
+@pytest.mark.parametrize(
+    ("spec", "gpus", "flash_default", "expected"),
+    [
+        # Metal (the host agent): on unless the spec says false, and then explicitly off.
+        ({}, 1, True, ["--flash-attn", "on"]),
+        ({"flashAttention": True}, 1, True, ["--flash-attn", "on"]),
+        ({"flashAttention": False}, 1, True, ["--flash-attn", "off"]),
+        # A host without a GPU: nothing, whatever the default (as for CPU pods).
+        ({}, 0, True, []),
+        ({"flashAttention": True}, 0, True, []),
+        # Pods: the spec alone, as before.
+        ({}, 1, False, []),
+        ({"flashAttention": False}, 1, False, []),
+    ],
+)
+def test_flash_attention_default(
+    spec: dict[str, Any], gpus: int, flash_default: bool, expected: list[str]
+) -> None:
+    args = _host_args(spec, gpus=gpus, flash_default=flash_default)
+    found = (
+        args[args.index("--flash-attn") : args.index("--flash-attn") + 2] if "--flash-attn" in args else []
+    )
+    assert found == expected
+
+
+def test_the_host_agent_gets_the_same_arguments_on_its_address_and_port() -> None:
+    """The one builder: only the address, the port and the model path differ from a pod's."""
+    spec = {"contextSize": 4096, "parallelSlots": 2, "jinja": True, "extraArgs": ["--threads", "4"]}
+    pod = arg_list(run_builder("llamacpp", spec, model_path="/cache/x.gguf", port=41234))
+    host = _host_args(spec, gpus=0, flash_default=False, host="192.168.1.20")
+    assert host == [("192.168.1.20" if arg == "0.0.0.0" else arg) for arg in pod]
+    assert contains_run(host, ["--host", "192.168.1.20", "--port", "41234"])

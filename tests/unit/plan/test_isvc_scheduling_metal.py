@@ -268,12 +268,52 @@ def test_stale_heartbeat_uses_the_freshest_slice() -> None:
     )
 
 
-def test_one_fresh_slice_is_enough() -> None:
+def test_each_heartbeat_vouches_for_its_own_slice_only() -> None:
+    """Two hosts serve the service; one went silent: only the live host's endpoint counts (the
+    reference counted every slice once any heartbeat was fresh)."""
     slices = [
         eps("a", heartbeat=stamp(timedelta(minutes=10))),
+        eps("b", heartbeat=stamp(timedelta(seconds=5)), endpoints=[ready_endpoint(2)]),
+    ]
+    readiness = metal_readiness(slices, "ai", "demo", NOW)
+    assert (readiness.ready, readiness.registered, readiness.info) == (2, 2, None)
+    assert readiness.expires_in == 175.5  # b's heartbeat expires in 175 s
+
+
+def test_a_slice_without_heartbeat_does_not_count_beside_one_with() -> None:
+    """A slice without heartbeat is an older agent's, trusted only when no slice has one."""
+    slices = [eps("old"), eps("b", heartbeat=stamp(timedelta(seconds=5)))]
+    assert metal_readiness(slices, "ai", "demo", NOW).ready == 1
+
+
+def test_the_soonest_expiry_is_the_next_reconcile() -> None:
+    slices = [
+        eps("a", heartbeat=stamp(timedelta(seconds=170))),
         eps("b", heartbeat=stamp(timedelta(seconds=5))),
     ]
-    assert metal_readiness(slices, "ai", "demo", NOW).ready == 2
+    readiness = metal_readiness(slices, "ai", "demo", NOW)
+    assert readiness.ready == 2 and readiness.expires_in == 10.5
+
+
+def test_the_timeout_is_a_parameter() -> None:
+    slices = [eps(heartbeat=stamp(timedelta(seconds=30)))]
+    assert metal_readiness(slices, "ai", "demo", NOW, timedelta(seconds=20)).ready == 0
+    assert metal_readiness(slices, "ai", "demo", NOW, timedelta(seconds=40)).ready == 1
+
+
+def test_agent_reports_are_read_from_slices_that_count() -> None:
+    failing = eps("a", heartbeat=stamp(timedelta(seconds=5)), endpoints=[])
+    failing["metadata"]["annotations"] |= {
+        "llmkube.ai/agent-reason": "InsufficientMemory",
+        "llmkube.ai/agent-message": "needs ~9.1 GiB, budget 8.0 GiB",
+    }
+    failing["metadata"]["labels"]["llmkube.ai/agent"] = "mac-studio"
+    readiness = metal_readiness([failing], "ai", "demo", NOW)
+    assert readiness.failure is not None
+    assert readiness.failure.text() == "mac-studio: needs ~9.1 GiB, budget 8.0 GiB"
+    # Another host serves it: no failure to report, the service is served.
+    serving = eps("b", heartbeat=stamp(timedelta(seconds=5)))
+    assert metal_readiness([failing, serving], "ai", "demo", NOW).failure is None
 
 
 def test_unparseable_heartbeat() -> None:

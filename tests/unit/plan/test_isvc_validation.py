@@ -438,3 +438,28 @@ def test_a_replica_count_on_an_autoscaled_service_is_answered_with_who_owns_it()
     # Within the bounds it is the starting count of a new Deployment; 0 stops: nothing to say.
     for replicas in (1, 3, 4, 0):
         assert condition(plan({"replicas": replicas, "autoscaling": {"maxReplicas": 4}}), "SpecValid") is None
+
+
+METAL_MODELS = [
+    make_model(hardware={"accelerator": "metal"}),
+    make_model(source="/Users/me/models/q.gguf", hardware={"accelerator": "metal"}),
+    make_model(hardware={"accelerator": "metal", "gpu": {"count": 1}}),
+]
+
+
+@pytest.mark.parametrize("model", METAL_MODELS)
+@pytest.mark.parametrize(
+    "spec",
+    [
+        # The reference's metal samples: flash attention is on by default on Metal, and honoured.
+        {"flashAttention": True, "jinja": True, "contextSize": 262144, "parallelSlots": 2},
+        {"flashAttention": False},
+        {"flashAttention": True, "cacheTypeCustomK": "turbo3", "cacheTypeCustomV": "turbo3"},
+    ],
+)
+def test_flash_attention_is_not_ignored_on_the_metal_path(model: Any, spec: dict[str, Any]) -> None:
+    """A host agent runs the server, on its own hardware: the controller knows no GPU count there,
+    and flash attention is what the agent passes on (on by default for Metal)."""
+    result = plan(spec, model)
+    assert condition(result, "SpecValid") is None
+    assert not any(e.reason == "IgnoredSetting" for e in result.events)

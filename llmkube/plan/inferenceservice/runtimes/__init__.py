@@ -4,6 +4,7 @@ An empty runtime means llama.cpp, as in the CRD default.
 """
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
+from llmkube.api.model import Model
 from llmkube.plan.inferenceservice.runtimes import generic, llamacpp, personaplex, tgi, vllm
 from llmkube.plan.inferenceservice.runtimes.base import (
     ContainerProcess,
@@ -32,6 +33,33 @@ def build_process(runtime: str, inputs: RuntimeInputs) -> ContainerProcess:
     return _BACKENDS[runtime][1](inputs)
 
 
+def server_process(
+    runtime: str,
+    spec: InferenceServiceSpec,
+    model: Model,
+    *,
+    model_path: str,
+    port: int,
+    gpu_count: int,
+    host: str = "0.0.0.0",
+    flash_attention_default: bool = False,
+) -> ContainerProcess:
+    """The server's command line for a service and its Model: what a pod's container runs, and what
+    the host agent runs (with its own model path, address and port). The one place both get it."""
+    hardware = model.spec.hardware
+    inputs = RuntimeInputs(
+        spec=spec,
+        model_source=model.spec.source,
+        model_path=model_path,
+        port=port,
+        gpu_count=gpu_count,
+        gpu=hardware.gpu if hardware else None,
+        host=host,
+        flash_attention_default=flash_attention_default,
+    )
+    return build_process(runtime, inputs)
+
+
 __all__ = [
     "RUNTIME_NAMES",
     "ContainerProcess",
@@ -40,4 +68,5 @@ __all__ = [
     "build_process",
     "resolve_runtime",
     "runtime_defaults",
+    "server_process",
 ]

@@ -44,6 +44,11 @@ class RuntimeInputs:
     port: int
     gpu_count: int
     gpu: GPUSpec | None  # the Model's GPU hardware (layers, sharding)
+    #: the address the server listens on: every interface in a pod; the host agent's advertised one
+    host: str = "0.0.0.0"
+    #: flash attention when `spec.flashAttention` is unset: off in pods (llama.cpp decides), on for
+    #: Metal, as the reference's host agent runs it
+    flash_attention_default: bool = False
 
 
 @dataclass(frozen=True)

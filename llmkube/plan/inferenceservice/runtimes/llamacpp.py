@@ -36,7 +36,7 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
     extra = spec.extra_args or []
     # No `--model ""` when there is no local file; users bring their own -m in extraArgs.
     args: list[str] = ["--model", inputs.model_path] if inputs.model_path else []
-    args += ["--host", "0.0.0.0", "--port", str(inputs.port)]
+    args += ["--host", inputs.host, "--port", str(inputs.port)]
     if gpus > 0:
         args += ["--n-gpu-layers", str(gpu_layers(inputs.gpu))]
     if gpus > 1:
@@ -52,8 +52,11 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
             args += ["--yarn-orig-ctx", str(rope.original_context)]
     if spec.parallel_slots and spec.parallel_slots >= 1 and not has_flag(extra, "--parallel", "-np"):
         args += ["--parallel", str(spec.parallel_slots)]
-    if spec.flash_attention and gpus > 0:
+    flash = spec.flash_attention if spec.flash_attention is not None else inputs.flash_attention_default
+    if flash and gpus > 0:
         args += ["--flash-attn", "on"]
+    elif spec.flash_attention is False and inputs.flash_attention_default and gpus > 0:
+        args += ["--flash-attn", "off"]  # the default would turn it on: off, as the spec says
     if spec.jinja:
         args.append("--jinja")
     if cache_k := spec.cache_type_custom_k or spec.cache_type_k:

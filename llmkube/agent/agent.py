@@ -1,0 +1,810 @@
+"""The host agent: serves metal InferenceServices from this host, outside the kubelet.
+
+It watches the InferenceServices in its scope (`--namespace`, `--service-selector`), their Models,
+the Services the controller creates for them and its own EndpointSlices, and reconciles one
+service at a time (one worker: admission and eviction decide over all of them at once). For each:
+
+1. what to do about it (plan.agent.assignment): serve, stop, remove, keep, or say it cannot;
+2. its model file (fetch.py): fetched into the cache or opened where it is, in the background;
+3. what it needs (memory_fit's estimate from the file's header) and whether that fits, evicting
+   services of lower priority when it must (plan.agent.admission);
+4. a server (runner.py) with the controller's own command line on a port of its choosing, rolled
+   in place when the spec changes (plan.agent.rollout);
+5. its EndpointSlice (plan.agent.slices): the endpoint, the heartbeat, what it has to say.
+
+The servers outlive the agent: their records are in the state file, and a restarted agent adopts
+them (or stops them when they are no longer wanted), so no model is ever loaded twice by a
+restart. A converged agent writes nothing but its heartbeats, and a restart writes nothing until
+they are due. Under memory pressure a watchdog evicts one service at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+import aiohttp
+import structlog
+from pydantic import ValidationError
+
+from llmkube import __version__
+from llmkube.agent import host, metrics
+from llmkube.agent.config import AgentConfig
+from llmkube.agent.fetch import FetchFailed, Fetching, ModelFile, ModelStore
+from llmkube.agent.processes import adopt
+from llmkube.agent.runner import Runner
+from llmkube.agent.state import ServerRecord, load, save
+from llmkube.api.constants import (
+    AGENT_FIELD_MANAGER,
+    ANNOTATION_AGENT_MESSAGE,
+    ANNOTATION_AGENT_REASON,
+    LABEL_AGENT_NAME,
+    LABEL_METAL_MANAGED_BY,
+    METAL_AGENT_VALUE,
+)
+from llmkube.api.inferenceservice import InferenceService
+from llmkube.api.model import GGUFMetadata, Model
+from llmkube.controllers.model_egress import ClusterAddresses
+from llmkube.controllers.modelsource.egress import GuardedResolver
+from llmkube.controllers.modelsource.ggufheader import HeaderError, read_gguf_metadata
+from llmkube.controllers.resources import (
+    ENDPOINT_SLICES,
+    INFERENCE_SERVICES,
+    MANAGED_SELECTOR,
+    MODELS,
+    NODES,
+    SERVICES,
+)
+from llmkube.kube.blocking import run_in_daemon_thread
+from llmkube.kube.cache.store import by_field
+from llmkube.kube.control.controller import Result
+from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
+from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.queue.ratelimit import ItemExponentialRateLimiter
+from llmkube.kube.rest.transport import TransportError
+from llmkube.kube.types import Obj, ObjectKey
+from llmkube.manager import Manager
+from llmkube.plan.agent.admission import Demand, Resident, admit, pressure_victim, waiting_order
+from llmkube.plan.agent.assignment import Verdict, assignment
+from llmkube.plan.agent.launch import Host, command_identity, server_command
+from llmkube.plan.agent.memory import Pressure, describe_bytes, evicts_under_pressure, need_of, pressure
+from llmkube.plan.agent.rollout import Strategy, roll_plan
+from llmkube.plan.agent.slices import (
+    SliceInputs,
+    heartbeat_due_in,
+    slice_intent,
+    slice_name,
+    write_needed,
+)
+from llmkube.plan.inferenceservice.metal import (
+    AGENT_FAILURES,
+    AGENT_FETCHING_MODEL,
+    AGENT_STARTING,
+    EVICTED,
+    INSUFFICIENT_MEMORY,
+    UNSUPPORTED_BY_AGENT,
+)
+from llmkube.plan.inferenceservice.names import service_name
+from llmkube.plan.inferenceservice.objects import controlled_by
+from llmkube.plan.inferenceservice.priority import effective_priority, priority_class_name
+
+log = structlog.get_logger("llmkube.agent")
+T = TypeVar("T", InferenceService, Model)
+
+CONTROLLER = "metal-agent"
+BY_MODEL = "model"
+LABEL_INFERENCE_SERVICE = "llmkube.ai/inference-service"
+#: while the controller has not created the service's Service yet (its watch wakes us sooner)
+SERVICE_WAIT = 10.0
+
+
+Report = tuple[str, str]
+
+
+@dataclass
+class Served:
+    """One InferenceService this agent serves: its servers and what it has to say."""
+
+    key: ObjectKey
+    uid: str = ""
+    current: Runner | None = None  # the server its slice points at
+    next: Runner | None = None  # a server of a new spec, starting beside it (a roll)
+    draining: list[Runner] = field(default_factory=list)  # replaced servers, finishing
+    #: why it was stopped to make room (kept until it runs again)
+    evicted: str = ""
+    evicted_under_pressure: bool = False
+    #: a new spec that could not roll out (its server kept failing, or did not fit): not retried
+    refused_identity: str = ""
+
+    def runners(self) -> list[Runner]:
+        return [r for r in (self.current, self.next, *self.draining) if r is not None]
+
+
+class Agent:
+    def __init__(self, manager: Manager, config: AgentConfig) -> None:
+        self.manager = manager
+        self.config = config
+        self.host = Host(address=config.address, metal=config.metal)
+        self.served: dict[ObjectKey, Served] = {}
+        self._last_heartbeat: dict[ObjectKey, float] = {}
+        self._written: dict[ObjectKey, tuple[str, Obj]] = {}
+        self._headers: dict[str, GGUFMetadata | None] = {}
+        self._pressure = Pressure.NORMAL
+        self._nodes: list[Obj] = []
+        self._probe_session: aiohttp.ClientSession | None = None
+        self._fetch_session: aiohttp.ClientSession | None = None
+        self.store: ModelStore | None = None
+        self.addresses: ClusterAddresses | None = None
+
+        self.services = manager.informer(INFERENCE_SERVICES, label_selector=config.service_selector or None)
+        self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
+        self.models = manager.informer(MODELS)
+        slices = f"{LABEL_METAL_MANAGED_BY}={METAL_AGENT_VALUE},{LABEL_AGENT_NAME}={config.name}"
+        self.slices = manager.informer(ENDPOINT_SLICES, label_selector=slices)
+        self.k8s_services = manager.informer(SERVICES, label_selector=MANAGED_SELECTOR)
+        self.controller = manager.add_controller(
+            CONTROLLER,
+            self.reconcile,
+            workers=1,
+            # Retries never wait longer than a heartbeat: an API server that comes back gets the
+            # heartbeats (and whatever changed meanwhile) at once.
+            rate_limiter=ItemExponentialRateLimiter(0.5, config.heartbeat_interval),
+            watches=[
+                Watch(INFERENCE_SERVICES, enqueue_object, label_selector=config.service_selector or None),
+                Watch(MODELS, enqueue_mapped(self._services_of_model)),
+                Watch(ENDPOINT_SLICES, enqueue_mapped(self._service_of_slice), label_selector=slices),
+                Watch(SERVICES, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
+            ],
+        )
+        manager.add_task("agent:pressure", self._watch_pressure)
+        manager.add_task("agent:discover", self._discover)
+        self._unregister = metrics.register(self._snapshot)
+
+    # -- start and stop -----------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Sessions, the model store, and the servers a previous agent left running."""
+        self._probe_session = aiohttp.ClientSession()
+        self.addresses = ClusterAddresses(
+            self.config.egress,
+            self.manager.client,
+            lambda: self._nodes,
+            cluster_wide=not self.config.namespace,
+        )
+        addresses = self.addresses
+        connector = aiohttp.TCPConnector(resolver=GuardedResolver(addresses.policy))
+        self._fetch_session = aiohttp.ClientSession(connector=connector)
+        self.config.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.store = ModelStore(
+            self.config.cache_dir,
+            self.config.local_roots,
+            self._fetch_session,
+            addresses.policy,
+            self._model_progress,
+        )
+        self._adopt()
+
+    async def close(self) -> None:
+        """Leave the servers running (the next agent adopts them), unless told to stop them."""
+        for served in self.served.values():
+            for runner in served.runners():
+                if self.config.stop_on_exit:
+                    runner.stop("the agent stops (--stop-on-exit)")
+                else:
+                    await runner.abandon()
+        if self.config.stop_on_exit:
+            runners = [r for s in self.served.values() for r in s.runners()]
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.supervision.stop_grace + 2):
+                    await asyncio.gather(*(r.done.wait() for r in runners))
+            for key in list(self.served):
+                with contextlib.suppress(ApiError, TransportError):
+                    await self._delete_slice(key)
+            self._save_state()
+        if self.store is not None:
+            await self.store.close()
+        for session in (self._probe_session, self._fetch_session):
+            if session is not None:
+                await session.close()
+        self._unregister()
+
+    def _adopt(self) -> None:
+        for record in load(self.config.state_dir):
+            process = adopt(
+                record.pid, record.command, record.port, Path(record.log_path), record.fingerprint
+            )
+            if process is None:
+                log.info("a server of the previous agent is gone", service=record.key, pid=record.pid)
+                continue
+            key = ObjectKey.parse(record.key)
+            served = self.served.setdefault(key, Served(key, uid=record.uid))
+            runner = self._runner(
+                key,
+                functools.partial(_with_port, record.command),
+                record.identity,
+                record.need,
+                0,
+                False,
+                (),
+            )
+            runner.source_identity = record.source_identity
+            runner.start(adopted=process)
+            if record.role == "current" and served.current is None:
+                served.current = runner
+            elif record.role == "next" and served.next is None:
+                served.next = runner
+            else:  # two servers in one role: keep one
+                runner.stop("a second server of the same service")
+                served.draining.append(runner)
+            log.info("server adopted", service=record.key, pid=record.pid, port=record.port, role=record.role)
+            self.controller.enqueue(key)
+
+    async def _discover(self) -> None:
+        """Once the caches synced: the cluster's addresses for the egress rules (its Nodes' Pod
+        networks read once: the agent does not watch Nodes), and every adopted server reconciled."""
+        assert self.addresses is not None
+        if not self.config.egress.pod_cidrs:
+            try:
+                self._nodes = await self.manager.client.list_all(NODES)
+            except (ApiError, TransportError) as error:
+                log.warning("the cluster's Pod networks are not known (set --pod-cidr)", error=str(error))
+        await self.addresses.discover()
+        for key in self.served:
+            self.controller.enqueue(key)
+        await asyncio.Event().wait()
+
+    # -- events -> keys -------------------------------------------------------------------------------
+    def _services_of_model(self, model: Obj) -> list[ObjectKey]:
+        meta = model.get("metadata") or {}
+        keys = self.services.store.keys_by_index(BY_MODEL, f"{meta.get('namespace')}/{meta.get('name')}")
+        return [ObjectKey.parse(k) for k in keys]
+
+    def _service_of_slice(self, endpoint_slice: Obj) -> list[ObjectKey]:
+        meta = endpoint_slice.get("metadata") or {}
+        name = (meta.get("labels") or {}).get(LABEL_INFERENCE_SERVICE)
+        return [ObjectKey(meta.get("namespace") or "", name)] if name else []
+
+    def _model_progress(self, source: str) -> None:
+        for raw in self.services.store.objects():
+            meta = raw.get("metadata") or {}
+            model = self.models.store.get_object(
+                meta.get("namespace"), (raw.get("spec") or {}).get("modelRef", "")
+            )
+            if model is not None and (model.get("spec") or {}).get("source") == source:
+                self.controller.enqueue(ObjectKey.of(raw))
+
+    # -- reconcile --------------------------------------------------------------------------------------
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        raw = self.services.store.get_object(key.namespace, key.name)
+        isvc = _parse(InferenceService, raw)
+        model = self._model(isvc)
+        decision = assignment(isvc, model)
+        verdict = decision.verdict
+        served = self.served.get(key)
+        holding = self._live_runners()
+        if isvc is not None and served is not None and served.uid and served.uid != isvc.metadata.uid:
+            # Deleted and created again under the name: the old one's servers are not its.
+            self._stop_all(served, "the InferenceService was replaced by a new one of the same name")
+            served.uid = isvc.metadata.uid or ""
+        if verdict in (Verdict.REMOVE, Verdict.STOP):
+            if served is not None:
+                why = (
+                    "spec.replicas is 0"
+                    if verdict is Verdict.STOP
+                    else "the service is gone, or not this agent's"
+                )
+                self._stop_all(served, why)
+                self._tidy(served)
+                if not served.runners():
+                    del self.served[key]
+            await self._delete_slice(key)
+            self._save_state()
+            self._freed(holding)
+            return None
+        assert isvc is not None and raw is not None
+        if served is None:
+            served = self.served[key] = Served(key, uid=isvc.metadata.uid or "")
+        served.uid = isvc.metadata.uid or ""
+        report: Report | None = None
+        retry: float | None = None
+        if verdict is Verdict.UNSUPPORTED:
+            self._stop_all(served, "this agent cannot serve it")
+            report = (UNSUPPORTED_BY_AGENT, decision.message)
+        elif verdict is Verdict.SERVE and model is not None:
+            report, retry = await self._serve(served, isvc, model)
+        self._tidy(served)
+        self._save_state()
+        self._freed(holding)
+        result = await self._publish(served, isvc, raw, report)
+        if retry is not None:
+            wait = max(0.5, retry - time.monotonic())
+            result = Result(requeue_after=min(wait, result.requeue_after or wait))
+        return result
+
+    async def _serve(
+        self, served: Served, isvc: InferenceService, model: Model
+    ) -> tuple[Report | None, float | None]:
+        """Start, roll or keep its server; what to say while none serves, and when to look again."""
+        assert self.store is not None
+        artifact = self.store.get(model)
+        if isinstance(artifact, Fetching):
+            return (AGENT_FETCHING_MODEL, artifact.message), None
+        if isinstance(artifact, FetchFailed):
+            return (artifact.reason, artifact.message), artifact.retry_at
+        need = await self._need(isvc, model, artifact)
+        if need is None:
+            return (
+                INSUFFICIENT_MEMORY,
+                "its memory need cannot be estimated before llama-server loads it (the server fetches "
+                "the model itself); set hardware.memoryBudget on its Model",
+            ), None
+        priority = self._priority(isvc)
+        protected = bool(isvc.spec.eviction_protection)
+        identity = command_identity(
+            server_command(
+                self.config.llama_server, isvc, model, model_path=artifact.identity, port=0, host=self.host
+            )
+        )
+        current, key = served.current, served.key
+
+        def command_for(port: int) -> tuple[str, ...]:
+            return server_command(
+                self.config.llama_server, isvc, model, model_path=artifact.path, port=port, host=self.host
+            )
+
+        pass_fds = (artifact.pass_fd,) if artifact.pass_fd is not None else ()
+        if current is not None and current.stopping:
+            served.draining.append(current)
+            served.current = current = None
+        if current is None:
+            if served.evicted_under_pressure and self._pressure is not Pressure.NORMAL:
+                return (
+                    EVICTED,
+                    f"{served.evicted}; it starts again once the host's memory pressure is over",
+                ), None
+            if served.draining and not self._fits_beside_draining(served, need):
+                return (AGENT_STARTING, "waiting for its previous server to stop (no room for both)"), None
+            admission = admit(
+                Demand(str(key), need, priority), self._residents(exclude=served), self.config.budget
+            )
+            if not admission.admitted:
+                if served.evicted:
+                    return (
+                        EVICTED,
+                        f"{served.evicted}; it starts again once it fits: {admission.reason}",
+                    ), None
+                return (INSUFFICIENT_MEMORY, admission.reason), None
+            self._evict(admission.evict, for_whom=key, priority=priority, need=need)
+            served.evicted, served.evicted_under_pressure = "", False
+            served.current = self._runner(key, command_for, identity, need, priority, protected, pass_fds)
+            served.current.source_identity = artifact.identity
+            served.current.start()
+            return None, None
+        current.priority, current.protected = priority, protected
+        if current.identity == identity:
+            current.rebind(command_for, pass_fds)
+            if served.next is not None:  # the spec went back: the new server is not wanted
+                served.next.stop("the spec changed back")
+                served.draining.append(served.next)
+                served.next = None
+            return None, None
+        nxt = served.next
+        if nxt is not None and nxt.identity != identity:
+            nxt.stop("the spec changed again")
+            served.draining.append(nxt)
+            served.next = nxt = None
+        if nxt is None:
+            if served.refused_identity == identity:
+                return None, None
+            old = Resident(str(key), current.need, priority, protected, current.started_at)
+            plan = roll_plan(
+                Demand(str(key), need, priority),
+                old,
+                [*self._residents(exclude=served), old],
+                self.config.budget,
+            )
+            if plan.strategy is Strategy.IN_PLACE:
+                served.next = self._runner(key, command_for, identity, need, priority, protected, pass_fds)
+                served.next.source_identity = artifact.identity
+                served.next.start()
+                log.info("rolling in place", service=str(key))
+            elif plan.strategy is Strategy.RECREATE:
+                self._evict(plan.admission.evict, for_whom=key, priority=priority, need=need)
+                current.stop("recreated with the new spec (no room for both servers)")
+                served.draining.append(current)
+                served.current = None
+                self._announce(
+                    served,
+                    "Normal",
+                    "Recreating",
+                    "the new spec's server needs the old one's memory: the old one stops first",
+                )
+            else:
+                served.refused_identity = identity
+                self._announce(
+                    served,
+                    "Warning",
+                    INSUFFICIENT_MEMORY,
+                    f"the new spec does not fit ({plan.admission.reason}): still serving the previous one",
+                )
+            return None, None
+        if nxt.serving:
+            served.current, served.next = nxt, None
+            current.retire(time.monotonic())
+            served.draining.append(current)
+            self._announce(
+                served,
+                "Normal",
+                "RolledOut",
+                f"serving the new spec on port {nxt.port}; the previous server drains",
+            )
+            return None, None
+        state = nxt.state
+        if state is not None and state.crashes >= self.config.supervision.crash_loop_after:
+            nxt.stop("its server kept failing")
+            served.draining.append(nxt)
+            served.next = None
+            served.refused_identity = identity
+            message = (nxt.report() or ("", ""))[1]
+            self._announce(
+                served,
+                "Warning",
+                "RolloutFailed",
+                f"the new spec's server keeps failing: still serving the previous one; {message}",
+            )
+        return None, None
+
+    async def _need(self, isvc: InferenceService, model: Model, artifact: ModelFile) -> int | None:
+        gguf = None
+        if artifact.path:
+            if artifact.identity not in self._headers:
+                try:
+                    self._headers[artifact.identity] = await run_in_daemon_thread(
+                        read_gguf_metadata, artifact.path
+                    )
+                except (HeaderError, OSError) as error:
+                    log.warning(
+                        "the model file's GGUF header cannot be read", path=artifact.path, error=str(error)
+                    )
+                    self._headers[artifact.identity] = None
+            gguf = self._headers[artifact.identity]
+        need = need_of(
+            model,
+            isvc.spec,
+            gguf,
+            file_size=artifact.size,
+            gpu_count=1 if self.host.metal else 0,
+            unified_memory=self.host.metal or not (model.spec.hardware and model.spec.hardware.gpu),
+            total=self.config.total_memory,
+        )
+        return need.bytes
+
+    def _priority(self, isvc: InferenceService) -> int:
+        """The service's effective priority as the controller reports it (its PriorityClass's
+        value), else the value of the class its priority names."""
+        if isvc.status is not None and isvc.status.effective_priority is not None:
+            return isvc.status.effective_priority
+        return effective_priority(priority_class_name(isvc.spec), {}) or 0
+
+    def _residents(self, *, exclude: Served | None = None) -> list[Resident]:
+        found = []
+        for served in self.served.values():
+            if served is exclude:
+                continue
+            for runner in served.runners():
+                if runner.done.is_set():
+                    continue
+                found.append(
+                    Resident(
+                        f"{served.key}", runner.need, runner.priority, runner.protected, runner.started_at
+                    )
+                )
+        return found
+
+    def _fits_beside_draining(self, served: Served, need: int) -> bool:
+        held = sum(r.need for s in self.served.values() for r in s.runners() if not r.done.is_set())
+        return held + need <= self.config.budget
+
+    def _evict(self, victims: Iterable[Resident], *, for_whom: ObjectKey, priority: int, need: int) -> None:
+        for victim in victims:
+            key = ObjectKey.parse(victim.key)
+            served = self.served.get(key)
+            if served is None:
+                continue
+            message = (
+                f"evicted by the host agent {self.config.name} to make room for {for_whom} (priority "
+                f"{priority}, needs ~{describe_bytes(need)})"
+            )
+            served.evicted, served.evicted_under_pressure = message, False
+            self._stop_all(served, message)
+            metrics.EVICTIONS.labels("priority").inc()
+            self._announce(served, "Warning", EVICTED, message)
+            log.warning("service evicted", service=victim.key, for_service=str(for_whom))
+            self.controller.enqueue(key)
+
+    def _stop_all(self, served: Served, reason: str) -> None:
+        for runner in (served.current, served.next):
+            if runner is not None:
+                runner.stop(reason)
+                served.draining.append(runner)
+        served.current = served.next = None
+
+    def _tidy(self, served: Served) -> None:
+        served.draining = [r for r in served.draining if not r.done.is_set()]
+
+    def _live_runners(self) -> int:
+        return sum(1 for s in self.served.values() for r in s.runners() if not r.done.is_set())
+
+    def _freed(self, before: int) -> None:
+        """A server is gone since the reconcile began: its memory may let a waiting service start."""
+        if self._live_runners() < before:
+            self._wake_waiting()
+
+    def _runner(
+        self,
+        key: ObjectKey,
+        command_for: Callable[[int], tuple[str, ...]],
+        identity: str,
+        need: int,
+        priority: int,
+        protected: bool,
+        pass_fds: tuple[int, ...],
+    ) -> Runner:
+        assert self._probe_session is not None
+
+        def changed() -> None:
+            self.controller.enqueue(key)
+
+        def announce(type_: str, reason: str, message: str) -> None:
+            served = self.served.get(key)
+            if served is not None:
+                self._announce(served, type_, reason, message)
+
+        return Runner(
+            str(key),
+            command_for,
+            identity=identity,
+            address=self.config.address,
+            ports=self.config.ports,
+            ports_in_use=self._ports_in_use,
+            logs_dir=self.config.state_dir / "logs",
+            session=self._probe_session,
+            settings=self.config.supervision,
+            drain=self.config.drain,
+            on_change=changed,
+            announce=announce,
+            on_restart=lambda: metrics.RESTARTS.labels(key.namespace, key.name).inc(),
+            need=need,
+            priority=priority,
+            protected=protected,
+            pass_fds=pass_fds,
+        )
+
+    def _ports_in_use(self) -> set[int]:
+        return {r.port for s in self.served.values() for r in s.runners() if r.port is not None}
+
+    def _announce(self, served: Served, type_: str, reason: str, message: str) -> None:
+        raw = self.services.store.get_object(served.key.namespace, served.key.name)
+        if raw is not None:
+            self.manager.recorder.event(raw, type_, reason, message, action="Serve")
+
+    # -- the slice --------------------------------------------------------------------------------------
+    async def _publish(
+        self, served: Served, isvc: InferenceService, raw: Obj, report: Report | None
+    ) -> Result:
+        key = served.key
+        name = service_name(key.name)
+        service = self.k8s_services.store.get_object(key.namespace, name)
+        if service is None or not controlled_by(service, isvc):
+            # Not created yet by the controller, or somebody else's: never point it at this host.
+            return Result(requeue_after=SERVICE_WAIT)
+        runner = served.current
+        port = runner.port if runner is not None else None
+        conditions = runner.endpoint() if runner is not None and port is not None else None
+        if report is None and runner is not None and not runner.serving:
+            report = runner.report()
+        if runner is not None and runner.serving:
+            report = None
+        inputs = SliceInputs(
+            namespace=key.namespace,
+            service=name,
+            service_uid=(service.get("metadata") or {}).get("uid") or "",
+            agent=self.config.name,
+            version=__version__,
+            address=self.config.address,
+            port=port,
+            conditions=conditions,
+            report=report,
+        )
+        now = datetime.now(UTC)
+        desired = slice_intent(inputs, now)
+        desired["metadata"]["labels"][LABEL_INFERENCE_SERVICE] = key.name
+        stored = self._stored_slice(key, slice_name(name, self.config.name))
+        interval = timedelta(seconds=self.config.heartbeat_interval)
+        why = write_needed(desired, stored, now, interval)
+        if why is not None:
+            answer, _ = await self.manager.client.apply(
+                ENDPOINT_SLICES, desired, field_manager=AGENT_FIELD_MANAGER, force=True
+            )
+            based_on = ((stored or {}).get("metadata") or {}).get("resourceVersion") or ""
+            self._written[key] = (based_on, answer)
+            self._last_heartbeat[key] = time.monotonic()
+            metrics.SLICE_WRITES.labels(why.split(":")[0]).inc()
+            log.info(
+                "endpoint slice written",
+                service=str(key),
+                why=why,
+                port=port,
+                ready=bool(conditions and conditions.ready),
+                reason=report[0] if report else "",
+            )
+            if report is not None and _report_of(desired) != _report_of(stored):
+                # A new thing to say (on a new slice too): said once as an Event, not at each beat.
+                failing = report[0] in AGENT_FAILURES
+                self._announce(served, "Warning" if failing else "Normal", report[0], report[1])
+            stored = answer
+        elif key not in self._last_heartbeat and stored is not None:
+            self._last_heartbeat[key] = time.monotonic() - (
+                interval.total_seconds() - heartbeat_due_in(stored, now, interval)
+            )
+        return Result(requeue_after=max(0.5, heartbeat_due_in(stored, now, interval)))
+
+    def _stored_slice(self, key: ObjectKey, name: str) -> Obj | None:
+        """The slice as the cache shows it, or as our last write left it while the cache shows the
+        version from before that write (read your own writes)."""
+        cached = self.slices.store.get_object(key.namespace, name)
+        written = self._written.get(key)
+        if written is None:
+            return cached
+        based_on, answer = written
+        version = ((cached or {}).get("metadata") or {}).get("resourceVersion") or ""
+        if version == based_on:
+            return answer
+        del self._written[key]
+        return cached
+
+    async def _delete_slice(self, key: ObjectKey) -> None:
+        name = slice_name(service_name(key.name), self.config.name)
+        self._written.pop(key, None)
+        self._last_heartbeat.pop(key, None)
+        if self.slices.store.get_object(key.namespace, name) is None:
+            return
+        with contextlib.suppress(NotFound):
+            await self.manager.client.delete(ENDPOINT_SLICES, name, key.namespace)
+            metrics.SLICE_WRITES.labels("delete").inc()
+            log.info("endpoint slice deleted", service=str(key))
+
+    # -- the state file, the metrics -------------------------------------------------------------------
+    def _save_state(self) -> None:
+        records = []
+        for served in self.served.values():
+            for role, runner in (("current", served.current), ("next", served.next)):
+                if runner is None or runner.process is None or runner.stopping or runner.state is None:
+                    continue
+                if not runner.state.running:
+                    continue
+                process = runner.process
+                records.append(
+                    ServerRecord(
+                        key=str(served.key),
+                        uid=served.uid,
+                        role=role,
+                        pid=process.pid,
+                        port=process.port,
+                        command=process.command,
+                        identity=runner.identity,
+                        fingerprint=process.fingerprint,
+                        log_path=str(process.log_path),
+                        need=runner.need,
+                        source_identity=runner.source_identity,
+                    )
+                )
+        save(self.config.state_dir, records)
+
+    def _snapshot(self) -> metrics.Snapshot:
+        phases: dict[str, int] = {}
+        held = resident = 0
+        for served in self.served.values():
+            for runner in served.runners():
+                if runner.phase is None or runner.done.is_set():
+                    continue
+                phases[runner.phase.value] = phases.get(runner.phase.value, 0) + 1
+                held += runner.need
+                resident += runner.rss()
+        beats = {(k.namespace, k.name): at for k, at in self._last_heartbeat.items()}
+        return metrics.Snapshot(phases, self.config.budget, held, resident, beats)
+
+    # -- memory pressure ------------------------------------------------------------------------------
+    async def _watch_pressure(self) -> None:
+        interval = self.config.pressure_interval
+        if interval <= 0:
+            await asyncio.Event().wait()
+        while True:
+            await asyncio.sleep(interval)
+            available = await run_in_daemon_thread(host.available_memory, self.config.total_memory)
+            if available is None:
+                continue
+            level = pressure(available, self.config.total_memory, self.config.pressure)
+            if level is not self._pressure:
+                if level is Pressure.NORMAL:
+                    log.info("host memory pressure is over", available=available)
+                else:
+                    log.warning("host memory pressure", level=level.value, available=available)
+                previous, self._pressure = self._pressure, level
+                if level is Pressure.NORMAL and previous is not Pressure.NORMAL:
+                    self._wake_waiting()
+            rss = sum(r.rss() for s in self.served.values() for r in s.runners())
+            if not evicts_under_pressure(level, rss, self.config.total_memory, self.config.pressure):
+                continue
+            residents = [
+                Resident(
+                    str(s.key), s.current.need, s.current.priority, s.current.protected, s.current.started_at
+                )
+                for s in self.served.values()
+                if s.current is not None and not s.current.stopping
+            ]
+            victim = pressure_victim(residents)
+            if victim is None:
+                continue
+            served = self.served[ObjectKey.parse(victim.key)]
+            total = describe_bytes(self.config.total_memory)
+            message = (
+                f"evicted by the host agent {self.config.name} under memory pressure "
+                f"({describe_bytes(available)} of the host's {total} available)"
+            )
+            served.evicted, served.evicted_under_pressure = message, True
+            self._stop_all(served, message)
+            metrics.EVICTIONS.labels("pressure").inc()
+            self._announce(served, "Warning", EVICTED, message)
+            log.warning("service evicted under memory pressure", service=victim.key, available=available)
+            self.controller.enqueue(served.key)
+
+    def _wake_waiting(self) -> None:
+        """Room may have freed: reconcile the services waiting for it, highest priority first."""
+        waiting = []
+        for served in self.served.values():
+            if served.current is None:
+                raw = self.services.store.get_object(served.key.namespace, served.key.name)
+                created = ((raw or {}).get("metadata") or {}).get("creationTimestamp") or ""
+                waiting.append((Demand(str(served.key), 0, self._priority_of_key(served.key)), created))
+        for demand in waiting_order(waiting):
+            self.controller.enqueue(ObjectKey.parse(demand.key))
+
+    def _priority_of_key(self, key: ObjectKey) -> int:
+        isvc = _parse(InferenceService, self.services.store.get_object(key.namespace, key.name))
+        return self._priority(isvc) if isvc is not None else 0
+
+    def _model(self, isvc: InferenceService | None) -> Model | None:
+        if isvc is None:
+            return None
+        return _parse(Model, self.models.store.get_object(isvc.metadata.namespace or "", isvc.spec.model_ref))
+
+
+def _parse(kind: type[T], raw: Obj | None) -> T | None:
+    if raw is None:
+        return None
+    try:
+        return kind.model_validate(raw)
+    except ValidationError as error:
+        log.warning("object does not match the API types", kind=kind.__name__, error=str(error)[:300])
+        return None
+
+
+def _report_of(endpoint_slice: Obj | None) -> Report:
+    annotations = ((endpoint_slice or {}).get("metadata") or {}).get("annotations") or {}
+    return annotations.get(ANNOTATION_AGENT_REASON, ""), annotations.get(ANNOTATION_AGENT_MESSAGE, "")
+
+
+def _with_port(command: tuple[str, ...], port: int) -> tuple[str, ...]:
+    parts = list(command)
+    for index, arg in enumerate(parts[:-1]):
+        if arg == "--port":
+            parts[index + 1] = str(port)
+    return tuple(parts)

@@ -1,0 +1,58 @@
+"""Every API call the host agent makes, as RBAC permissions: the one list its roles are made from
+(`hack/gen-install-files.py` writes manifests/agent/ from it; the tests run the agent under exactly
+these rights and fail on a request refused, and on a verb granted that it never used)."""
+
+from llmkube.controllers.permissions import Permission, Scope
+from llmkube.controllers.resources import (
+    ENDPOINT_SLICES,
+    INFERENCE_SERVICES,
+    MODELS,
+    NODES,
+    SERVICE_CIDRS,
+    SERVICES,
+)
+from llmkube.kube.resource import EVENTS
+
+AGENT_PERMISSIONS: tuple[Permission, ...] = (
+    Permission(INFERENCE_SERVICES, ("list", "watch"), Scope.WATCHED, "the services it may serve, cached"),
+    Permission(MODELS, ("list", "watch"), Scope.WATCHED, "their Models: where the weights come from"),
+    Permission(
+        SERVICES,
+        ("list", "watch"),
+        Scope.WATCHED,
+        "the controller's Services (labelled managed-by llmkube): a slice is registered only for a "
+        "Service the InferenceService controls, and is owned by it",
+    ),
+    Permission(
+        ENDPOINT_SLICES,
+        ("list", "watch", "create", "patch", "delete"),
+        Scope.WATCHED,
+        "its own EndpointSlices (labelled with its name): server-side apply (patch; create when missing) "
+        "of the endpoint and the heartbeat, deleted when the service stops, moves or goes; once at start "
+        "(cluster-wide), the API server's own (default/kubernetes): model sources there are not fetched",
+    ),
+    Permission(
+        EVENTS,
+        ("create", "patch"),
+        Scope.WATCHED,
+        "Events on the services it serves (events.k8s.io/v1): created, patched as a series when they repeat",
+    ),
+    Permission(
+        NODES,
+        ("list",),
+        Scope.CLUSTER,
+        "once at start, unless --pod-cidr names them: the Nodes' Pod networks, where model sources are "
+        "not fetched",
+    ),
+    Permission(
+        SERVICE_CIDRS,
+        ("list",),
+        Scope.CLUSTER,
+        "once at start, unless --service-cidr names them: the cluster's Service networks, where model "
+        "sources are not fetched",
+    ),
+)
+
+
+def agent_rules(*scopes: Scope) -> tuple[Permission, ...]:
+    return tuple(p for p in AGENT_PERMISSIONS if p.scope in scopes)
