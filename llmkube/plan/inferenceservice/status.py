@@ -20,7 +20,6 @@ from llmkube.plan.conditions.standard import (
     find_condition,
     remove_condition,
     set_condition,
-    settle_condition,
     update_condition_if_present,
 )
 from llmkube.plan.conditions.summary import (
@@ -183,7 +182,7 @@ def phase_conditions(
         put(DEGRADED, "True", facts.failure_reason, facts.failure_message)
     # Causes that are gone: the conditions say so and stay (plan/conditions/standard.py has the rule).
     if phase != "Failed":
-        conditions = settle_condition(
+        conditions = update_condition_if_present(
             conditions,
             type_=DEGRADED,
             status="False",
@@ -194,7 +193,7 @@ def phase_conditions(
         )
     never_fit = facts.scheduling is not None and facts.scheduling.gpus_never_fit
     if phase != "WaitingForGPU" and not never_fit:
-        conditions = settle_condition(
+        conditions = update_condition_if_present(
             conditions,
             type_=GPU_AVAILABLE,
             status="True",
