@@ -42,7 +42,6 @@ PHASE_CONDITIONS = frozenset({AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE})
 SUMMARY_CONDITIONS = frozenset({READY, RECONCILING, STALLED})
 
 READY_MESSAGE = "Inference service is ready and serving requests"
-MODEL_NOT_FOUND = "Model not found"
 WAITING_FOR_MODEL = "Waiting for Model to be Ready"
 FAILED_REASON, INVALID_SPEC_REASON = "Failed", "InvalidSpec"
 IGNORED_SETTINGS_REASON = "IgnoredSettings"

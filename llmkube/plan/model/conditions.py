@@ -30,8 +30,8 @@ MODEL_CACHED = "ModelCached"
 MODEL_READY = "ModelReady"
 COPY_STARTED = "CopyStarted"
 COPY_FAILED = "CopyFailed"
-DOWNLOAD_STARTED = "DownloadStarted"  # reference only: llmkube never downloads in the controller
-DOWNLOAD_FAILED = "DownloadFailed"  # reference only: unknown sources are InvalidSource here
+# The reference operator's DownloadStarted and DownloadFailed are never set: llmkube never
+# downloads in the controller, and an unknown source is InvalidSource.
 INTEGRITY_CHECK_FAILED = "IntegrityCheckFailed"
 INVALID_SOURCE = "InvalidSource"
 # llmkube's, for http(s) sources the controller refused to fetch from or to believe:
