@@ -116,12 +116,6 @@ async def poll(predicate: Any, limit: float, what: str) -> float:
     return time.perf_counter() - started
 
 
-async def quiet_window(manager: Manager, seconds: float) -> int:
-    before = manager.client.mutating_requests()
-    await asyncio.sleep(seconds)
-    return manager.client.mutating_requests() - before
-
-
 async def run(count: int, workers: int) -> dict[str, Any]:
     with LocalCluster("api") as cluster:
         admin = cluster.admin()

@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from llmkube.kube.cache.informer import Informer
 from llmkube.kube.cache.store import Change
 from llmkube.kube.cache.transform import keep_only
@@ -582,10 +580,6 @@ def save_result(name: str, result: dict[str, Any]) -> Path:
     path = directory / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path
-
-
-def yaml_dump(obj: Any) -> str:
-    return yaml.safe_dump(obj, sort_keys=False)
 
 
 __all__ = [

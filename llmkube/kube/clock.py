@@ -75,15 +75,6 @@ class FakeClock:
         heapq.heappush(self._sleepers, (self._now + seconds, next(self._seq), future))
         await future
 
-    @property
-    def sleepers(self) -> int:
-        """How many tasks are currently parked in ``sleep`` (cancelled ones excluded)."""
-        return sum(1 for _, _, fut in self._sleepers if not fut.done())
-
-    def next_deadline(self) -> float | None:
-        live = [deadline for deadline, _, fut in self._sleepers if not fut.done()]
-        return min(live) if live else None
-
     async def advance(self, seconds: float) -> None:
         """Move time forward by ``seconds``, waking every sleeper whose deadline passes."""
         target = self._now + seconds

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -589,13 +589,3 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
-
-
-@contextlib.contextmanager
-def local_cluster(tier: Tier = "api", **kwargs: object) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(tier, **kwargs)  # type: ignore[arg-type]
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()

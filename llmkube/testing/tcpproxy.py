@@ -32,7 +32,6 @@ class TcpProxy:
         self._flowing = asyncio.Event()
         self._flowing.set()
         self._connections: set[asyncio.Task[None]] = set()
-        self.connections_seen = 0
 
     @classmethod
     async def start(cls, upstream_host: str, upstream_port: int) -> TcpProxy:
@@ -79,7 +78,6 @@ class TcpProxy:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
-        self.connections_seen += 1
         upstream_writer: asyncio.StreamWriter | None = None
         try:
             await self._flowing.wait()

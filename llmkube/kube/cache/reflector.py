@@ -135,7 +135,6 @@ class ReflectorStats:
     relists_after_expired: int = 0
     quorum_relists: int = 0
     watches: int = 0
-    watch_events: int = 0
     bookmarks: int = 0
     failures: int = 0
     #: a WATCH is open right now (the server accepted it; it has not ended)
@@ -361,7 +360,6 @@ class Reflector:
         if obj.get("kind") not in (None, self.resource.kind):
             self._log.warning("unexpected kind in watch", kind=obj.get("kind"))
             return seen
-        self.stats.watch_events += 1
         self._sink.watch_event(event_type, self._prepare(obj))
         return seen
 

@@ -198,9 +198,6 @@ class QueueState(Generic[K]):
     def waiting(self) -> int:
         return sum(1 for entry in self._pending.values() if entry.ready_at is not None)
 
-    def is_processing(self, key: K) -> bool:
-        return key in self._processing
-
     def processing_count(self) -> int:
         return len(self._processing)
 

@@ -1,10 +1,10 @@
 """The API server's syntax rules for names, keys and values (k8s.io/apimachinery
 `pkg/util/validation` and `pkg/api/validate/content`, Kubernetes 1.37), as pure functions.
 
-Each returns the list of the server's own messages for a value (empty when valid), so what the
-planner reports reads like what `kubectl` would print. The regular expressions are the server's;
-they are matched whole (`fullmatch`: Go's `^...$` never matches before a trailing newline, Python's
-`$` does). Lengths are in bytes, as Go's `len` counts them.
+Each `*_errors` function returns the list of the server's own messages for a value (empty when
+valid), so what the planner reports reads like what `kubectl` would print. The regular expressions
+are the server's; they are matched whole (`fullmatch`: Go's `^...$` never matches before a trailing
+newline, Python's `$` does). Lengths are in bytes, as Go's `len` counts them.
 """
 
 import functools
@@ -80,7 +80,7 @@ def inclusive_range_error(low: int, high: int) -> str:
     return f"must be between {low} and {high}, inclusive"
 
 
-def is_qualified_name(value: str) -> list[str]:
+def qualified_name_errors(value: str) -> list[str]:
     """A label key (or, lower-cased, an annotation key): `[DNS subdomain prefix/]name`."""
     errors: list[str] = []
     parts = value.split("/")
@@ -91,7 +91,7 @@ def is_qualified_name(value: str) -> list[str]:
         if not prefix:
             errors.append("prefix part must be non-empty")
         else:
-            errors += [f"prefix part {message}" for message in is_dns1123_subdomain(prefix)]
+            errors += [f"prefix part {message}" for message in dns1123_subdomain_errors(prefix)]
     else:
         return [
             "a valid label key "
@@ -109,7 +109,7 @@ def is_qualified_name(value: str) -> list[str]:
     return errors
 
 
-def is_label_value(value: str) -> list[str]:
+def label_value_errors(value: str) -> list[str]:
     errors: list[str] = []
     if _byte_length(value) > LABEL_VALUE_MAX_LENGTH:
         errors.append(max_length_error(LABEL_VALUE_MAX_LENGTH))
@@ -118,7 +118,7 @@ def is_label_value(value: str) -> list[str]:
     return errors
 
 
-def is_dns1123_label(value: str) -> list[str]:
+def dns1123_label_errors(value: str) -> list[str]:
     errors: list[str] = []
     if _byte_length(value) > DNS1123_LABEL_MAX_LENGTH:
         errors.append(max_length_error(DNS1123_LABEL_MAX_LENGTH))
@@ -130,7 +130,7 @@ def is_dns1123_label(value: str) -> list[str]:
     return errors
 
 
-def is_dns1123_subdomain(value: str) -> list[str]:
+def dns1123_subdomain_errors(value: str) -> list[str]:
     errors: list[str] = []
     if _byte_length(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
         errors.append(max_length_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
@@ -139,7 +139,7 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errors
 
 
-def is_relaxed_env_var_name(value: str) -> list[str]:
+def relaxed_env_var_name_errors(value: str) -> list[str]:
     """Environment variable names since Kubernetes 1.34 (RelaxedEnvironmentVariableValidation GA):
     any printable ASCII character but '='."""
     errors: list[str] = []
@@ -162,7 +162,7 @@ def _chdir_prefix(value: str) -> list[str]:
     return []
 
 
-def is_config_map_key(value: str) -> list[str]:
+def config_map_key_errors(value: str) -> list[str]:
     """A key of a ConfigMap or a Secret."""
     errors: list[str] = []
     if _byte_length(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
@@ -174,11 +174,11 @@ def is_config_map_key(value: str) -> list[str]:
     return errors + _chdir_prefix(value)
 
 
-def is_valid_port_num(port: int) -> list[str]:
+def port_number_errors(port: int) -> list[str]:
     return [] if 1 <= port <= 65535 else [inclusive_range_error(1, 65535)]
 
 
-def is_valid_port_name(port: str) -> list[str]:
+def port_name_errors(port: str) -> list[str]:
     """An IANA service name: at most 15 of [-a-z0-9], at least one letter, no '--', no '-' at an end."""
     errors: list[str] = []
     if _byte_length(port) > 15:
@@ -194,18 +194,18 @@ def is_valid_port_name(port: str) -> list[str]:
     return errors
 
 
-def is_http_header_name(value: str) -> list[str]:
+def http_header_name_errors(value: str) -> list[str]:
     if _matches(_HTTP_HEADER_FMT, value):
         return []
     return [regex_error(_HTTP_HEADER_MSG, _HTTP_HEADER_FMT, "X-Header-Name")]
 
 
-def is_valid_id(value: int) -> list[str]:
+def unix_id_errors(value: int) -> list[str]:
     """A Unix user or group id, as the container runtimes accept it (0 .. 2^31-1)."""
     return [] if 0 <= value <= MAX_USER_ID else [inclusive_range_error(0, MAX_USER_ID)]
 
 
-def is_path_segment_name(value: str) -> list[str]:
+def path_segment_name_errors(value: str) -> list[str]:
     """A name that can be one segment of a URL path (an HPA metric's name, for one)."""
     if value in (".", ".."):
         return [f"may not be '{value}'"]

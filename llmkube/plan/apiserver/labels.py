@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from llmkube.plan.apiserver.kube_syntax import (
     LABEL_VALUE_MAX_LENGTH,
     QUALIFIED_NAME_MAX_LENGTH,
-    is_dns1123_subdomain,
-    is_label_value,
-    is_qualified_name,
+    dns1123_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
 )
 
 _LETTERS = "must be letters, digits, '-', '_' or '.', starting and ending alphanumeric"
@@ -21,7 +21,7 @@ _LETTERS = "must be letters, digits, '-', '_' or '.', starting and ending alphan
 
 def qualified_name_problem(key: str) -> str | None:
     """Why `key` is not a label or annotation key (`[prefix/]name`), or None."""
-    if not is_qualified_name(key):
+    if not qualified_name_errors(key):
         return None
     prefix, slash, name = key.rpartition("/")
     if slash and not prefix:
@@ -32,14 +32,14 @@ def qualified_name_problem(key: str) -> str | None:
         return "the name part is empty"
     if len(name.encode()) > QUALIFIED_NAME_MAX_LENGTH:
         return f"the name part is {len(name.encode())} characters (at most {QUALIFIED_NAME_MAX_LENGTH})"
-    if prefix and is_dns1123_subdomain(prefix):
+    if prefix and dns1123_subdomain_errors(prefix):
         return "the prefix must be a lowercase DNS subdomain (e.g. example.com)"
     return f"the name part {_LETTERS}"
 
 
 def label_value_problem(value: str) -> str | None:
     """Why `value` is not a label value (empty, or up to 63 name characters), or None."""
-    if not is_label_value(value):
+    if not label_value_errors(value):
         return None
     if len(value.encode()) > LABEL_VALUE_MAX_LENGTH:
         return f"is {len(value.encode())} characters (at most {LABEL_VALUE_MAX_LENGTH})"

@@ -31,18 +31,18 @@ from llmkube.plan.apiserver.kube_syntax import (
     SYSCTL_MAX_LENGTH,
     TOTAL_ANNOTATION_SIZE_LIMIT,
     annotations_size,
-    is_config_map_key,
-    is_dns1123_label,
-    is_dns1123_subdomain,
-    is_http_header_name,
-    is_label_value,
-    is_path_segment_name,
-    is_qualified_name,
-    is_relaxed_env_var_name,
+    config_map_key_errors,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    http_header_name_errors,
     is_sysctl_name,
-    is_valid_id,
-    is_valid_port_name,
-    is_valid_port_num,
+    label_value_errors,
+    path_segment_name_errors,
+    port_name_errors,
+    port_number_errors,
+    qualified_name_errors,
+    relaxed_env_var_name_errors,
+    unix_id_errors,
 )
 
 TEMPLATE = "spec.template"
@@ -125,8 +125,8 @@ def pod_template_errors(template: Mapping[str, Any], path: str = TEMPLATE) -> li
 def label_errors(labels: Mapping[str, Any], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for key, value in labels.items():
-        errors += invalid_each(path, key, is_qualified_name(key))
-        errors += invalid_each(path, value, is_label_value(_text(value)))
+        errors += invalid_each(path, key, qualified_name_errors(key))
+        errors += invalid_each(path, value, label_value_errors(_text(value)))
     return errors
 
 
@@ -134,7 +134,7 @@ def annotation_errors(annotations: Mapping[str, str], path: str) -> list[FieldEr
     errors: list[FieldError] = []
     for key in annotations:
         # The rule is the label key's, case aside.
-        errors += invalid_each(path, key, is_qualified_name(key.lower()))
+        errors += invalid_each(path, key, qualified_name_errors(key.lower()))
     if annotations_size(dict(annotations)) > TOTAL_ANNOTATION_SIZE_LIMIT:
         errors.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
     return errors
@@ -233,7 +233,9 @@ def pod_spec_errors(spec: Mapping[str, Any], path: str) -> list[FieldError]:
     errors += toleration_errors(_items(spec.get("tolerations")), f"{path}.tolerations")
     for field in ("priorityClassName", "runtimeClassName"):
         if field in spec and (field == "runtimeClassName" or spec[field]):
-            errors += invalid_each(f"{path}.{field}", spec[field], is_dns1123_subdomain(_text(spec[field])))
+            errors += invalid_each(
+                f"{path}.{field}", spec[field], dns1123_subdomain_errors(_text(spec[field]))
+            )
     volumes = {_text(_map(v).get("name")): _map(v) for v in _items(spec.get("volumes"))}
     errors += keyed_list_errors(_items(spec.get("volumes")), "name", f"{path}.volumes")
     for where, container in _containers(spec):
@@ -268,7 +270,7 @@ def toleration_errors(tolerations: Iterable[Any], path: str) -> list[FieldError]
         key, operator = _text(toleration.get("key")), _text(toleration.get("operator"))
         value, effect = _text(toleration.get("value")), _text(toleration.get("effect"))
         if key:
-            errors += invalid_each(f"{at}.key", key, is_qualified_name(key))
+            errors += invalid_each(f"{at}.key", key, qualified_name_errors(key))
         if not key and operator != "Exists":
             errors.append(
                 invalid(
@@ -283,7 +285,7 @@ def toleration_errors(tolerations: Iterable[Any], path: str) -> list[FieldError]
                 invalid(f"{at}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set")
             )
         if operator in ("Equal", ""):
-            problems = is_label_value(value)
+            problems = label_value_errors(value)
             if problems:
                 errors.append(invalid(f"{at}.operator", value, ";".join(problems)))
         elif operator == "Exists":
@@ -305,7 +307,7 @@ def _id_errors(context: Mapping[str, Any], fields: Iterable[str], path: str) -> 
     errors: list[FieldError] = []
     for field in fields:
         if isinstance(context.get(field), int):
-            errors += invalid_each(f"{path}.{field}", context[field], is_valid_id(context[field]))
+            errors += invalid_each(f"{path}.{field}", context[field], unix_id_errors(context[field]))
     return errors
 
 
@@ -313,7 +315,7 @@ def pod_security_context_errors(context: Mapping[str, Any], path: str) -> list[F
     errors = _id_errors(context, ("fsGroup", "runAsUser", "runAsGroup"), path)
     for index, group in enumerate(_items(context.get("supplementalGroups"))):
         if isinstance(group, int):
-            errors += invalid_each(f"{path}.supplementalGroups[{index}]", group, is_valid_id(group))
+            errors += invalid_each(f"{path}.supplementalGroups[{index}]", group, unix_id_errors(group))
     names: set[str] = set()
     for index, raw in enumerate(_items(context.get("sysctls"))):
         name = _text(_map(raw).get("name"))
@@ -442,7 +444,7 @@ def windows_options_errors(raw: Any, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     if raw.get("gmsaCredentialSpecName") is not None:
         name = raw["gmsaCredentialSpecName"]
-        errors += invalid_each(f"{path}.gmsaCredentialSpecName", name, is_dns1123_subdomain(_text(name)))
+        errors += invalid_each(f"{path}.gmsaCredentialSpecName", name, dns1123_subdomain_errors(_text(name)))
     if raw.get("gmsaCredentialSpec") is not None:
         spec = _text(raw["gmsaCredentialSpec"])
         if not spec:
@@ -600,7 +602,7 @@ def env_var_errors(
     errors = (
         [required(f"{path}.name")]
         if not name
-        else invalid_each(f"{path}.name", name, is_relaxed_env_var_name(name))
+        else invalid_each(f"{path}.name", name, relaxed_env_var_name_errors(name))
     )
     source = var.get("valueFrom")
     if not isinstance(source, Mapping):
@@ -639,11 +641,11 @@ def env_var_errors(
 def key_selector_errors(selector: Mapping[str, Any], path: str) -> list[FieldError]:
     """A ConfigMap or Secret key reference: a Secret's name and a config key."""
     name, key = _text(selector.get("name")), _text(selector.get("key"))
-    errors = invalid_each(f"{path}.name", name, is_dns1123_subdomain(name))
+    errors = invalid_each(f"{path}.name", name, dns1123_subdomain_errors(name))
     if not key:
         errors.append(required(f"{path}.key"))
     else:
-        errors += invalid_each(f"{path}.key", key, is_config_map_key(key))
+        errors += invalid_each(f"{path}.key", key, config_map_key_errors(key))
     return errors
 
 
@@ -685,7 +687,7 @@ def _field_ref_errors(selector: Mapping[str, Any], path: str) -> list[FieldError
             detail = f"error converting fieldPath: field label does not support subscript: {field_path}"
             return [invalid(at, field_path, detail)]
         key = subscript.lower() if base == "metadata.annotations" else subscript
-        return invalid_each(path, key, is_qualified_name(key))
+        return invalid_each(path, key, qualified_name_errors(key))
     if field_path not in _CONVERTIBLE_FIELD_PATHS:
         return [
             invalid(at, field_path, f"error converting fieldPath: field label not supported: {field_path}")
@@ -771,11 +773,11 @@ def _file_key_ref_errors(
     if not key:
         errors.append(required(f"{path}.key"))
     else:
-        errors += invalid_each(f"{path}.key", key, is_relaxed_env_var_name(key))
+        errors += invalid_each(f"{path}.key", key, relaxed_env_var_name_errors(key))
     if not volume:
         errors.append(required(f"{path}.volumeName"))
     else:
-        errors += invalid_each(f"{path}.volumeName", volume, is_dns1123_label(volume))
+        errors += invalid_each(f"{path}.volumeName", volume, dns1123_label_errors(volume))
     if not file_path:
         errors.append(required(f"{path}.path"))
     elif ".." in file_path.split("/"):
@@ -833,24 +835,24 @@ def handler_errors(probe: Mapping[str, Any], path: str) -> list[FieldError]:
             errors.append(not_supported(f"{at}.scheme", scheme, HTTP_SCHEMES))
         for header in _items(action.get("httpHeaders")):
             name = _text(_map(header).get("name"))
-            errors += invalid_each(f"{at}.httpHeaders", name, is_http_header_name(name))
+            errors += invalid_each(f"{at}.httpHeaders", name, http_header_name_errors(name))
     elif kind == "tcpSocket":
         errors += port_errors(action.get("port"), f"{at}.port")
     elif kind == "grpc":
         port = _int(action.get("port"))
-        errors += invalid_each(f"{at}.port", port, is_valid_port_num(port))
+        errors += invalid_each(f"{at}.port", port, port_number_errors(port))
     return errors
 
 
 def port_errors(port: Any, path: str) -> list[FieldError]:
     """ValidatePortNumOrName: a number in 1..65535 or an IANA service name."""
     if isinstance(port, str):
-        return invalid_each(path, port, is_valid_port_name(port))
+        return invalid_each(path, port, port_name_errors(port))
     number = _int(port)
-    return invalid_each(path, number, is_valid_port_num(number))
+    return invalid_each(path, number, port_number_errors(number))
 
 
 def metric_name_errors(name: str, path: str) -> list[FieldError]:
     if not name:
         return [required(path, "must specify a metric name")]
-    return invalid_each(path, name, is_path_segment_name(name))
+    return invalid_each(path, name, path_segment_name_errors(name))

@@ -9,7 +9,7 @@ Kubernetes API conventions (a missing condition means Unknown, so clients such a
 `kubectl wait --for=condition=Degraded=false` need it present):
 
 * A condition, once written, is never removed because its cause went away: it turns to the status
-  that says so, with a reason naming why (`settle_condition`). A Model's Progressing and Degraded
+  that says so, with a reason naming why (`update_condition_if_present`). A Model's Progressing and Degraded
   become False/Superseded; an InferenceService's Degraded becomes False/Recovered and its
   GPUAvailable True/NotWaitingForGPU.
 * A condition that was never written stays absent while it would only say "all is well"
@@ -63,29 +63,6 @@ def set_condition(
     return [updated if c.type == type_ else c for c in conditions or ()]
 
 
-def settle_condition(
-    conditions: Sequence[Condition] | None,
-    *,
-    type_: str,
-    status: ConditionStatus,
-    reason: str,
-    message: str,
-    now: datetime,
-    observed_generation: int | None = None,
-) -> list[Condition]:
-    """The cause of a condition is gone: an existing condition turns to `status` with `reason`
-    (never removed); one never written stays absent. The module docstring has the whole rule."""
-    return update_condition_if_present(
-        conditions,
-        type_=type_,
-        status=status,
-        reason=reason,
-        message=message,
-        now=now,
-        observed_generation=observed_generation,
-    )
-
-
 def update_condition_if_present(
     conditions: Sequence[Condition] | None,
     *,
@@ -97,7 +74,9 @@ def update_condition_if_present(
     observed_generation: int | None = None,
 ) -> list[Condition]:
     """Like `set_condition`, but a condition never written stays absent (an object that was always
-    fine never grows a condition just to say so)."""
+    fine never grows a condition just to say so). This is how a condition whose cause is gone
+    settles: an existing one turns to `status` with `reason`, never removed (the module docstring
+    has the whole rule)."""
     if find_condition(conditions, type_) is None:
         return list(conditions or ())
     return set_condition(

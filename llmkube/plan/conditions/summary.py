@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from llmkube.api.meta import Condition
-from llmkube.plan.conditions.standard import set_condition, settle_condition
+from llmkube.plan.conditions.standard import set_condition, update_condition_if_present
 
 READY, RECONCILING, STALLED = "Ready", "Reconciling", "Stalled"
 READY_REASON = "Ready"
@@ -75,7 +75,7 @@ def summarize(
             now=now,
             observed_generation=generation,
         )
-    return settle_condition(
+    return update_condition_if_present(
         result,
         type_=STALLED,
         status="False",

@@ -16,7 +16,6 @@ from llmkube.plan.model.size import format_size
 
 # Re-plan this often while a download runs, so the figures in status move.
 DOWNLOAD_REQUEUE_SECONDS = 10.0
-DOWNLOADING = "Downloading"
 _LINE = re.compile(r"^llmkube-download: (?P<got>\d+)(?: of (?P<total>\d+))? bytes")
 
 

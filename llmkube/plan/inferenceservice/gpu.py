@@ -13,8 +13,8 @@ def effective_gpu_count(spec: InferenceServiceSpec, model: Model) -> int:
     model_count = hardware.gpu.count if hardware and hardware.gpu and hardware.gpu.count else 0
     if model_count > 0:
         return model_count
-    service_count = spec.resources.gpu if spec.resources and spec.resources.gpu else 0
-    return max(service_count, 0)
+    # The schema bounds both counts to 0..8: a set count is positive.
+    return spec.resources.gpu if spec.resources and spec.resources.gpu else 0
 
 
 def gpu_vendor(model: Model) -> GPUVendor:

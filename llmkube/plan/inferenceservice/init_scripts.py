@@ -24,7 +24,6 @@ if [ -n "$CACHE_DIR" ]; then mkdir -p "$CACHE_DIR"; fi
 # reads the last line into the service's status: curl's own meter redraws one line with carriage
 # returns, which a log shows as garbage. `progress PID TOTAL` prints a line every few seconds
 # while the download PID runs: "llmkube-download: <bytes> of <total> bytes (<n>%)".
-PROGRESS_LINE_PREFIX = "llmkube-download:"
 _PROGRESS = """\
 total_of() {
   curl -sSLI --retry 3 "$MODEL_SOURCE" 2>/dev/null | tr -d '\\r' |

@@ -20,7 +20,6 @@ from llmkube.plan.conditions.standard import (
     find_condition,
     remove_condition,
     set_condition,
-    settle_condition,
     update_condition_if_present,
 )
 from llmkube.plan.conditions.summary import (
@@ -43,7 +42,6 @@ PHASE_CONDITIONS = frozenset({AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE})
 SUMMARY_CONDITIONS = frozenset({READY, RECONCILING, STALLED})
 
 READY_MESSAGE = "Inference service is ready and serving requests"
-MODEL_NOT_FOUND = "Model not found"
 WAITING_FOR_MODEL = "Waiting for Model to be Ready"
 FAILED_REASON, INVALID_SPEC_REASON = "Failed", "InvalidSpec"
 IGNORED_SETTINGS_REASON = "IgnoredSettings"
@@ -183,7 +181,7 @@ def phase_conditions(
         put(DEGRADED, "True", facts.failure_reason, facts.failure_message)
     # Causes that are gone: the conditions say so and stay (plan/conditions/standard.py has the rule).
     if phase != "Failed":
-        conditions = settle_condition(
+        conditions = update_condition_if_present(
             conditions,
             type_=DEGRADED,
             status="False",
@@ -194,7 +192,7 @@ def phase_conditions(
         )
     never_fit = facts.scheduling is not None and facts.scheduling.gpus_never_fit
     if phase != "WaitingForGPU" and not never_fit:
-        conditions = settle_condition(
+        conditions = update_condition_if_present(
             conditions,
             type_=GPU_AVAILABLE,
             status="True",

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.apimachinery.quantity import QuantityError, parse_quantity
-from llmkube.plan.apiserver.kube_syntax import is_dns1123_subdomain
+from llmkube.plan.apiserver.kube_syntax import dns1123_subdomain_errors
 from llmkube.plan.apiserver.labels import label_map_errors
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.hardening import memory_limit
@@ -220,6 +220,6 @@ def _runtime_class_errors(name: str | None, known: frozenset[str] | None) -> lis
     """A RuntimeClass that does not exist leaves every pod unadmitted (the ReplicaSet's creates are
     refused), with nothing said on the service. A name that is not even a valid one is left to the
     object checks, which say so."""
-    if not name or known is None or name in known or is_dns1123_subdomain(name):
+    if not name or known is None or name in known or dns1123_subdomain_errors(name):
         return []
     return [Issue("spec.runtimeClassName", f'RuntimeClass "{name}" does not exist', "error")]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from llmkube.api.meta import Condition, ConditionStatus
-from llmkube.plan.conditions.standard import set_condition, settle_condition
+from llmkube.plan.conditions.standard import set_condition, update_condition_if_present
 from llmkube.plan.conditions.summary import Summary, message_of, reason_of
 from llmkube.plan.model.bounds import bounded_message
 
@@ -30,8 +30,8 @@ MODEL_CACHED = "ModelCached"
 MODEL_READY = "ModelReady"
 COPY_STARTED = "CopyStarted"
 COPY_FAILED = "CopyFailed"
-DOWNLOAD_STARTED = "DownloadStarted"  # reference only: llmkube never downloads in the controller
-DOWNLOAD_FAILED = "DownloadFailed"  # reference only: unknown sources are InvalidSource here
+# The reference operator's DownloadStarted and DownloadFailed are never set: llmkube never
+# downloads in the controller, and an unknown source is InvalidSource.
 INTEGRITY_CHECK_FAILED = "IntegrityCheckFailed"
 INVALID_SOURCE = "InvalidSource"
 # llmkube's, for http(s) sources the controller refused to fetch from or to believe:
@@ -132,7 +132,7 @@ def _flip_false_if_present(
     generation: int | None,
 ) -> list[Condition]:
     """Set an existing condition to False (refreshing why); a condition never written stays absent."""
-    return settle_condition(
+    return update_condition_if_present(
         conditions,
         type_=type_,
         status="False",

@@ -38,3 +38,15 @@ def test_the_argocd_snippet_carries_each_lua_script_verbatim() -> None:
             argocd / "health-model.lua"
         ).read_text(),
     }
+
+
+def test_the_health_scripts_share_one_prelude() -> None:
+    sources = ROOT / "hack" / "argocd-health"
+    prelude = (sources / "prelude.lua").read_text()
+    for source, script in (
+        ("inferenceservice.lua", "health-inferenceservice.lua"),
+        ("model.lua", "health-model.lua"),
+    ):
+        text = (sources / source).read_text()
+        assert text.count("-- #include prelude.lua\n") == 1 and prelude not in text
+        assert (ROOT / "manifests" / "gitops" / "argocd" / script).read_text().count(prelude) == 1

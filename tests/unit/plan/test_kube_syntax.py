@@ -6,24 +6,24 @@ import pytest
 
 from llmkube.plan.apiserver.kube_syntax import (
     annotations_size,
-    is_config_map_key,
-    is_dns1123_label,
-    is_dns1123_subdomain,
-    is_http_header_name,
-    is_label_value,
-    is_path_segment_name,
-    is_qualified_name,
-    is_relaxed_env_var_name,
+    config_map_key_errors,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    http_header_name_errors,
     is_sysctl_name,
-    is_valid_id,
-    is_valid_port_name,
-    is_valid_port_num,
+    label_value_errors,
+    path_segment_name_errors,
+    port_name_errors,
+    port_number_errors,
+    qualified_name_errors,
+    relaxed_env_var_name_errors,
+    unix_id_errors,
 )
 
 # (rule, valid values, invalid values)
 TABLE: list[tuple[Callable[[str], list[str]], list[str], list[str]]] = [
     (
-        is_qualified_name,
+        qualified_name_errors,
         [
             "simple",
             "now-with-dashes",
@@ -53,7 +53,7 @@ TABLE: list[tuple[Callable[[str], list[str]], list[str], list[str]]] = [
         ],
     ),
     (
-        is_label_value,
+        label_value_errors,
         [
             "",
             "simple",
@@ -74,32 +74,36 @@ TABLE: list[tuple[Callable[[str], list[str]], list[str], list[str]]] = [
         ],
     ),
     (
-        is_dns1123_label,
+        dns1123_label_errors,
         ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "a" * 63],
         ["", "A", "ABC", "aBc", "A1", "a.b", "-a", "a-", "a_b", "a" * 64, "1 "],
     ),
     (
-        is_dns1123_subdomain,
+        dns1123_subdomain_errors,
         ["a", "ab", "a.b", "a-1.b-2", "0.0", "11.22.33", "a" * 253],
         ["", "A", "a..b", "a.", ".a", "a_b", "a.-b", "a" * 254, "nvidia "],
     ),
     (
-        is_relaxed_env_var_name,
+        relaxed_env_var_name_errors,
         ["A", "ABC", "AbC_123", "a.b-c", "1ABC", "has space", "#$%"],
         ["", "a=b", "é", "tab\t"],
     ),
     (
-        is_config_map_key,
+        config_map_key_errors,
         ["a", "A", "a.b", "a-b_c", "1", "a" * 253],
         ["", "a/b", "a b", ".", "..", "..a", "a" * 254],
     ),
     (
-        is_valid_port_name,
+        port_name_errors,
         ["http", "h2", "metrics-1", "a" * 15],
         ["", "HTTP", "1234", "a--b", "-a", "a-", "a" * 16],
     ),
-    (is_http_header_name, ["X-Header", "a1", "Content-Type"], ["", "X_Header", "a b", "a:b"]),
-    (is_path_segment_name, ["cpu", "llamacpp:requests_processing", "a.b", "gpu!"], [".", "..", "a/b", "50%"]),
+    (http_header_name_errors, ["X-Header", "a1", "Content-Type"], ["", "X_Header", "a b", "a:b"]),
+    (
+        path_segment_name_errors,
+        ["cpu", "llamacpp:requests_processing", "a.b", "gpu!"],
+        [".", "..", "a/b", "50%"],
+    ),
 ]
 
 
@@ -115,7 +119,7 @@ def test_the_servers_good_and_bad_examples(
     ("rule", "value", "messages"),
     [
         (
-            is_qualified_name,
+            qualified_name_errors,
             "a b",
             [
                 "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
@@ -123,19 +127,19 @@ def test_the_servers_good_and_bad_examples(
                 "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
             ],
         ),
-        (is_qualified_name, "/x", ["prefix part must be non-empty"]),
-        (is_label_value, "a" * 64, ["must be no more than 63 characters"]),
-        (is_dns1123_label, "a.b", ["must not contain dots"]),
+        (qualified_name_errors, "/x", ["prefix part must be non-empty"]),
+        (label_value_errors, "a" * 64, ["must be no more than 63 characters"]),
+        (dns1123_label_errors, "a.b", ["must not contain dots"]),
         (
-            is_relaxed_env_var_name,
+            relaxed_env_var_name_errors,
             "A=B",
             [
                 "a valid environment variable name must consist only of printable ASCII characters "
                 "other than '='"
             ],
         ),
-        (is_config_map_key, "..x", ["must not start with '..'"]),
-        (is_path_segment_name, "a/b%", ["may not contain '/'", "may not contain '%'"]),
+        (config_map_key_errors, "..x", ["must not start with '..'"]),
+        (path_segment_name_errors, "a/b%", ["may not contain '/'", "may not contain '%'"]),
     ],
 )
 def test_messages_are_the_servers(rule: Callable[[str], list[str]], value: str, messages: list[str]) -> None:
@@ -145,7 +149,7 @@ def test_messages_are_the_servers(rule: Callable[[str], list[str]], value: str, 
 
 def test_regex_error_examples_read_like_the_servers() -> None:
     # apimachinery's RegexError joins examples with " or " after each "'x', ".
-    (message,) = is_dns1123_subdomain("A")
+    (message,) = dns1123_subdomain_errors("A")
     assert message.endswith(
         "(e.g. 'example.com', regex used for validation is "
         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
@@ -153,12 +157,12 @@ def test_regex_error_examples_read_like_the_servers() -> None:
 
 
 def test_numbers() -> None:
-    assert [is_valid_port_num(p) for p in (1, 65535)] == [[], []]
-    assert is_valid_port_num(0) == ["must be between 1 and 65535, inclusive"]
-    assert is_valid_port_num(65536) != []
-    assert [is_valid_id(i) for i in (0, 2**31 - 1)] == [[], []]
-    assert is_valid_id(-1) == ["must be between 0 and 2147483647, inclusive"]
-    assert is_valid_id(2**31) != []
+    assert [port_number_errors(p) for p in (1, 65535)] == [[], []]
+    assert port_number_errors(0) == ["must be between 1 and 65535, inclusive"]
+    assert port_number_errors(65536) != []
+    assert [unix_id_errors(i) for i in (0, 2**31 - 1)] == [[], []]
+    assert unix_id_errors(-1) == ["must be between 0 and 2147483647, inclusive"]
+    assert unix_id_errors(2**31) != []
 
 
 def test_sysctl_names() -> None:
@@ -175,8 +179,8 @@ def test_answers_are_cached_for_values_as_long_as_a_name_only() -> None:
     from llmkube.plan.apiserver import kube_syntax
 
     kube_syntax._cached_match.cache_clear()
-    assert is_dns1123_subdomain("example.com") == [] == is_dns1123_subdomain("example.com")
+    assert dns1123_subdomain_errors("example.com") == [] == dns1123_subdomain_errors("example.com")
     assert kube_syntax._cached_match.cache_info().hits == 1
     huge = "a" * 100_000
-    assert is_label_value(huge) == is_label_value(huge) != []
+    assert label_value_errors(huge) == label_value_errors(huge) != []
     assert kube_syntax._cached_match.cache_info().currsize == 1

@@ -41,16 +41,18 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
         args += ["--n-gpu-layers", str(gpu_layers(inputs.gpu))]
     if gpus > 1:
         args += split_args(inputs.gpu, gpus)
-    if spec.context_size and spec.context_size > 0:
+    # The schema bounds every number below (contextSize and originalContext >= 128, the batch
+    # sizes and parallelSlots >= 1, moeCPULayers >= 0): a set, non-zero value is a valid one.
+    if spec.context_size:
         args += ["--ctx-size", str(spec.context_size)]
     rope = spec.rope_scaling
     if rope and rope.type and not has_flag(extra, "--rope-scaling"):
         args += ["--rope-scaling", rope.type]
         if rope.factor:
             args += ["--rope-scale", rope.factor]
-        if rope.original_context and rope.original_context > 0:
+        if rope.original_context:
             args += ["--yarn-orig-ctx", str(rope.original_context)]
-    if spec.parallel_slots and spec.parallel_slots >= 1 and not has_flag(extra, "--parallel", "-np"):
+    if spec.parallel_slots and not has_flag(extra, "--parallel", "-np"):
         args += ["--parallel", str(spec.parallel_slots)]
     flash = spec.flash_attention if spec.flash_attention is not None else inputs.flash_attention_default
     if flash and gpus > 0:
@@ -65,15 +67,15 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
         args += ["--cache-type-v", cache_v]
     if spec.moe_cpu_offload:
         args.append("--cpu-moe")
-    if spec.moe_cpu_layers and spec.moe_cpu_layers > 0:
+    if spec.moe_cpu_layers:
         args += ["--n-cpu-moe", str(spec.moe_cpu_layers)]
     if spec.no_kv_offload:
         args.append("--no-kv-offload")
     for override in spec.tensor_overrides or []:
         args += ["--override-tensor", override]
-    if spec.batch_size and spec.batch_size > 0:
+    if spec.batch_size:
         args += ["--batch-size", str(spec.batch_size)]
-    if spec.u_batch_size and spec.u_batch_size > 0:
+    if spec.u_batch_size:
         args += ["--ubatch-size", str(spec.u_batch_size)]
     if spec.no_warmup:
         args.append("--no-warmup")
