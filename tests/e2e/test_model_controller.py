@@ -260,8 +260,8 @@ async def test_an_http_source_is_resolved_by_the_workload_and_fingerprinted(
     asked = list(model_host.requests)  # what the controller asked (before our own HEAD below)
     async with aiohttp.ClientSession() as session, session.head(model_host.url) as head:
         expected_etag = head.headers["ETag"]  # what the server tells everybody
-    assert {k: status.get(k) for k in ("path", "size", "cacheKey", "sourceETag", "sourceContentLength")} == {
-        "path": "",
+    assert "path" not in status  # no file of ours: no path, not an empty one
+    assert {k: status.get(k) for k in ("size", "cacheKey", "sourceETag", "sourceContentLength")} == {
         "size": "0",
         "cacheKey": source_key(model_host.url),
         "sourceETag": expected_etag,

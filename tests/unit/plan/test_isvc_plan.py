@@ -141,12 +141,12 @@ def test_metal_deletes_only_our_leftover_objects() -> None:
 @pytest.mark.parametrize(
     ("slices", "spec", "phase", "ready", "scheduling", "requeue"),
     [
-        ([slice_(timedelta(seconds=20))], {}, "Ready", 1, "", METAL_REQUEUE_SECONDS),
+        ([slice_(timedelta(seconds=20))], {}, "Ready", 1, None, METAL_REQUEUE_SECONDS),
         ([slice_(timedelta(minutes=5))], {}, "Creating", 0, "AgentHeartbeatStale", METAL_REQUEUE_SECONDS),
-        ([slice_(None)], {}, "Ready", 1, "", None),  # legacy agent: no expiry, no heartbeat requeue
-        ([slice_(None, ready=False)], {}, "Creating", 0, "", None),
-        ([slice_(timedelta(seconds=20))], {"replicas": 2}, "Progressing", 1, "", METAL_REQUEUE_SECONDS),
-        ([], {"replicas": 0}, "Stopped", 0, "", None),
+        ([slice_(None)], {}, "Ready", 1, None, None),  # legacy agent: no expiry, no heartbeat requeue
+        ([slice_(None, ready=False)], {}, "Creating", 0, None, None),
+        ([slice_(timedelta(seconds=20))], {"replicas": 2}, "Progressing", 1, None, METAL_REQUEUE_SECONDS),
+        ([], {"replicas": 0}, "Stopped", 0, None, None),
         ([slice_(None, service="llama-3b")], {}, "Creating", 0, "WaitingForMetalAgent", None),
     ],
 )
@@ -155,7 +155,7 @@ def test_metal_readiness_drives_the_status(
     spec: dict[str, Any],
     phase: str,
     ready: int,
-    scheduling: str,
+    scheduling: str | None,
     requeue: float | None,
 ) -> None:
     result = plan(spec, METAL, observed=observe(endpoint_slices=tuple(slices)))
