@@ -1,4 +1,4 @@
-"""The Model controller end to end (reference §7, decision 11): local files copied into the
+"""The Model controller end to end, with standard condition semantics: local files copied into the
 controller's cache and described (size, sha256, GGUF metadata), integrity and missing-file
 failures without a hot loop, http(s) sources fingerprinted on a real local server, pvc:// sources
 waiting for their claim, and accelerator readiness from the kwok nodes."""
@@ -215,7 +215,7 @@ async def test_a_missing_local_file_fails_without_a_hot_loop(
     before_version = admin.get("inference.llmkube.dev/v1alpha1", "Model", "ghost", full_namespace)[
         "metadata"
     ]["resourceVersion"]
-    # Unrecoverable (ENOENT): retried on a fixed 5-minute interval, never through the fast backoff (#405).
+    # Unrecoverable (ENOENT): retried on a fixed 5-minute interval, never through the fast backoff.
     await asyncio.sleep(3)  # an observation window: a hot loop would reconcile many times in it
     await worked_through(models, full_namespace)  # and the controller has worked through it
     assert reconciles(key) == before_count
@@ -333,7 +333,7 @@ async def test_pvc_sources_wait_for_their_claim(operator: RunningController, ful
 async def test_accelerator_ready_follows_the_nodes_capacity(
     operator: RunningController, full_namespace: str, accelerator: str, ready: bool
 ) -> None:
-    """The kwok GPU nodes advertise nvidia.com/gpu; no node has amd.com/gpu (reference §7.5)."""
+    """The kwok GPU nodes advertise nvidia.com/gpu; no node has amd.com/gpu."""
     admin = operator.cluster.admin()
     admin.create(hf_model("m", hardware={"accelerator": accelerator}), namespace=full_namespace)
     status = await eventually(phase_is(admin, "Model", "m", full_namespace, "Ready"))
@@ -347,10 +347,11 @@ async def test_accelerator_ready_follows_the_nodes_capacity(
 
 
 async def test_nodes_are_cached_with_their_capacity_only(operator: RunningController) -> None:
-    """The controllers read a Node's capacity, its GPU memory label (memory fit) and its Pod
-    networks (model sources there are refused) and nothing else: that is all their cache keeps (a
-    GPU Node is tens of KiB; bench/bench_node_cache.py measures the difference), and the GPU
-    capacity summed from it is the real one."""
+    """The controllers read a Node's capacity, what of it pods may use (allocatable: the GPUs a
+    service's pod can get), its GPU memory label (memory fit) and its Pod networks (model sources
+    there are refused) and nothing else: that is all their cache keeps (a GPU Node is tens of KiB;
+    bench/bench_node_cache.py measures the difference), and the GPU capacity summed from it is the
+    real one."""
     admin = operator.cluster.admin()
     nodes = operator.controllers.models.nodes.store
     real = {node["metadata"]["name"]: node for node in admin.list("v1", "Node")}
@@ -362,6 +363,9 @@ async def test_nodes_are_cached_with_their_capacity_only(operator: RunningContro
         assert set(node["metadata"]) <= {"name", "uid", "resourceVersion", "labels"}
         assert set(node["metadata"].get("labels") or {}) <= set(GPU_MEMORY_LABELS.values())
         assert node["metadata"]["uid"] == real[name]["metadata"]["uid"]
-        assert node["status"] == {"capacity": real[name]["status"]["capacity"]}
+        assert node["status"] == {
+            "capacity": real[name]["status"]["capacity"],
+            "allocatable": real[name]["status"]["allocatable"],
+        }
     assert gpu_capacity(nodes.objects()) == gpu_capacity(real.values())
     assert gpu_capacity(nodes.objects())["nvidia.com/gpu"] == 3  # kwok-gpu-0: 2, kwok-gpu-1: 1

@@ -1,4 +1,4 @@
-"""Phases, conditions and the other status fields (§4, decisions #5-#9, #18, #20), as tables."""
+"""Phases, conditions and the other status fields, as tables."""
 
 from datetime import timedelta
 from typing import Any
@@ -10,7 +10,7 @@ from isvc_planning import condition, plan
 from llmkube.api.inferenceservice import InferenceServiceStatus
 from llmkube.controllers.inferenceservice import encode_status
 from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
-from llmkube.plan.inferenceservice.scheduling import SchedulingInfo
+from llmkube.plan.inferenceservice.scheduling import NodeGpus, SchedulingInfo
 from llmkube.plan.inferenceservice.status import (
     determine_phase,
     failed_status,
@@ -211,7 +211,7 @@ def test_model_gate_status_fields() -> None:
             None,
             False,
         )
-        assert status.replicas == 1  # decision #20: the pod is running, whatever the phase
+        assert status.replicas == 1  # the pod is running, whatever the phase
         assert status.effective_priority == 10_000
         assert (result.deployment, result.service, result.hpa, result.cache_pvc, result.deletes) == (
             None,
@@ -276,7 +276,7 @@ def test_status_fields_when_creating() -> None:
     assert status.last_updated == NOW
 
 
-def test_replicas_are_running_pods_decision_20() -> None:
+def test_replicas_are_running_pods() -> None:
     pods = (pod("a"), pod("b"), pod("c", "Pending"), pod("d", deleting=True))
     status = plan(
         {"replicas": 3}, observed=observe(pods=pods, deployment=live_deployment(ready=2, replicas=3))
@@ -320,7 +320,7 @@ def test_replicas_are_running_pods_decision_20() -> None:
         ),
     ],
 )
-def test_desired_with_autoscaling_decision_9(
+def test_desired_with_autoscaling(
     spec: dict[str, Any], live: dict[str, Any] | None, desired: int, phase: str
 ) -> None:
     status = plan(spec, observed=observe(deployment=live)).status
@@ -338,14 +338,14 @@ def test_waiting_for_gpu_fields_and_queue() -> None:
     assert status.queue_position == 3
 
 
-def test_waiting_for_amd_gpu_decision_4() -> None:
+def test_waiting_for_amd_gpu() -> None:
     amd_pod = pod("p", "Pending", unschedulable="0/1 nodes are available: 1 Insufficient amd.com/gpu.")
     model = make_model(hardware={"accelerator": "rocm", "gpu": {"count": 1}})
     status = plan(model=model, observed=observe(pods=(amd_pod,))).status
     assert (status.phase, status.waiting_for) == ("WaitingForGPU", "amd.com/gpu: 1")
 
 
-def test_waiting_for_uses_the_model_gpu_count_decision_5() -> None:
+def test_waiting_for_uses_the_model_gpu_count() -> None:
     status = plan({"resources": {"gpu": 1}}, gpu_model(4), observed=observe(pods=(GPU_POD,))).status
     assert status.waiting_for == "nvidia.com/gpu: 4"
 
@@ -416,7 +416,7 @@ def cond(type_: str, status: str, reason: str, at: str = "2026-01-01T00:00:00Z")
     return {"type": type_, "status": status, "reason": reason, "message": "old", "lastTransitionTime": at}
 
 
-# Transitions (decision #8): conditions always describe the present, and a condition once written
+# Transitions: conditions always describe the present, and a condition once written
 # is never removed because its cause went away (the rule in plan/conditions/standard.py): it says so instead.
 RECOVERED = ("False", "Recovered")
 NOT_WAITING = ("True", "NotWaitingForGPU")
@@ -608,3 +608,51 @@ def test_gpu_queue_wait_is_measured_from_entering_the_queue_to_leaving_it(
     old: InferenceServiceStatus | None, new_phase: str, waited: float | None
 ) -> None:
     assert gpu_queue_wait_seconds(old, InferenceServiceStatus(phase=new_phase), NOW) == waited
+
+
+def test_more_gpus_than_any_node_has_is_creating_unschedulable_and_not_queued() -> None:
+    """Four GPUs where the largest node has two: no amount of waiting helps. The service is not
+    in the GPU queue (no position), and says why, naming the largest node."""
+    largest = {"nvidia.com/gpu": NodeGpus(2, "gpu-0")}
+    queue = GpuQueue([QueueEntry("ai", "other", 10_000, CREATED - timedelta(minutes=1))])
+    never = plan(model=gpu_model(4), observed=observe(pods=(GPU_POD,), gpu_nodes=largest, gpu_queue=queue))
+    status = never.status
+    message = (
+        "each replica needs 4 nvidia.com/gpu and the most any node has is 2, on gpu-0: "
+        "not queued for GPUs until a node with 4 joins"
+    )
+    assert (status.phase, status.scheduling_status, status.queue_position) == (
+        "Creating",
+        "Unschedulable",
+        None,
+    )
+    assert (status.scheduling_message, status.waiting_for) == (message, "nvidia.com/gpu: 4")
+    assert condition(never, "Available") == ("False", "Unschedulable", message)
+    assert condition(never, "GPUAvailable") == ("False", "Unschedulable", message)
+    assert condition(never, "Ready") == ("False", "Creating", message)
+    assert condition(never, "Progressing") == (
+        "True",
+        "Creating",
+        "Creating inference service (0/1 replicas ready)",
+    )
+    assert never.deployment is not None  # still applied: a node with four GPUs may join (an autoscaler)
+
+    # A node with four GPUs joins, all of them taken: now it waits in the queue, behind `other`.
+    bigger = {"nvidia.com/gpu": NodeGpus(4, "gpu-9")}
+    isvc = make_isvc(status=status.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    waiting = plan(
+        model=gpu_model(4), isvc=isvc, observed=observe(pods=(GPU_POD,), gpu_nodes=bigger, gpu_queue=queue)
+    )
+    assert (waiting.status.phase, waiting.status.queue_position) == ("WaitingForGPU", 2)
+    assert condition(waiting, "GPUAvailable") == (
+        "False",
+        "InsufficientGPU",
+        "Waiting for GPU resources: nvidia.com/gpu: 4",
+    )
+    # The largest node goes away again: out of the queue; once it runs, GPUAvailable turns True.
+    isvc = make_isvc(status=waiting.status.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    again = plan(model=gpu_model(4), isvc=isvc, observed=observe(pods=(GPU_POD,), gpu_nodes=largest))
+    assert (again.status.phase, again.status.scheduling_status) == ("Creating", "Unschedulable")
+    isvc = make_isvc(status=again.status.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    running = plan(model=gpu_model(4), isvc=isvc, observed=observe(deployment=live_deployment(ready=1)))
+    assert condition(running, "GPUAvailable") == ("True", "NotWaitingForGPU", "Not waiting for GPU resources")
