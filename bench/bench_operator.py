@@ -17,48 +17,35 @@ import json
 import logging
 import resource
 import time
-from collections import Counter
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import structlog
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.resources import DEPLOYMENTS, INFERENCE_SERVICES, MODELS, SERVICES
-from llmkube.controllers.setup import ControllersConfig, setup_controllers
+from llmkube.controllers.setup import ControllersConfig
 from llmkube.kube.types import ObjectKey
-from llmkube.manager import Manager, ManagerConfig
+from llmkube.manager import Manager
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.testing.cluster import LocalCluster
+from llmkube.testing.controller_harness import ControllerHarness, controller_running, reconcile_log
 from llmkube.testing.rest import KubeRest, wait_until
 
 API = "inference.llmkube.dev/v1alpha1"
 NAMESPACE = "bench"
 
 
-def manager_for(cluster: LocalCluster) -> Manager:
-    return Manager(
-        ManagerConfig(
-            kubeconfig=cluster.kubeconfig,
-            metrics_bind_address="0",
-            health_bind_address="0",
-            configure_logging=False,
-            handle_signals=False,
-            log_level="warning",
-        )
-    )
-
-
-def setup_for(workers: int) -> Any:
-    config = ControllersConfig(
+def controllers_config(workers: int) -> ControllersConfig:
+    return ControllersConfig(
         operator=OperatorConfig(model_cache_path=""),  # emptyDir mode: no PVC to bind on tier api
         isvc_workers=workers,
     )
-    holder: dict[str, Any] = {}
 
-    def setup(manager: Manager) -> None:
-        holder["controllers"] = setup_controllers(manager, config)
 
-    return setup, holder
+def running(cluster: LocalCluster, workers: int) -> AbstractAsyncContextManager[ControllerHarness]:
+    """The whole operator in this process (llmkube.testing.controller_harness), as the admin."""
+    return controller_running(cluster.kubeconfig, controllers_config(workers), log_level="warning")
 
 
 def create_objects(admin: KubeRest, count: int) -> None:
@@ -124,47 +111,43 @@ async def run(count: int, workers: int) -> dict[str, Any]:
         admin.forget_discovery()
         wait_until(lambda: admin.get_text(f"/apis/{API}/models")[0] == 200, timeout=30, what="CRDs served")
 
-        manager = manager_for(cluster)
-        setup, holder = setup_for(workers)
-        task = asyncio.create_task(manager.run(setup))
-        await manager.controllers_started.wait()
+        async with running(cluster, workers) as operator:
+            manager = operator.manager
+            created = time.perf_counter()
+            await asyncio.to_thread(create_objects, admin, count)
+            create_seconds = time.perf_counter() - created
+            converge_seconds = (
+                await poll(lambda: converged(manager, count), 600, "convergence") + create_seconds
+            )
+            await operator.idle()  # the last reconciles done, their Events written
+            requests = operator.requests.by_method()
 
-        created = time.perf_counter()
-        await asyncio.to_thread(create_objects, admin, count)
-        create_seconds = time.perf_counter() - created
-        converge_seconds = await poll(lambda: converged(manager, count), 600, "convergence") + create_seconds
-        await asyncio.sleep(2)  # let the last status events arrive
-        by_method = Counter[str]()
-        for (method, _code), n in manager.client.request_counts.items():
-            by_method[method] += n
-        requests = dict(by_method)
+            # Everything again, nothing changed: zero writes.
+            before = operator.mutating_requests()
+            controller = operator.controllers.inference_services.controller
+            log = reconcile_log(controller)
+            keys = [ObjectKey.of(obj) for obj in manager.informer(INFERENCE_SERVICES).store.objects()]
+            reconciled = {key: log(key) for key in keys}
+            for key in keys:
+                controller.enqueue(key)
+            rerun_started = time.perf_counter()
+            await poll(
+                lambda: all(log(key) > reconciled[key] for key in keys), 120, "every service reconciled"
+            )
+            await operator.idle()
+            rerun_writes = operator.mutating_requests() - before
+            rerun_seconds = time.perf_counter() - rerun_started
+            rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-        # Everything again, nothing changed: zero writes.
-        before = manager.client.mutating_requests()
-        controller = holder["controllers"].inference_services.controller
-        for obj in manager.informer(INFERENCE_SERVICES).store.objects():
-            controller.enqueue(ObjectKey.of(obj))
-        rerun_started = time.perf_counter()
-        await poll(lambda: len(controller.queue) == 0, 120, "draining the queue")
-        await asyncio.sleep(2)
-        rerun_writes = manager.client.mutating_requests() - before
-        rerun_seconds = time.perf_counter() - rerun_started
-        rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-        manager.request_shutdown()
-        await task
-
-        # A restarted controller against the converged cluster: zero writes.
-        restarted = manager_for(cluster)
-        restart_setup, _ = setup_for(workers)
-        restart_task = asyncio.create_task(restarted.run(restart_setup))
+        # A restarted controller against the converged cluster: zero writes once it has reconciled
+        # every service.
         restart_started = time.perf_counter()
-        await restarted.controllers_started.wait()
-        synced_seconds = time.perf_counter() - restart_started
-        await asyncio.sleep(5)
-        restart_writes = restarted.client.mutating_requests()
-        restarted.request_shutdown()
-        await restart_task
+        async with running(cluster, workers) as restarted:
+            synced_seconds = time.perf_counter() - restart_started
+            log = reconcile_log(restarted.controllers.inference_services.controller)
+            await poll(lambda: all(log(key) >= 1 for key in keys), 120, "every service reconciled")
+            await restarted.idle()
+            restart_writes = restarted.mutating_requests()
 
     return {
         "benchmark": "operator_converge_api_tier",

@@ -18,11 +18,10 @@ import asyncio
 import json
 import logging
 import time
-from collections import Counter
 from typing import Any
 
 import structlog
-from bench_operator import API, NAMESPACE, manager_for, poll, setup_for
+from bench_operator import API, NAMESPACE, poll, running
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.resources import INFERENCE_SERVICES
@@ -57,14 +56,6 @@ def every_status_written(manager: Manager, count: int) -> bool:
     return len(services) == count and all((s.get("status") or {}).get("conditions") for s in services)
 
 
-def posts_by_path(manager: Manager) -> dict[str, int]:
-    found: Counter[str] = Counter()
-    for (method, _code), n in manager.client.request_counts.items():
-        if method != "GET":
-            found[method] += n
-    return dict(found)
-
-
 async def run(count: int, window: float) -> dict[str, Any]:
     with LocalCluster("api") as cluster:
         admin = cluster.admin()
@@ -73,32 +64,22 @@ async def run(count: int, window: float) -> dict[str, Any]:
         admin.forget_discovery()
         wait_until(lambda: admin.get_text(f"/apis/{API}/models")[0] == 200, timeout=30, what="CRDs served")
 
-        first = manager_for(cluster)
-        setup, _ = setup_for(4)
-        task = asyncio.create_task(first.run(setup))
-        await first.controllers_started.wait()
-        created = time.perf_counter()
-        await asyncio.to_thread(create_objects, admin, count)
-        await poll(lambda: every_status_written(first, count), 600, "every status written")
-        converge = time.perf_counter() - created
-        await asyncio.sleep(3)
-        await first.recorder.drain()
-        events = len(admin.list("events.k8s.io/v1", "Event", NAMESPACE))
-        first.request_shutdown()
-        await task
+        async with running(cluster, 4) as first:
+            created = time.perf_counter()
+            await asyncio.to_thread(create_objects, admin, count)
+            await poll(lambda: every_status_written(first.manager, count), 600, "every status written")
+            converge = time.perf_counter() - created
+            await asyncio.sleep(3)
+            await first.manager.recorder.drain()
+            events = len(admin.list("events.k8s.io/v1", "Event", NAMESPACE))
 
-        restarted = manager_for(cluster)
-        restart_setup, _ = setup_for(4)
-        restart_task = asyncio.create_task(restarted.run(restart_setup))
         started = time.perf_counter()
-        await restarted.controllers_started.wait()
-        await asyncio.sleep(window)
-        await restarted.recorder.drain()
-        elapsed = time.perf_counter() - started
-        writes = restarted.client.mutating_requests()
-        by_method = posts_by_path(restarted)
-        restarted.request_shutdown()
-        await restart_task
+        async with running(cluster, 4) as restarted:
+            await asyncio.sleep(window)
+            await restarted.manager.recorder.drain()
+            elapsed = time.perf_counter() - started
+            writes = restarted.mutating_requests()
+            by_method = {m: n for m, n in restarted.requests.by_method().items() if m != "GET"}
 
     return {
         "benchmark": "restart_against_warned_services",

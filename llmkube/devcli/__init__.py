@@ -19,6 +19,7 @@ def add_developer_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPar
         help="api: etcd and kube-apiserver; full: everything",
     )
     cluster.add_argument("--sample", action="store_true", help="also apply the CPU llama.cpp sample")
+    _add_keep_logs(cluster)
     cluster.set_defaults(func=run_cluster)
 
     run = sub.add_parser("run", help="run the controller; starts a local cluster when none is configured")
@@ -31,3 +32,13 @@ def add_developer_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPar
         help="local cluster without a kubeconfig: a real node where possible (auto), or kwok (full)",
     )
     run.add_argument("--serve-port", type=int, default=18080, help="loopback port for the real node's sample")
+    _add_keep_logs(run)
+
+
+def _add_keep_logs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-logs",
+        action="store_true",
+        help="keep the local cluster's directory (component logs, etcd data, PKI) after a clean stop; "
+        "it is kept without asking when the run fails, and stderr says where",
+    )

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from llmkube.bundled import MissingBundledFile, bundled_path, manifest_documents
@@ -60,10 +61,11 @@ def install_basics(cluster_kubeconfig: Path, with_sample: bool) -> None:
         admin.apply_all(manifest_documents(SAMPLE), namespace="default")
 
 
-def _wait_for_interrupt() -> None:
-    """Until Ctrl-C (SIGINT) or SIGTERM. Both are handled here whatever the process inherited: a
-    shell starts a background job with SIGINT ignored, and Python then leaves it ignored, so
-    `kill -INT` of such a job (or a test that sends it) would never stop it."""
+def _handle_interrupts() -> Callable[[], bool]:
+    """From now on, Ctrl-C (SIGINT) and SIGTERM only mark the process as interrupted (the returned
+    function tells). Both are handled here whatever the process inherited: a shell starts a
+    background job with SIGINT ignored, and Python then leaves it ignored, so `kill -INT` of such a
+    job (or a test that sends it) would never stop it."""
     stop = False
 
     def handler(*_: object) -> None:
@@ -72,7 +74,13 @@ def _wait_for_interrupt() -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, handler)
-    while not stop:
+    return lambda: stop
+
+
+def _wait_for_interrupt(interrupted: Callable[[], bool] | None = None) -> None:
+    """Until Ctrl-C (SIGINT) or SIGTERM (handled from the call of `_handle_interrupts`, if given)."""
+    interrupted = interrupted or _handle_interrupts()
+    while not interrupted():
         time.sleep(0.5)
 
 
@@ -81,14 +89,27 @@ def run_cluster(args: argparse.Namespace) -> int:
     from llmkube.testing.cluster import LocalCluster
 
     ensure_binaries(args.tier)
-    with LocalCluster(args.tier) as cluster:
+    with LocalCluster(args.tier, keep_workdir=keep_logs(args)) as cluster:
         install_basics(cluster.kubeconfig, with_sample=args.sample)
+        # Handled before the message that invites it: a Ctrl-C right after it stops cleanly too.
+        interrupted = _handle_interrupts()
         print(
             f"local {args.tier} control plane ready in {cluster.startup_seconds.get(args.tier, 0):.1f}s\n"
             f"  export KUBECONFIG={cluster.kubeconfig}\n"
             f"  kubectl get nodes; kubectl get isvc,mdl -A\n"
-            f"logs: {cluster.logs_dir}\nCtrl-C stops everything.",
+            f"logs: {cluster.logs_dir} ({where_logs_go(cluster.keep_workdir)})\nCtrl-C stops everything.",
             flush=True,
         )
-        _wait_for_interrupt()
+        _wait_for_interrupt(interrupted)
     return 0
+
+
+def keep_logs(args: argparse.Namespace) -> bool | None:
+    """`--keep-logs` keeps the directory; without it, LLMKUBE_KEEP_CLUSTER_DIR decides (None)."""
+    return True if getattr(args, "keep_logs", False) else None
+
+
+def where_logs_go(kept: bool) -> str:
+    if kept:
+        return "kept after the stop"
+    return "removed at a clean stop, kept if the run fails; --keep-logs keeps them"

@@ -6,10 +6,20 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from llmkube.devcli.cluster import ensure_binaries, install_basics, require_testing_extra
+from llmkube.devcli.cluster import (
+    ensure_binaries,
+    install_basics,
+    keep_logs,
+    require_testing_extra,
+    where_logs_go,
+)
 from llmkube.process.command import run_controller
 from llmkube.process.flags import DEFAULT_HEALTH_ADDRESS, DEFAULT_METRICS_ADDRESS
+
+if TYPE_CHECKING:  # the testing extra is imported only when a local cluster is started
+    from llmkube.testing.cluster import LocalCluster
 
 
 def run_local(args: argparse.Namespace) -> int:
@@ -27,20 +37,27 @@ def run_local(args: argparse.Namespace) -> int:
         return _run_on_node(args)
 
     ensure_binaries("full")
-    with LocalCluster("full") as cluster:
+    with LocalCluster("full", keep_workdir=keep_logs(args)) as cluster:
         install_basics(cluster.kubeconfig, with_sample=True)
         print(
             f"local control plane ready in {cluster.startup_seconds.get('full', 0):.1f}s "
             f"(3 kwok nodes, 3 fake GPUs); sample Model + InferenceService applied.\n"
             f"  export KUBECONFIG={cluster.kubeconfig}\n"
             f"  kubectl get isvc,mdl -o wide\n"
-            f"component logs: {cluster.logs_dir}",
+            f"component logs: {cluster.logs_dir} ({where_logs_go(cluster.keep_workdir)})",
             flush=True,
         )
         args.kubeconfig = str(cluster.kubeconfig)
         # The components run in their own session, so a terminal's Ctrl-C reaches only this
         # process: the controller stops first, then the `with` block stops the control plane.
-        return run_controller(_loopback_endpoints(args))
+        return _failed_unless_zero(cluster, run_controller(_loopback_endpoints(args)))
+
+
+def _failed_unless_zero(cluster: "LocalCluster", code: int) -> int:
+    """A controller that exited with an error failed the run: the cluster's logs are kept."""
+    if code != 0:
+        cluster.failed(f"the controller exited with {code}")
+    return code
 
 
 def _loopback_endpoints(args: argparse.Namespace) -> argparse.Namespace:
@@ -64,7 +81,7 @@ def _run_on_node(args: argparse.Namespace) -> int:
     from llmkube.testing.node import NodeCluster
     from llmkube.testing.real_run import SAMPLE_NAME, TinyDemo
 
-    with NodeCluster() as cluster:
+    with NodeCluster(keep_workdir=keep_logs(args)) as cluster:
         install_basics(cluster.kubeconfig, with_sample=False)
         demo = TinyDemo(cluster, serve_port=args.serve_port).start()
         print(
@@ -73,7 +90,7 @@ def _run_on_node(args: argparse.Namespace) -> int:
             f"  export KUBECONFIG={cluster.kubeconfig}\n"
             f"  {cluster.kubectl} get isvc,mdl,pods -o wide\n"
             f"  {SAMPLE_NAME} will answer on {demo.url} (a line with curl follows once it is Ready)\n"
-            f"component logs: {cluster.logs_dir}",
+            f"component logs: {cluster.logs_dir} ({where_logs_go(cluster.keep_workdir)})",
             flush=True,
         )
         # The controller runs in this thread: inside the node's network, like an in-cluster one, so
@@ -85,4 +102,4 @@ def _run_on_node(args: argparse.Namespace) -> int:
         args.model_source_allowed_hosts = ",".join(
             filter(None, (args.model_source_allowed_hosts, demo.model_host))
         )
-        return run_controller(_loopback_endpoints(args))
+        return _failed_unless_zero(cluster, run_controller(_loopback_endpoints(args)))

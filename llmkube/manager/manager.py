@@ -54,7 +54,7 @@ from llmkube.kube.events.recorder import EventRecorder
 from llmkube.kube.leader.election import LeaderElector, LeadershipLost
 from llmkube.kube.queue.ratelimit import RateLimiter
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.client import ApiClient, RequestObserver
 from llmkube.kube.rest.config import load_client_config
 from llmkube.manager.config import ManagerConfig, parse_bind_address
 from llmkube.manager.logs import configure_logging
@@ -86,9 +86,13 @@ class Manager:
         *,
         client: ApiClient | None = None,
         clock: Clock | None = None,
+        request_observer: RequestObserver | None = None,
     ) -> None:
         self.config = config or ManagerConfig()
         self._client = client
+        # Told about every request of the client `connect` opens (tests count with it; the
+        # controller process passes none).
+        self._request_observer = request_observer
         self._owns_client = client is None
         self._clock = clock or RealClock()
         self._informers: dict[_InformerKey, Informer] = {}
@@ -134,7 +138,7 @@ class Manager:
         """Load the kubeconfig / in-cluster config and open the client (``run`` does this first)."""
         if self._client is None:
             config = await load_client_config(self.config.kubeconfig, self.config.context)
-            self._client = ApiClient.from_config(config, clock=self._clock)
+            self._client = ApiClient.from_config(config, clock=self._clock, observer=self._request_observer)
         return self._client
 
     def informer(

@@ -9,8 +9,11 @@ tier "node": api + controller-manager + scheduler + one real node (containerd, k
 
 Binaries come from `hack/build-k8s.sh` (built through the Go module proxy, cached outside the
 repository). Everything runs on loopback ports in a temporary directory; `stop()` (also on
-Ctrl-C and interpreter exit) tears it all down, and every component's log stays in
-`<workdir>/logs` for failed tests.
+Ctrl-C and interpreter exit) tears it all down. A clean stop removes the directory (etcd data, PKI,
+logs: up to 140 MB); when the run failed (`failed(why)`, an exception out of the `with` block, a
+start that did not come up, an exit without `stop()`) it keeps the directory but the etcd data, and
+with `keep_workdir` (`--keep-logs`, or LLMKUBE_KEEP_CLUSTER_DIR=1 for the test tiers) all of it;
+either way stderr says where the logs are (`workdir_disposal` decides).
 """
 
 import atexit
@@ -31,6 +34,7 @@ from typing import Literal
 
 import yaml
 
+from llmkube.testing.node_cleanup import mounts_below
 from llmkube.testing.pki import ClusterPKI, generate_pki
 from llmkube.testing.rest import KubeRest, RestError, condition_true, wait_until
 
@@ -51,6 +55,31 @@ CONTROLLER_SERVICE_ACCOUNT = "llmkube-controller"
 CONTROLLER_USER = f"system:serviceaccount:{CONTROLLER_NAMESPACE}:{CONTROLLER_SERVICE_ACCOUNT}"
 
 GPU_TAINT_VALUE = "present"
+
+#: set (to anything but "" or "0") to keep every test cluster's directory, etcd data included
+KEEP_ENV = "LLMKUBE_KEEP_CLUSTER_DIR"
+
+#: asked at each stop whether the run this process serves has failed so far, with the reason
+#: (the pytest plugin installs one that counts failed tests); None: only `failed` says so
+run_failure: Callable[[], str | None] | None = None
+
+
+def keep_requested(environ: dict[str, str] | None = None) -> bool:
+    """LLMKUBE_KEEP_CLUSTER_DIR asks to keep every cluster's directory ("" and "0" do not)."""
+    value = (os.environ if environ is None else environ).get(KEEP_ENV, "")
+    return value not in ("", "0")
+
+
+def workdir_disposal(*, failed: bool, keep: bool) -> tuple[str, ...]:
+    """What to remove of a cluster's own temporary directory when it stops, as paths relative to it
+    ("." is all of it): everything after a clean stop; the etcd data alone (the logs, PKI and
+    kubeconfigs stay for whoever looks into the failure) when the run failed; nothing when keeping
+    was asked for."""
+    if keep:
+        return ()
+    if failed:
+        return ("etcd",)
+    return (".",)
 
 
 class ClusterError(RuntimeError):
@@ -216,6 +245,7 @@ class LocalCluster:
         volumes: int = 40,
         apiserver_args: tuple[str, ...] = (),
         audit: bool = False,
+        keep_workdir: bool | None = None,
     ) -> None:
         self.tier: Tier = tier
         self.nodes = nodes if tier == "full" else ()
@@ -239,6 +269,10 @@ class LocalCluster:
         self.apiserver_args = apiserver_args
         #: with `audit`, every request of the controller identity is written to `audit_log`
         self.audit_log: Path | None = self.workdir / "audit.log" if audit else None
+        #: keep the whole directory after the stop, even a clean one (None: LLMKUBE_KEEP_CLUSTER_DIR)
+        self.keep_workdir = keep_requested() if keep_workdir is None else keep_workdir
+        #: why the run this cluster served failed (`failed`): its directory is kept at the stop
+        self.failure: str | None = None
         self._pki: ClusterPKI | None = None
         self._stopped = False
 
@@ -247,12 +281,20 @@ class LocalCluster:
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, *_: object) -> None:
+        if exc_type is not None:
+            self.failed(f"{exc_type.__name__}: {exc}" if str(exc) else exc_type.__name__)
         self.stop()
+
+    def failed(self, why: str) -> None:
+        """The run this cluster served failed: its directory (the logs) is kept at the stop, and
+        stderr says where. The first reason given is the one reported."""
+        if self.failure is None:
+            self.failure = why
 
     def start(self) -> "LocalCluster":
         check_binaries(self.bin_dir, self.tier)
-        atexit.register(self.stop)
+        atexit.register(self._stop_at_exit)
         t0 = time.monotonic()
         try:
             self._prepare()
@@ -262,15 +304,24 @@ class LocalCluster:
             if self.tier == "full":
                 self._start_full_tier()
                 self.startup_seconds["full"] = time.monotonic() - t0
-        except BaseException:
+        except BaseException as error:
             self.print_logs()
+            self.failed(f"the {self.tier} tier did not start: {error!r}")
             self.stop()
             raise
         return self
 
+    def _stop_at_exit(self) -> None:
+        self.failed("the process exited without stopping the cluster")
+        self.stop()
+
     def stop(self) -> None:
         if self._stopped:
             return
+        self._stop_components()
+        self._dispose_workdir()
+
+    def _stop_components(self) -> None:
         self._stopped = True
         # One at a time, last started first: an API server whose etcd is already gone waits out
         # its shutdown timeout instead of exiting at once.
@@ -283,10 +334,30 @@ class LocalCluster:
                 component.process.kill()
                 component.process.wait()
         with contextlib.suppress(Exception):
-            atexit.unregister(self.stop)
-        if self._own_workdir and not os.environ.get("LLMKUBE_KEEP_CLUSTER_DIR"):
-            # Keep the logs of a failed run; they are small. The etcd data is not.
-            shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+            atexit.unregister(self._stop_at_exit)
+
+    def _dispose_workdir(self) -> None:
+        """Remove what `workdir_disposal` says of a directory this cluster made (one it was given
+        is the caller's), never through a mount point left below it; say on stderr what is kept."""
+        if not self._own_workdir or not self.workdir.exists():
+            return
+        if self.failure is None and run_failure is not None and (why := run_failure()):
+            self.failed(why)
+        removed = workdir_disposal(failed=self.failure is not None, keep=self.keep_workdir)
+        mounted = _mounts_below(self.workdir)
+        if mounted:
+            removed = ()
+        for relative in removed:
+            shutil.rmtree(self.workdir / relative, ignore_errors=True)
+        if removed == (".",):
+            return
+        if mounted:
+            why = f"still mounted below it: {', '.join(mounted)}"
+        elif self.failure is not None:
+            why = self.failure
+        else:
+            why = f"kept as asked ({KEEP_ENV} or --keep-logs)"
+        print(f"llmkube: kept {self.workdir} ({why}); component logs in {self.logs_dir}", file=sys.stderr)
 
     def admin(self) -> KubeRest:
         return KubeRest.from_kubeconfig(self.kubeconfig)
@@ -582,6 +653,13 @@ class LocalCluster:
 
     def __repr__(self) -> str:
         return f"LocalCluster(tier={self.tier!r}, server={self.server!r}, workdir={str(self.workdir)!r})"
+
+
+def _mounts_below(directory: Path) -> list[str]:
+    try:
+        return mounts_below(str(directory))
+    except OSError:  # no /proc/self/mountinfo (not Linux): nothing of ours is mounted there
+        return []
 
 
 def _tail(path: Path, lines: int = 40) -> str:

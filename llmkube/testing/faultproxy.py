@@ -7,7 +7,8 @@ real API server and streams the answer back, watches included. It can:
 * answer a share of requests itself with 429 (with Retry-After), 500 or 503, or reset the
   connection, at a probability set at any time (`inject`);
 * silence the watch streams that are open (`silence_watches`): the connection stays up and quiet,
-  as behind a load balancer that lost its backend, until the client gives up on it;
+  as behind a load balancer that lost its backend, until the client gives up on it; what the API
+  server still sends on them is read and kept (`withheld`), so a test knows an event was held back;
 * count what passed through (`log`: method, path, status or fault, time).
 
     proxy = await FaultProxy.start(cluster.server, cluster.workdir / "pki")
@@ -73,6 +74,8 @@ class _Stream:
     """An open watch stream: silenced streams stop relaying but stay open."""
 
     silenced: asyncio.Event = field(default_factory=asyncio.Event)
+    #: what the API server sent after the stream was silenced (never relayed)
+    withheld: bytearray = field(default_factory=bytearray)
 
 
 class FaultProxy:
@@ -85,6 +88,7 @@ class FaultProxy:
         self.retry_after = 1
         self.log: list[Passed] = []
         self._streams: set[_Stream] = set()
+        self._silenced: list[_Stream] = []
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.port = 0
@@ -118,7 +122,12 @@ class FaultProxy:
         """Stop relaying the watch streams open now (they stay open); returns how many."""
         for stream in self._streams:
             stream.silenced.set()
+            self._silenced.append(stream)
         return len(self._streams)
+
+    def withheld(self) -> list[bytes]:
+        """Per silenced stream, what the API server sent on it that the client never got."""
+        return [bytes(stream.withheld) for stream in self._silenced]
 
     @property
     def open_watches(self) -> int:
@@ -204,20 +213,31 @@ class FaultProxy:
         self._streams.add(stream)
         try:
             chunks = upstream.content.iter_any().__aiter__()
+            next_chunk: asyncio.Future[bytes] | None
             while True:
                 next_chunk = asyncio.ensure_future(chunks.__anext__())
                 silenced = asyncio.ensure_future(stream.silenced.wait())
                 done, _ = await asyncio.wait({next_chunk, silenced}, return_when=asyncio.FIRST_COMPLETED)
-                if silenced in done:
-                    next_chunk.cancel()
-                    # Quiet from now on, connection kept open until the client hangs up.
-                    await asyncio.Event().wait()
                 silenced.cancel()
+                if next_chunk not in done:
+                    break
                 try:
                     chunk = next_chunk.result()
                 except StopAsyncIteration:
                     return
+                if stream.silenced.is_set():
+                    stream.withheld += chunk
+                    next_chunk = None
+                    break
                 await response.write(chunk)
+            # Quiet from now on, the connection kept open until the client hangs up; what the API
+            # server still sends is read and kept, never relayed.
+            with contextlib.suppress(StopAsyncIteration, aiohttp.ClientError):
+                if next_chunk is not None:
+                    stream.withheld += await next_chunk
+                async for chunk in chunks:
+                    stream.withheld += chunk
+            await asyncio.Event().wait()
         finally:
             self._streams.discard(stream)
 

@@ -130,8 +130,9 @@ class NodeCluster(LocalCluster):
             self._start_controllers()
             self._start_node()
             self._wait_for_controller_manager()
-        except BaseException:
+        except BaseException as error:
             self.print_logs()
+            self.failed(f"the node tier did not start: {error!r}")
             self.stop()
             raise
         self.startup_seconds["node"] = time.monotonic() - t0
@@ -141,7 +142,7 @@ class NodeCluster(LocalCluster):
         if self._stopped:
             return
         t0 = time.monotonic()
-        super().stop()  # every component, last started first: kube-proxy, kubelet, containerd, ...
+        self._stop_components()  # every component, last started first: kube-proxy, kubelet, containerd, ...
         if self._footprint is not None:
             report = node_cleanup.clean_up(self._footprint, keep=(self.paths.pod_logs.name,))
             self.startup_seconds["teardown"] = time.monotonic() - t0
@@ -156,6 +157,7 @@ class NodeCluster(LocalCluster):
                 self._janitor.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._janitor.wait(timeout=5)
+        self._dispose_workdir()  # last: the node's mounts below it are gone by now
 
     def _record_footprint(self) -> None:
         self._footprint = node_cleanup.Footprint(

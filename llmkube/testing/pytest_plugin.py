@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import pytest
 
 from llmkube.plan.tenancy import LOCAL_SOURCES_ALLOWED, LOCAL_SOURCES_LABEL
+from llmkube.testing import cluster as cluster_module
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError, Tier
 from llmkube.testing.node import HOST_PROGRAMS, NodeCluster, node_tier_unavailable
 from llmkube.testing.rest import KubeRest, RestError, wait_for_crds
@@ -66,11 +67,27 @@ def _docker_available() -> bool:
     return result.returncode == 0
 
 
+def failed_tests(session: pytest.Session) -> str | None:
+    """Why the test session counts as failed so far: a cluster stopped then keeps its directory."""
+    failed = session.testsfailed
+    return f"{failed} test{'s' if failed != 1 else ''} failed in this session" if failed else None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Every cluster a test starts (these fixtures, the fault and install suites' own) asks this
+    # when it stops: after a failed test its directory, the logs, stays and stderr names it.
+    cluster_module.run_failure = lambda: failed_tests(session)
+
+
 def _provide(tier: Tier) -> Iterator[ClusterHandle]:
     if kubeconfig := os.environ.get("LLMKUBE_TEST_KUBECONFIG"):
         path = Path(kubeconfig)
         rest = KubeRest.from_kubeconfig(path)
-        yield ClusterHandle(tier, rest.server, path, Path(tempfile.mkdtemp(prefix="llmkube-ext-")))
+        scratch = Path(tempfile.mkdtemp(prefix="llmkube-ext-"))
+        try:
+            yield ClusterHandle(tier, rest.server, path, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         return
     if os.environ.get("LLMKUBE_TEST_CLUSTER") == "k3s":
         if not _docker_available():
@@ -81,7 +98,10 @@ def _provide(tier: Tier) -> Iterator[ClusterHandle]:
             workdir = Path(tempfile.mkdtemp(prefix="llmkube-k3s-"))
             path = workdir / "kubeconfig"
             path.write_text(k3s.config_yaml())
-            yield ClusterHandle(tier, KubeRest.from_kubeconfig(path).server, path, workdir)
+            try:
+                yield ClusterHandle(tier, KubeRest.from_kubeconfig(path).server, path, workdir)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
         return
     try:
         cluster = LocalCluster(tier).start()
@@ -108,7 +128,9 @@ _started: list[ClusterHandle] = []
 
 @pytest.fixture(scope="session")
 def api_cluster() -> Iterator[ClusterHandle]:
-    """etcd + kube-apiserver with RBAC on: no controllers, no scheduler, no nodes."""
+    """etcd + kube-apiserver with RBAC on: no controllers, no scheduler, no nodes. Its directory is
+    removed at the end of the session, or kept (and named on stderr) when a test failed or
+    LLMKUBE_KEEP_CLUSTER_DIR=1."""
     for cluster in _provide("api"):
         _started.append(cluster)
         yield cluster
@@ -116,7 +138,7 @@ def api_cluster() -> Iterator[ClusterHandle]:
 
 @pytest.fixture(scope="session")
 def full_cluster() -> Iterator[ClusterHandle]:
-    """api + controller-manager + scheduler + kwok nodes with GPUs."""
+    """api + controller-manager + scheduler + kwok nodes with GPUs (its directory: as api_cluster's)."""
     for cluster in _provide("full"):
         _started.append(cluster)
         yield cluster

@@ -4,7 +4,6 @@ The controller runs as the static identity named like its ServiceAccount, bound 
 `manifests/rbac/`, so every test also proves the RBAC is enough (the 403 count must stay zero).
 """
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,12 +13,12 @@ from e2e_support import RunningController
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.permissions import PERMISSIONS, granted
-from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
-from llmkube.manager import Manager, ManagerConfig
+from llmkube.controllers.setup import ControllersConfig
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
 from llmkube.plan.tenancy import TenancyPolicy
+from llmkube.testing.controller_harness import controller_running
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import load_yaml_documents
 
@@ -64,38 +63,20 @@ async def operator(
         # (--model-source-allowed-hosts=127.0.0.1); the API server's own endpoint stays refused.
         model_egress=EgressConfig(allowed_hosts=parse_allowed_hosts("127.0.0.1")),
     )
-    manager = Manager(
-        ManagerConfig(
-            kubeconfig=full_cluster.controller_kubeconfig,
-            metrics_bind_address="127.0.0.1:0",
-            health_bind_address="127.0.0.1:0",
-            configure_logging=False,
-            handle_signals=False,
-            graceful_shutdown_timeout=10,
-        )
-    )
-    holder: dict[str, Controllers] = {}
-
-    def setup(m: Manager) -> None:
-        holder["controllers"] = setup_controllers(m, config)
-
-    task = asyncio.create_task(manager.run(setup))
-    try:
-        async with asyncio.timeout(60):
-            await manager.controllers_started.wait()
-    except TimeoutError:
-        task.cancel()
-        raise
-    running = RunningController(manager, holder["controllers"], full_cluster, model_cache)
-    yield running
-    manager.request_shutdown()
-    await asyncio.wait_for(task, timeout=30)
+    async with controller_running(
+        full_cluster.controller_kubeconfig,
+        config,
+        metrics_bind_address="127.0.0.1:0",
+        health_bind_address="127.0.0.1:0",
+    ) as harness:
+        running = RunningController(harness, full_cluster, model_cache)
+        yield running
     # A 403 for new content in a namespace being deleted (a test's namespace, deleted while one of
     # its services was reconciled) is the API's lifecycle, not RBAC; every other 403 is RBAC's.
-    forbidden = running.client.rbac_refusals()
+    forbidden = running.requests.rbac_refusals()
     assert not forbidden, f"the controller was refused something its RBAC should grant: {forbidden}"
     # Everything the controller asked for in the whole e2e run is in the list its roles are made of.
-    used = {(r.verb, r.group, r.rbac_resource) for r in running.client.api_requests}
+    used = running.requests.used()
     assert not used - granted(PERMISSIONS), (
         f"not in llmkube.controllers.permissions: {used - granted(PERMISSIONS)}"
     )

@@ -8,7 +8,6 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +15,14 @@ from typing import Any
 
 import pytest
 
-from llmkube.controllers.setup import Controllers
+from llmkube.controllers.setup import Controllers, ControllersConfig
 from llmkube.kube.control.controller import Controller
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager
+from llmkube.testing.controller_harness import ControllerHarness, controller_running, idle, reconcile_log
 from llmkube.testing.pytest_plugin import ClusterHandle
+from llmkube.testing.request_log import RequestLog
 from llmkube.testing.rest import KubeRest, wait_until
 
 API = "inference.llmkube.dev/v1alpha1"
@@ -29,17 +30,34 @@ API = "inference.llmkube.dev/v1alpha1"
 
 @dataclass
 class RunningController:
-    manager: Manager
-    controllers: Controllers
+    """The session's controller (llmkube.testing.controller_harness) and where it runs."""
+
+    harness: ControllerHarness
     cluster: ClusterHandle
     model_cache: Path
 
     @property
+    def manager(self) -> Manager:
+        return self.harness.manager
+
+    @property
+    def controllers(self) -> Controllers:
+        return self.harness.controllers
+
+    @property
+    def config(self) -> ControllersConfig:
+        return self.harness.config
+
+    @property
     def client(self) -> ApiClient:
-        return self.manager.client
+        return self.harness.client
+
+    @property
+    def requests(self) -> RequestLog:
+        return self.harness.requests
 
     def mutating_requests(self) -> int:
-        return self.client.mutating_requests()
+        return self.requests.mutating_requests()
 
 
 async def eventually(check: Callable[[], Any], *, within: float = 60, what: str = "condition") -> Any:
@@ -138,12 +156,7 @@ def phase_is(admin: KubeRest, kind: str, name: str, namespace: str, phase: str) 
 async def settled(controller: Controller, *, within: float = 30) -> None:
     """Wait until the controller has no ready key and none in flight. After `enqueue(key)` this
     means a reconcile of `key` that started after the enqueue has finished."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if len(controller.queue) == 0 and controller.queue.processing() == 0:
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"controller {controller.name} still busy after {within}s")
+    await idle([controller], within=within)
 
 
 async def reconcile_now(controller: Controller, *keys: ObjectKey, within: float = 30) -> None:
@@ -152,6 +165,33 @@ async def reconcile_now(controller: Controller, *keys: ObjectKey, within: float 
         controller.enqueue(key)
     await asyncio.sleep(0)  # let the workers pick them up
     await settled(controller, within=within)
+
+
+#: Names no object: its reconcile finds nothing in the cache and does nothing.
+WITNESS = "no-such-object-witness"
+
+
+async def worked_through(controller: Controller, namespace: str, *, within: float = 30) -> None:
+    """After an observation window: the controller has worked since. A key enqueued now is
+    reconciled (one that names no object, so its reconcile does nothing) and afterwards nothing is
+    ready or in flight: every requeue that came due in the window has been reconciled and counted,
+    however slowly the machine ran. Only then does "not reconciled again" mean something."""
+    key = ObjectKey(namespace, WITNESS)
+    log = reconcile_log(controller)
+    before = log(key)
+    controller.enqueue(key)
+    await poll(lambda: log(key) > before, within=within, what=f"{controller.name} reconciled the witness key")
+    await settled(controller, within=within)
+
+
+async def watch_reaches(watch: "StatusWatch", resource_version: str, *, within: float = 30) -> None:
+    """Wait until `watch` has delivered the object at `resource_version` (read from the API server
+    just before): every write up to then has been seen, so counting what it saw means something."""
+    await poll(
+        lambda: any(o["metadata"]["resourceVersion"] == resource_version for o in list(watch.objects)),
+        within=within,
+        what=f"the watch of {watch.kind} {watch.name} at resourceVersion {resource_version}",
+    )
 
 
 async def writes_quiesce(operator: RunningController, *, quiet_for: float = 2.0, within: float = 60) -> int:
@@ -169,31 +209,19 @@ async def writes_quiesce(operator: RunningController, *, quiet_for: float = 2.0,
     raise TimeoutError(f"the controller kept writing for {within}s")
 
 
-class ReconcileLog:
-    """Counts the reconciles a controller runs, per key: test instrumentation around the real
-    reconcile function (installed once per controller, it forwards every call unchanged)."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[ObjectKey] = Counter()
-
-    def __call__(self, key: ObjectKey) -> int:
-        return self.counts[key]
-
-
-def reconcile_log(controller: Controller) -> ReconcileLog:
-    existing = getattr(controller, "_e2e_reconcile_log", None)
-    if isinstance(existing, ReconcileLog):
-        return existing
-    found = ReconcileLog()
-    inner = controller._reconcile
-
-    async def counted(key: ObjectKey) -> Any:
-        found.counts[key] += 1
-        return await inner(key)
-
-    controller._reconcile = counted
-    controller._e2e_reconcile_log = found  # type: ignore[attr-defined]
-    return found
+@contextlib.asynccontextmanager
+async def restarted_controller(
+    operator: RunningController, namespace: str
+) -> AsyncIterator[ControllerHarness]:
+    """The whole controller again, as at a restart: its own client, caches and queues, the session
+    controller's own configuration (the same object), scoped to one namespace, leader election off
+    (the session's controller keeps running, and must not be the one that writes either). Its
+    reconciles are counted from the first one (`reconcile_log`)."""
+    assert operator.cluster.controller_kubeconfig is not None
+    async with controller_running(
+        operator.cluster.controller_kubeconfig, operator.config, namespace=namespace
+    ) as restarted:
+        yield restarted
 
 
 class StatusWatch:

@@ -20,6 +20,7 @@ from e2e_support import (
     services_deleted_first,  # noqa: F401  (a fixture)
     settled,
     status_of,
+    worked_through,
 )
 
 from llmkube.kube.types import ObjectKey
@@ -123,6 +124,7 @@ async def test_every_bad_spec_is_told_once_and_nothing_spins(
     keys = [ObjectKey(ns, name_of(i)) for i in range(len(CORPUS))]
     before = {key: log(key) for key in keys}
     await asyncio.sleep(WINDOW)
+    await worked_through(controller, ns)  # what came due in the window has been reconciled
     counts = {key.name: log(key) - before[key] for key in keys}
     errors = sum(bad.severity == "error" for bad in CORPUS)
     print(

@@ -25,7 +25,7 @@ def ready_status(source: str) -> ModelStatus:
     """What the Model controller writes for sources the workload resolves (http(s), HF repo ids)."""
     remote = classify_source(source) is SourceKind.HTTP
     return ModelStatus.model_validate(
-        {"phase": "Ready", "path": "", "size": "0", "cacheKey": cache_key(source) if remote else ""}
+        {"phase": "Ready", "size": "0", "cacheKey": cache_key(source) if remote else ""}
     )
 
 

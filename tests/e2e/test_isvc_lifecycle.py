@@ -82,13 +82,10 @@ async def test_cpu_service_goes_pending_creating_ready(
             "replicas": 0,
             "readyReplicas": 0,
             "desiredReplicas": 0,
-            "endpoint": "",
             "modelReady": False,
             "effectivePriority": 10000,
             "schedulingStatus": "WaitingForModel",
-            "schedulingMessage": "",
-            "waitingFor": "",
-        }
+        }  # no endpoint, scheduling message or GPUs waited for: left out, not ""
         assert condition_triple(pending, "Progressing") == ("True", "Pending", WAITING_FOR_MODEL)
         assert condition_triple(pending, "Available") == ("False", "Pending", WAITING_FOR_MODEL)
         assert condition_triple(pending, "Ready")[:2] == ("False", "Pending")
@@ -136,10 +133,7 @@ async def test_cpu_service_goes_pending_creating_ready(
         "endpoint": endpoint,
         "modelReady": True,
         "effectivePriority": 10000,
-        "schedulingStatus": "",
-        "schedulingMessage": "",
-        "waitingFor": "",
-    }
+    }  # nothing to diagnose: no schedulingStatus, schedulingMessage or waitingFor at all
     assert condition_triple(ready, "Available") == ("True", "InferenceReady", READY_MESSAGE)
     assert condition_triple(ready, "Progressing") == ("False", "Ready", "All 1 replicas are ready")
     assert condition_triple(ready, "Ready")[:2] == ("True", "Ready")
@@ -201,12 +195,9 @@ async def test_missing_model_fails_then_the_model_alone_heals_it(
         "replicas": 0,
         "readyReplicas": 0,
         "desiredReplicas": 0,
-        "endpoint": "",
         "modelReady": False,
         "effectivePriority": 10000,
         "schedulingStatus": "ModelNotFound",  # the REASON column
-        "schedulingMessage": "",
-        "waitingFor": "",
     }
     missing = f'Model "later" not found in namespace "{ns}"'
     assert condition_triple(failed, "Degraded") == ("True", "ModelNotFound", missing)

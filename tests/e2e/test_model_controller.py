@@ -28,6 +28,8 @@ from e2e_support import (
     reconcile_log,
     settled,
     status_of,
+    watch_reaches,
+    worked_through,
 )
 
 from llmkube.controllers.model import gpu_capacity
@@ -162,7 +164,9 @@ async def test_a_reconcile_before_the_cache_shows_our_writes_writes_nothing_more
             admin.create(model("fresh", source=str(path)), namespace=ns)
             await eventually(phase_is(admin, "Model", "fresh", ns, "Ready"), what="fresh Ready")
             await settled(operator.controllers.models.controller)
-        await asyncio.sleep(1)  # the watch delivers any later write
+        # The watch has delivered the Model as the API server has it now: every status write is in.
+        stored = admin.get("inference.llmkube.dev/v1alpha1", "Model", "fresh", ns)
+        await watch_reaches(watch, stored["metadata"]["resourceVersion"])
     finally:
         watch.stop()
     assert watch.phases() == ["Copying", "Ready"]
@@ -213,6 +217,7 @@ async def test_a_missing_local_file_fails_without_a_hot_loop(
     ]["resourceVersion"]
     # Unrecoverable (ENOENT): retried on a fixed 5-minute interval, never through the fast backoff.
     await asyncio.sleep(3)  # an observation window: a hot loop would reconcile many times in it
+    await worked_through(models, full_namespace)  # and the controller has worked through it
     assert reconciles(key) == before_count
     assert models.queue.num_requeues(key) == 0
     after = admin.get("inference.llmkube.dev/v1alpha1", "Model", "ghost", full_namespace)
@@ -260,8 +265,8 @@ async def test_an_http_source_is_resolved_by_the_workload_and_fingerprinted(
     asked = list(model_host.requests)  # what the controller asked (before our own HEAD below)
     async with aiohttp.ClientSession() as session, session.head(model_host.url) as head:
         expected_etag = head.headers["ETag"]  # what the server tells everybody
-    assert {k: status.get(k) for k in ("path", "size", "cacheKey", "sourceETag", "sourceContentLength")} == {
-        "path": "",
+    assert "path" not in status  # no file of ours: no path, not an empty one
+    assert {k: status.get(k) for k in ("size", "cacheKey", "sourceETag", "sourceContentLength")} == {
         "size": "0",
         "cacheKey": source_key(model_host.url),
         "sourceETag": expected_etag,

@@ -23,6 +23,7 @@ from e2e_support import (
     phase_is,
     reconcile_log,
     settled,
+    worked_through,
 )
 
 from llmkube.kube.types import ObjectKey
@@ -97,7 +98,7 @@ async def test_sources_outside_the_roots_fail_and_nothing_is_read(
     await settled(models)
     counts = {name: reconciles(ObjectKey(ns, name)) for name in {**lexical, **through_links}}
     await asyncio.sleep(3)  # a window in which a hot loop would show
-    await settled(models)
+    await worked_through(models, ns)  # and the controller has worked through it
     assert {name: reconciles(ObjectKey(ns, name)) for name in counts} == counts
 
 

@@ -1,10 +1,8 @@
 """Idempotent and quiet (docs/architecture.md): once converged, reconciling every service
 again makes no write at all, and neither does a freshly started controller."""
 
-import asyncio
 from typing import Any
 
-import pytest
 from e2e_support import (
     RunningController,
     delete_services_and_wait,
@@ -16,14 +14,13 @@ from e2e_support import (
     poll,
     reconcile_log,
     reconcile_now,
+    restarted_controller,
     settled,
     status_of,
     writes_quiesce,
 )
 
-from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
 from llmkube.kube.types import ObjectKey
-from llmkube.manager import Manager, ManagerConfig
 
 # name -> (phase, running pods) once converged
 EXPECTED = {
@@ -95,92 +92,36 @@ async def test_a_converged_namespace_makes_no_write_on_reconcile_or_restart(
         await settled(models)
         await writes_quiesce(operator)
 
-        # 1. Reconcile every service and Model again: zero mutating requests.
+        # 1. Reconcile every service and Model again: zero mutating requests. Each reconcile runs
+        # (its count moves), its status write would be made inside it, and its Events are written
+        # by the time the recorder drained: only then does "no write" mean something.
         service_keys = [ObjectKey(ns, name) for name in EXPECTED]
         model_keys = [ObjectKey(ns, name) for name in ("hf", "cuda", "remote")]
-        counts = reconcile_log(isvcs)
-        before = {key: counts(key) for key in service_keys}
+        counts, model_counts = reconcile_log(isvcs), reconcile_log(models)
+        before = {key: counts(key) for key in service_keys} | {key: model_counts(key) for key in model_keys}
         writes = operator.mutating_requests()
         await reconcile_now(isvcs, *service_keys)
         await reconcile_now(models, *model_keys)
-        await asyncio.sleep(1.0)  # events are written in the background: give them the chance
         await operator.manager.recorder.drain()
         assert all(counts(key) > before[key] for key in service_keys)
+        assert all(model_counts(key) > before[key] for key in model_keys)
         assert operator.mutating_requests() == writes
 
         # 2. A freshly started controller (its own client, caches and queues, watching only this
-        # namespace) finds nothing to do: zero mutating requests.
-        restarted = await start_second_controller(operator, ns)
-        manager, controllers = restarted
-        try:
-            logs = reconcile_log(controllers.inference_services.controller)
+        # namespace) finds nothing to do: zero mutating requests once it has reconciled everything.
+        async with restarted_controller(operator, ns) as restarted:
+            logs = reconcile_log(restarted.controllers.inference_services.controller)
+            model_logs = reconcile_log(restarted.controllers.models.controller)
             await poll(
-                lambda: all(logs(key) >= 1 for key in service_keys), what="every service reconciled once"
+                lambda: (
+                    all(logs(key) >= 1 for key in service_keys)
+                    and all(model_logs(key) >= 1 for key in model_keys)
+                ),
+                what="every service and Model reconciled once",
             )
-            for controller in (
-                controllers.inference_services.controller,
-                controllers.models.controller,
-                controllers.priority_classes.controller,
-            ):
-                await settled(controller)
-            await asyncio.sleep(1.0)
-            await manager.recorder.drain()
-            assert manager.client.mutating_requests() == 0, sorted(manager.client.request_counts.items())
-            assert manager.client.total_requests() > 0  # it did read (list + watch)
-        finally:
-            await stop(manager)
+            await restarted.idle()
+            assert restarted.mutating_requests() == 0, sorted(restarted.requests.request_counts.items())
+            assert restarted.requests.total_requests() > 0  # it did read (list + watch)
         assert operator.mutating_requests() == writes
     finally:
         await delete_services_and_wait(operator, ns, pods_too=True)
-
-
-_RUNNING: dict[Manager, "asyncio.Task[None]"] = {}
-
-
-async def start_second_controller(operator: RunningController, namespace: str) -> tuple[Manager, Controllers]:
-    """The whole controller again, as at a restart, but scoped to one namespace; leader election
-    off (the session's controller keeps running, and must not be the one that writes either)."""
-    assert operator.cluster.controller_kubeconfig is not None
-    manager = Manager(
-        ManagerConfig(
-            kubeconfig=operator.cluster.controller_kubeconfig,
-            namespace=namespace,
-            leader_election=False,
-            metrics_bind_address="0",
-            health_bind_address="0",
-            configure_logging=False,
-            handle_signals=False,
-            graceful_shutdown_timeout=10,
-        )
-    )
-    # The same configuration as the session's controller: a restart changes nothing else.
-    config = ControllersConfig(
-        operator=operator.controllers.inference_services.config, model=operator.controllers.models.config
-    )
-    holder: dict[str, Controllers] = {}
-
-    def setup(m: Manager) -> None:
-        holder["controllers"] = setup_controllers(m, config)
-        reconcile_log(holder["controllers"].inference_services.controller)  # count from the first one
-
-    task = asyncio.create_task(manager.run(setup))
-    _RUNNING[manager] = task
-    try:
-        async with asyncio.timeout(60):
-            await manager.controllers_started.wait()
-    except TimeoutError:
-        await stop(manager)
-        raise
-    return manager, holder["controllers"]
-
-
-async def stop(manager: Manager) -> None:
-    manager.request_shutdown()
-    task = _RUNNING.pop(manager)
-    await asyncio.wait_for(task, timeout=30)
-
-
-@pytest.fixture(autouse=True)
-def _no_leftover_managers() -> Any:
-    yield
-    assert not _RUNNING, "a second controller was left running"

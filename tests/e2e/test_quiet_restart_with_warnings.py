@@ -6,7 +6,6 @@ A freshly started controller (its own client, caches and queues, as after a rest
 them all and makes no mutating request at all: no status write and no Event.
 """
 
-import asyncio
 from typing import Any
 
 from e2e_support import (
@@ -18,11 +17,11 @@ from e2e_support import (
     model,
     poll,
     reconcile_log,
+    restarted_controller,
     settled,
     status_of,
     writes_quiesce,
 )
-from test_quiet import start_second_controller, stop
 
 from llmkube.kube.types import ObjectKey
 
@@ -78,17 +77,19 @@ async def test_a_restart_does_not_announce_the_warnings_again(
         await writes_quiesce(operator)
         await operator.manager.recorder.drain()
 
-        manager, controllers = await start_second_controller(operator, ns)
-        try:
-            logs = reconcile_log(controllers.inference_services.controller)
+        async with restarted_controller(operator, ns) as restarted:
+            logs = reconcile_log(restarted.controllers.inference_services.controller)
+            model_logs = reconcile_log(restarted.controllers.models.controller)
             keys = [ObjectKey(ns, name) for name in WARNED]
-            await poll(lambda: all(logs(key) >= 1 for key in keys), what="every service reconciled once")
-            for controller in (controllers.inference_services.controller, controllers.models.controller):
-                await settled(controller)
-            await asyncio.sleep(1.0)
-            await manager.recorder.drain()
-            assert manager.client.mutating_requests() == 0, sorted(manager.client.request_counts.items())
-        finally:
-            await stop(manager)
+            model_keys = [ObjectKey(ns, name) for name in ("hf", "unused")]
+            await poll(
+                lambda: (
+                    all(logs(key) >= 1 for key in keys) and all(model_logs(key) >= 1 for key in model_keys)
+                ),
+                what="every service and Model reconciled once",
+            )
+            # Idle, and every Event those reconciles recorded has been answered: none was a write.
+            await restarted.idle()
+            assert restarted.mutating_requests() == 0, sorted(restarted.requests.request_counts.items())
     finally:
         await delete_services_and_wait(operator, ns, pods_too=True)

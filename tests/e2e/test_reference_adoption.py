@@ -216,6 +216,7 @@ async def test_objects_of_the_reference_operator_are_adopted_and_their_stray_fie
     await writes_quiesce(operator)
     before = operator.mutating_requests()
     await reconcile_now(controller, ObjectKey(ns, "svc"))
+    await operator.manager.recorder.drain()  # its Events, if it recorded any, are written
     assert operator.mutating_requests() == before
     await eventually(phase_is(admin, "InferenceService", "svc", ns, "Ready"), what="svc still Ready")
 

@@ -7,7 +7,6 @@ aggregated into its series.
 And the safety net: a refusal the planner did not foresee names the InferenceService's field, not
 the Deployment's."""
 
-import asyncio
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +24,8 @@ from e2e_support import (
     poll,
     reconcile_log,
     services_deleted_first,  # noqa: F401  (a fixture)
+    settled,
+    watch_reaches,
 )
 
 from llmkube.kube.types import ObjectKey
@@ -145,10 +146,13 @@ async def test_a_write_that_keeps_being_refused_is_reported_once(
     try:
         before = log(key)
         await poll(lambda: log(key) >= before + 4, within=60, what="four more retries")
-        await asyncio.sleep(1.0)
+        await settled(operator.controllers.inference_services.controller)  # the fourth one finished
+        now = admin.get(API, "InferenceService", "refused", ns)
+        # The watch has delivered the object as the API server has it now: had a retry written a
+        # status, the watch has it.
+        await watch_reaches(watch, now["metadata"]["resourceVersion"])
     finally:
         watch.stop()
-    now = admin.get(API, "InferenceService", "refused", ns)
     # No status write while it keeps failing the same way: the watch saw no new status, and the
     # resourceVersion and the transition times of the stored status do not move.
     retries = log(key) - before

@@ -12,7 +12,6 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,13 @@ from typing import Any
 import pytest
 
 from llmkube.api.crds import all_crds
-from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
-from llmkube.manager import Manager, ManagerConfig
+from llmkube.controllers.setup import ControllersConfig
+from llmkube.manager import Manager
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.testing.audit import AuditEntry, read_audit
 from llmkube.testing.cluster import CONTROLLER_USER, LocalCluster, MissingBinaryError, Tier
+from llmkube.testing.controller_harness import ControllerHarness, controller_running
+from llmkube.testing.request_log import RequestLog
 from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_for_crds, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,24 +155,6 @@ async def poll(check: Callable[[], Any], *, within: float, what: str) -> float:
 # -- the controller in-process -------------------------------------------------------------------
 
 
-@dataclass
-class InProcess:
-    manager: Manager
-    controllers: Controllers
-    task: asyncio.Task[None]
-    stopped: bool = field(default=False)
-
-    @property
-    def client(self) -> Any:
-        return self.manager.client
-
-    async def stop(self) -> None:
-        if not self.stopped:
-            self.stopped = True
-            self.manager.request_shutdown()
-            await asyncio.wait_for(self.task, timeout=30)
-
-
 @contextlib.asynccontextmanager
 async def in_process(
     kubeconfig: Path,
@@ -179,54 +162,32 @@ async def in_process(
     namespace: str | None = None,
     controllers: ControllersConfig | None = None,
     **config: Any,
-) -> AsyncIterator[InProcess]:
-    """The whole controller in this process (leader election off), as the given identity;
-    `controllers` replaces the default ControllersConfig (no local roots, the default egress)."""
-    manager = Manager(
-        ManagerConfig(
-            kubeconfig=kubeconfig,
-            namespace=namespace,
-            metrics_bind_address="0",
-            health_bind_address="0",
-            configure_logging=False,
-            handle_signals=False,
-            graceful_shutdown_timeout=10,
-            **config,
-        )
-    )
-    holder: dict[str, Controllers] = {}
-
-    def setup(m: Manager) -> None:
-        holder["controllers"] = setup_controllers(
-            m, controllers or ControllersConfig(model=ModelPlanConfig(), manage_priority_classes=False)
-        )
-
-    task = asyncio.create_task(manager.run(setup))
-    running: InProcess | None = None
-    try:
-        async with asyncio.timeout(90):
-            await manager.controllers_started.wait()
-        running = InProcess(manager, holder["controllers"], task)
+) -> AsyncIterator[ControllerHarness]:
+    """The whole controller in this process (llmkube.testing.controller_harness; leader election
+    off), as the given identity; `controllers` replaces the suite's default ControllersConfig (no
+    local roots, the default egress, the installer owns the PriorityClasses); `config` are
+    ManagerConfig fields."""
+    async with controller_running(
+        kubeconfig,
+        controllers or ControllersConfig(model=ModelPlanConfig(), manage_priority_classes=False),
+        namespace=namespace,
+        start_timeout=90,
+        **config,
+    ) as running:
         yield running
-    finally:
-        if running is not None:
-            await running.stop()
-        elif not task.done():
-            manager.request_shutdown()
-            await asyncio.wait_for(task, timeout=30)
 
 
 def rate(count: int, seconds: float) -> float:
     return count / seconds if seconds > 0 else 0.0
 
 
-async def quiesced(client: Any, *, quiet_for: float = 3.0, within: float = 60.0) -> int:
-    """Wait until `client` made no mutating request for `quiet_for` seconds; returns its count."""
+async def quiesced(requests: RequestLog, *, quiet_for: float = 3.0, within: float = 60.0) -> int:
+    """Wait until the controller made no mutating request for `quiet_for` seconds; returns its count."""
     deadline = time.monotonic() + within
-    last, since = client.mutating_requests(), time.monotonic()
+    last, since = requests.mutating_requests(), time.monotonic()
     while time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-        count = client.mutating_requests()
+        count = requests.mutating_requests()
         if count != last:
             last, since = count, time.monotonic()
         elif time.monotonic() - since >= quiet_for:

@@ -16,6 +16,7 @@ import orjson
 
 from llmkube.controllers.setup import ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
+from llmkube.testing.request_log import RequestLog
 
 
 def rss_bytes() -> int:
@@ -38,7 +39,7 @@ def descriptors() -> tuple[int, int]:
     return len(fds), sockets
 
 
-async def sample(manager: Manager, period: float) -> None:
+async def sample(manager: Manager, requests: RequestLog, period: float) -> None:
     started = time.monotonic()
     while True:
         fds, sockets = descriptors()
@@ -51,12 +52,12 @@ async def sample(manager: Manager, period: float) -> None:
             "sockets": sockets,
             "threads": threading.active_count(),
             "tasks": len(asyncio.all_tasks()),
-            "requests": manager.client.total_requests(),
-            "writes": manager.client.mutating_requests(),
+            "requests": requests.total_requests(),
+            "writes": requests.mutating_requests(),
             "queued": sum(len(c.queue) for c in controllers),
             "gc_objects": len(gc.get_objects()),
             "by_request": {
-                f"{r.verb} {r.rbac_resource}": n for r, n in sorted(manager.client.api_requests.items())
+                f"{r.verb} {r.rbac_resource}": n for r, n in sorted(requests.api_requests.items())
             },
         }
         sys.stdout.write(orjson.dumps(line).decode() + "\n")
@@ -66,6 +67,8 @@ async def sample(manager: Manager, period: float) -> None:
 
 def main() -> None:
     kubeconfig, period = sys.argv[1], float(sys.argv[2])
+    # The real process, signals and JSON logs included; only its requests are counted besides.
+    requests = RequestLog()
     manager = Manager(
         ManagerConfig(
             kubeconfig=kubeconfig,
@@ -73,14 +76,15 @@ def main() -> None:
             health_bind_address="0",
             log_level="warning",
             log_format="json",
-        )
+        ),
+        request_observer=requests,
     )
 
     def setup(m: Manager) -> None:
         setup_controllers(m, ControllersConfig(manage_priority_classes=False))
 
         async def sampler() -> None:
-            await sample(m, period)
+            await sample(m, requests, period)
 
         m.add_task("soak:sampler", sampler)
 

@@ -8,18 +8,37 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+import urllib.request
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fault_support import converged, create_services, isvc, long_or, writes_in, writes_settle
+from fault_support import converged, create_services, eventually, isvc, long_or, writes_in, writes_settle
+from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.kube.leader.state import JITTER_FACTOR
 from llmkube.manager import DEFAULT_LEASE_NAME
 from llmkube.testing.audit import writes_by_resource
-from llmkube.testing.cluster import CONTROLLER_NAMESPACE, LocalCluster
+from llmkube.testing.cluster import CONTROLLER_NAMESPACE, LocalCluster, free_port
 from llmkube.testing.controller_process import ControllerProcess
 from llmkube.testing.rest import RestError
+
+
+def reconciled_all(metrics_url: str, services: int) -> bool:
+    """The controller behind `metrics_url` has run a reconcile for each of `services` (or more) and
+    has nothing queued or in flight."""
+    with urllib.request.urlopen(metrics_url, timeout=5) as response:
+        text = response.read().decode()
+    reconciles = busy = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.labels.get("controller") != "inferenceservice":
+                continue
+            if sample.name == "controller_runtime_reconcile_total":
+                reconciles += sample.value
+            elif sample.name in ("workqueue_depth", "controller_runtime_active_workers"):
+                busy += sample.value
+    return reconciles >= services and busy == 0
 
 
 def controller_args(kubeconfig: Path, cache: Path, *extra: str) -> list[str]:
@@ -77,12 +96,23 @@ async def test_sigkill_again_and_again_while_converging(
     refused = Counter(f"{e.verb} {e.resource} -> {e.code}" for e in writes if e.code >= 400 and e.code != 504)
     assert not refused, f"writes refused: {refused}"
 
-    # Once converged, a restart writes nothing at all.
+    # Once converged, a restart writes nothing at all: once it has reconciled every service (its
+    # own metrics say so, its queues empty) and stopped gracefully (its Events drained), the API
+    # server has seen no write from it.
     quiet_from = datetime.now(UTC)
-    restarted = await ControllerProcess("restarted", args).start()
+    port = free_port()
+    restarted = await ControllerProcess(
+        "restarted", [*args, f"--metrics-bind-address=127.0.0.1:{port}"]
+    ).start()
     try:
         await restarted.wait_for_log("controllers started", within=60)
-        await asyncio.sleep(5)
+        await eventually(
+            lambda: reconciled_all(f"http://127.0.0.1:{port}/metrics", len(names)),
+            within=60,
+            what="the restarted controller reconciled every service and went idle",
+        )
+        restarted.send(signal.SIGTERM)
+        assert await restarted.wait_exit(within=40) == 0, restarted.tail()
         assert writes_in(fault_cluster, ns, quiet_from) == [], "a restart of a converged controller wrote"
     finally:
         await restarted.kill()

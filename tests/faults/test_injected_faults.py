@@ -18,11 +18,14 @@ from fault_support import (
     in_process,
     long_or,
     merge_patch,
+    poll,
     quiesced,
     rate,
 )
 
+from llmkube.kube.types import ObjectKey
 from llmkube.testing.cluster import LocalCluster
+from llmkube.testing.controller_harness import reconcile_log
 from llmkube.testing.faultproxy import FAULTS, FaultProxy
 
 #: requests per second the controller may send while faults rain on it (it sends about 1/s when
@@ -69,10 +72,22 @@ async def test_injected_api_errors_are_retried_with_bounded_rate_and_converge_af
 
             replicas = {name: 2 for name in existing}
             settled = await converged(admin, ns, within=180, replicas=replicas)
-            await quiesced(controller.client, within=60)
+            await quiesced(controller.requests, within=60)
             quiet_from = len(proxy.log)
-            await asyncio.sleep(3)
-            # converged and quiet: only watches may be (re)opened, nothing else asked
+            # Converged and quiet: every service reconciled once more (through the proxy, faults
+            # off) and every Event written, and only watches may have been (re)opened meanwhile.
+            services = controller.controllers.inference_services.controller
+            log = reconcile_log(services)
+            keys = [ObjectKey(ns, name) for name in existing + new]
+            before = {key: log(key) for key in keys}
+            for key in keys:
+                services.enqueue(key)
+            await poll(
+                lambda: all(log(key) > before[key] for key in keys),
+                within=60,
+                what="every service reconciled",
+            )
+            await controller.idle()
             later = [p for p in proxy.log[quiet_from:] if not p.watch]
             assert later == [], later
     finally:

@@ -31,12 +31,13 @@ import yaml
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.permissions import PERMISSIONS, granted
-from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
-from llmkube.manager import Manager, ManagerConfig
+from llmkube.controllers.setup import ControllersConfig
 from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
 from llmkube.plan.inferenceservice.storage import INIT_CONTAINER_NAME
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError
+from llmkube.testing.controller_harness import ControllerHarness, controller_running
 from llmkube.testing.identities import service_account_kubeconfig
+from llmkube.testing.request_log import RequestLog
 from llmkube.testing.rest import KubeRest, RestError, wait_for_crds, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,13 +116,8 @@ def phase(admin: KubeRest, kind: str, name: str, namespace: str) -> str | None:
 
 @dataclass
 class Running:
-    manager: Manager
-    task: asyncio.Task[None]
+    controller: ControllerHarness
     namespace: str
-
-    async def stop(self) -> None:
-        self.manager.request_shutdown()
-        await asyncio.wait_for(self.task, timeout=30)
 
 
 @pytest.fixture
@@ -141,31 +137,16 @@ async def running(
     for doc in rbac:
         admin.apply(doc)
     classes_to_repair(admin)
-    manager = Manager(
-        ManagerConfig(
-            kubeconfig=kubeconfig,
+    try:
+        async with controller_running(
+            kubeconfig,
+            ControllersConfig(manage_priority_classes=True),
             namespace=namespace if scoped else None,
             leader_election=True,
             lease_namespace=namespace,
-            metrics_bind_address="0",
-            health_bind_address="0",
-            configure_logging=False,
-            handle_signals=False,
-            graceful_shutdown_timeout=10,
-        )
-    )
-    holder: dict[str, Controllers] = {}
-
-    def setup(m: Manager) -> None:
-        holder["controllers"] = setup_controllers(m, ControllersConfig(manage_priority_classes=True))
-
-    running = Running(manager, asyncio.create_task(manager.run(setup)), namespace)
-    try:
-        async with asyncio.timeout(60):
-            await manager.controllers_started.wait()
-        yield running
+        ) as controller:
+            yield Running(controller, namespace)
     finally:
-        await running.stop()
         # Leave nothing a later controller (watching every namespace) would act on.
         for api_version, kind in (
             (API, "InferenceService"),
@@ -309,7 +290,7 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
     await eventually(lambda: repaired(low) and repaired(batch), what="the classes repaired")
 
 
-async def read_a_download_log(admin: KubeRest, namespace: str, client: Any) -> None:
+async def read_a_download_log(admin: KubeRest, namespace: str, requests: RequestLog) -> None:
     """A pod of a service sits in its model-downloader: the controller reads the downloader's last
     log lines (pods/log get). No kubelet here, so the pod is made by hand and the API server cannot
     serve the log (it answers 400, after authorizing the read): the request is what counts."""
@@ -341,7 +322,7 @@ async def read_a_download_log(admin: KubeRest, namespace: str, client: Any) -> N
     )
 
     def log_read() -> bool:
-        return any((r.verb, r.group, r.rbac_resource) == ("get", "", "pods/log") for r in client.api_requests)
+        return ("get", "", "pods/log") in requests.used()
 
     await eventually(log_read, what="the downloader's log read")
     admin.delete("v1", "Pod", "fetching-0", ns)
@@ -352,13 +333,13 @@ async def test_the_controller_uses_exactly_what_its_rbac_grants(
     running: Running, cluster: LocalCluster
 ) -> None:
     await exercise_every_permission(cluster.admin(), running.namespace)
-    client = running.manager.client
-    await read_a_download_log(cluster.admin(), running.namespace, client)
-    await running.stop()  # the lease release (an update) counts too
+    requests = running.controller.requests
+    await read_a_download_log(cluster.admin(), running.namespace, requests)
+    await running.controller.stop()  # the lease release (an update) counts too
 
-    refused = {code: n for (_, code), n in client.request_counts.items() if code == "403"}
+    refused = {code: n for (_, code), n in requests.request_counts.items() if code == "403"}
     assert not refused, f"requests refused: {refused}"
-    used = {(request.verb, request.group, request.rbac_resource) for request in client.api_requests}
+    used = requests.used()
     expected = granted(PERMISSIONS)
     assert sorted(used - expected) == [], "used, but not in llmkube.controllers.permissions"
     assert sorted(expected - used) == [], "granted, but never used: take it out of the role"

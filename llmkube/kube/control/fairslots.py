@@ -65,6 +65,10 @@ class FairSlots:
             future = self._waiters[group].popleft()
             if not self._waiters[group]:
                 del self._waiters[group]
+            if future.done():
+                # Its task was cancelled and has not run its handler yet (the controllers stop and
+                # cancel every holder and waiter at once): pass it over, the slot stays free.
+                continue
             self._take(group)
             future.set_result(None)
 

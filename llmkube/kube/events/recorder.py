@@ -94,6 +94,7 @@ class EventRecorder:
         self.series = series or SeriesCache()
         self._backlog = EventBacklog(backlog_limit)
         self._queued = asyncio.Event()  # set while the backlog may hold something
+        self._writing = asyncio.Lock()  # held by the background writer while a write is in flight
         self._sequence = itertools.count()
         self._task: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
@@ -194,9 +195,13 @@ class EventRecorder:
         self._task = self._ticker = None
 
     async def drain(self) -> None:
-        """Write everything queued so far (used by tests and at shutdown)."""
+        """Write everything queued so far, and wait for the background writer's write in flight
+        (used by tests and at shutdown): on return, every Event recorded before has been answered
+        or given up on."""
         while (write := self._backlog.pop()) is not None:
             await self._write(write)
+        async with self._writing:
+            pass
 
     async def _writer(self) -> None:
         while True:
@@ -205,7 +210,8 @@ class EventRecorder:
                 self._queued.clear()
                 await self._queued.wait()
                 continue
-            await self._write(write)
+            async with self._writing:  # taken at once: nothing else holds it across an await
+                await self._write(write)
 
     async def _heartbeat(self) -> None:
         while True:

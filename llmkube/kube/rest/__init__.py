@@ -1,4 +1,4 @@
-"""Talking to an API server: `client.ApiClient` (requests, retries, typed errors, watch streams),
-`transport` (aiohttp), `config` (kubeconfig or in-cluster), `kubeconfig`, `exec_credential`,
-`request_info` (what a request asks for, as RBAC reads it), `portforward`. Imports nothing of the
-cache, queues, apply, events, leader election or controllers."""
+"""Talking to an API server: `client.ApiClient` (requests, retries, typed errors, watch streams,
+an optional observer of every request for tests), `transport` (aiohttp), `config` (kubeconfig or
+in-cluster), `kubeconfig`, `exec_credential`, `portforward`. Imports nothing of the cache, queues,
+apply, events, leader election or controllers."""

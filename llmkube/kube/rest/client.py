@@ -1,24 +1,20 @@
 """The API client: raw REST paths, orjson bodies, typed errors, explicit timeouts, 429 handling.
 
 One instance per process (one connection pool).  Every request is counted in
-``rest_client_requests_total{code,method,host}`` and in :attr:`ApiClient.request_counts`, which
-tests use to prove that a converged controller makes no mutating request, and by what it asks
-for in RBAC's terms in :attr:`ApiClient.api_requests` (verb, group, resource, subresource), which
-tests compare with the controller's RBAC, and every refusal by its data in
-:attr:`ApiClient.refusals` (method, code, reason, cause reasons), so a test can tell an RBAC 403
-from a namespace being deleted without reading a message.  With leader election,
-:attr:`ApiClient.write_guard` is asked before every mutating request (leadership.py), so nothing
-is written without the lease.
+``rest_client_requests_total{code,method,host}``.  A test that wants to see more (how many writes
+a converged controller made, what it asked for in RBAC's terms, which refusals it got) installs an
+:class:`RequestObserver` (``llmkube.testing.request_log``); the controller's own client has none,
+so it pays nothing for that accounting.  With leader election, :attr:`ApiClient.write_guard` is
+asked before every mutating request (kube/leader), so nothing is written without the lease.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, Final, Protocol
 from urllib.parse import urlencode, urlsplit
 
 import orjson
@@ -26,10 +22,9 @@ import orjson
 import llmkube
 from llmkube.kube import metrics, yaml_json
 from llmkube.kube.clock import Clock, RealClock
-from llmkube.kube.errors import NAMESPACE_TERMINATING, ApiError, Unauthorized, error_from_response
+from llmkube.kube.errors import ApiError, Unauthorized, error_from_response
 from llmkube.kube.resource import Resource
 from llmkube.kube.rest.config import AuthProvider, ClientConfig, StaticAuth
-from llmkube.kube.rest.request_info import ApiRequest, api_request
 from llmkube.kube.rest.transport import (
     AiohttpTransport,
     HttpResponse,
@@ -44,10 +39,11 @@ __all__ = [
     "DEFAULT_FIELD_MANAGER",
     "JSON_PATCH",
     "MERGE_PATCH",
+    "MUTATING_METHODS",
     "STRATEGIC_MERGE_PATCH",
     "USER_AGENT",
     "ApiClient",
-    "Refusal",
+    "RequestObserver",
     "WriteGuard",
 ]
 
@@ -72,6 +68,21 @@ class WriteGuard(Protocol):
         ...
 
 
+class RequestObserver(Protocol):
+    """Told about every request the client makes: what tests install to count them."""
+
+    def answered(
+        self, method: str, path: str, params: Params | None, content_type: str | None, status: int | None
+    ) -> None:
+        """One attempt (retries are attempts of their own) and its HTTP status; None when no
+        answer came (the transport failed)."""
+        ...
+
+    def refused(self, method: str, error: ApiError) -> None:
+        """A non-2xx answer, as its Status tells it (reason, ``details.causes``)."""
+        ...
+
+
 def _encode_params(params: Params | None) -> str:
     if not params:
         return ""
@@ -81,19 +92,6 @@ def _encode_params(params: Params | None) -> str:
         if value is not None
     ]
     return urlencode(pairs) if pairs else ""
-
-
-class Refusal(NamedTuple):
-    """A non-2xx answer as its Status tells it: ``reason`` and the ``details.causes`` reasons."""
-
-    method: str
-    status: int
-    reason: str
-    causes: tuple[str, ...]
-
-    @classmethod
-    def of(cls, method: str, error: ApiError) -> Refusal:
-        return cls(method, error.status, error.reason, tuple(cause.reason for cause in error.causes))
 
 
 class ApiClient:
@@ -108,6 +106,7 @@ class ApiClient:
         max_retries: int = 10,
         max_retry_after: float = 60.0,
         clock: Clock | None = None,
+        observer: RequestObserver | None = None,
     ) -> None:
         self.host = host.rstrip("/")
         self._host_label = urlsplit(self.host).netloc or self.host
@@ -118,12 +117,8 @@ class ApiClient:
         self._max_retries = max_retries
         self._max_retry_after = max_retry_after
         self._clock = clock or RealClock()
-        #: (method, status code or "<error>") -> number of requests made by this client.
-        self.request_counts: Counter[tuple[str, str]] = Counter()
-        #: what each request asked for, as RBAC reads it -> number of requests (any outcome)
-        self.api_requests: Counter[ApiRequest] = Counter()
-        #: every non-2xx answer, by what the Status says -> number of such answers
-        self.refusals: Counter[Refusal] = Counter()
+        #: told about every request and refusal (tests); None in the controller
+        self.observer = observer
         #: asked before every POST/PUT/PATCH/DELETE (each attempt, retries included)
         self.write_guard: WriteGuard | None = None
 
@@ -133,7 +128,7 @@ class ApiClient:
         return cls(config.host, transport=transport, auth=config.auth, **kwargs)
 
     def without_write_guard(self) -> ApiClient:
-        """The same client (connection pool, credentials, counters) without the write guard: for
+        """The same client (connection pool, credentials, observer) without the write guard: for
         the leader elector, whose Lease writes are what the guard is about."""
         view = copy.copy(self)
         view.write_guard = None
@@ -150,25 +145,14 @@ class ApiClient:
 
     # -- accounting -----------------------------------------------------------------------------
 
-    def mutating_requests(self) -> int:
-        """How many POST/PUT/PATCH/DELETE requests this client has sent (any outcome)."""
-        return sum(count for (method, _), count in self.request_counts.items() if method in MUTATING_METHODS)
-
-    def rbac_refusals(self) -> dict[Refusal, int]:
-        """The 403s an authorizer gave: every Forbidden except those for new content in a namespace
-        being deleted, which is the namespace's lifecycle, not a missing permission."""
-        return {
-            refusal: count
-            for refusal, count in self.refusals.items()
-            if refusal.status == 403 and NAMESPACE_TERMINATING not in refusal.causes
-        }
-
-    def total_requests(self) -> int:
-        return sum(self.request_counts.values())
-
-    def _count(self, method: str, code: str) -> None:
-        self.request_counts[(method, code)] += 1
-        metrics.REST_CLIENT_REQUESTS.labels(code, method, self._host_label).inc()
+    def _count(
+        self, method: str, path: str, params: Params | None, content_type: str | None, status: int | None
+    ) -> None:
+        metrics.REST_CLIENT_REQUESTS.labels(
+            "<error>" if status is None else str(status), method, self._host_label
+        ).inc()
+        if self.observer is not None:
+            self.observer.answered(method, path, params, content_type, status)
 
     # -- the request loop -----------------------------------------------------------------------
 
@@ -191,14 +175,12 @@ class ApiClient:
         refresh and retry (rotated service-account token, expired exec-plugin token)."""
         query = _encode_params(params)
         url = f"{self.host}{path}?{query}" if query else f"{self.host}{path}"
-        asked = api_request(method, path, params)
         refreshed = False
         attempt = 0
         while True:
             attempt += 1
             if self.write_guard is not None and method in MUTATING_METHODS:
                 self.write_guard.check_write(method, path)  # also before a retry: time has passed
-            self.api_requests[asked] += 1
             headers = {"User-Agent": self._user_agent, "Accept": "application/json"}
             headers.update(await self._auth.headers())
             if content_type is not None:
@@ -216,19 +198,17 @@ class ApiClient:
                     )
                 except TransportError:
                     # Counted only when no answer came: a stream cut later is not a second request.
-                    self._count(method, "<error>")
+                    self._count(method, path, params, content_type, None)
                     raise
                 status = response.status
-                self._count(method, str(status))
-                if status == 201 and content_type == APPLY_PATCH:
-                    # An apply that created the object was authorized as a create as well.
-                    self.api_requests[asked._replace(verb="create")] += 1
+                self._count(method, path, params, content_type, status)
                 if 200 <= status < 300:
                     yield response
                     return
                 retry_after = response.headers.get("Retry-After")
                 error = error_from_response(status, await response.read(), retry_after)
-                self.refusals[Refusal.of(method, error)] += 1
+                if self.observer is not None:
+                    self.observer.refused(method, error)
             if isinstance(error, Unauthorized) and not refreshed and await self._auth.refresh():
                 refreshed = True
                 continue

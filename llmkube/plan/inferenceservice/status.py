@@ -109,19 +109,22 @@ def build_status(
     # Only a service in the GPU queue has a position: QUEUE is blank, not 0, for the others (the
     # field is left out rather than set to null, so the object reads the same wherever it goes).
     queued = {"queue_position": facts.queue_position} if facts.phase == "WaitingForGPU" else {}
+    texts = {
+        "endpoint": facts.endpoint,
+        "scheduling_status": reason_column(facts),
+        "scheduling_message": info.message if info else "",
+        "waiting_for": info.waiting_for if info else "",
+    }
     return InferenceServiceStatus(
         **queued,
+        **{field: text for field, text in texts.items() if text},  # nothing to say: left out
         phase=facts.phase,
         conditions=summarize(conditions, summary, generation=generation, now=now),
         replicas=facts.running,
         ready_replicas=facts.ready,
         desired_replicas=facts.desired,
-        endpoint=facts.endpoint,
         model_ready=facts.model_ready,
         effective_priority=facts.effective_priority,
-        scheduling_status=reason_column(facts),
-        scheduling_message=info.message if info else "",
-        waiting_for=info.waiting_for if info else "",
         last_updated=now,
     )
 
@@ -316,12 +319,25 @@ def spec_conditions(
     )
 
 
+#: the optional text fields a status leaves out rather than write as "" (as the reference does): a
+#: client that tests for presence finds none
+OMITTED_WHEN_EMPTY = frozenset({"endpoint", "scheduling_status", "scheduling_message", "waiting_for"})
+
+
+def _comparable(status: InferenceServiceStatus) -> dict[str, object]:
+    # A "" in one of those fields (a status an older version wrote) is the same as none: it costs no
+    # write of its own, and goes with the next status that changes anyway (server-side apply drops
+    # the fields the controller no longer sends).
+    dumped = status.model_dump(exclude={"last_updated"})
+    return {k: v for k, v in dumped.items() if not (k in OMITTED_WHEN_EMPTY and v == "") and v is not None}
+
+
 def status_changed(old: InferenceServiceStatus | None, new: InferenceServiceStatus) -> bool:
     """True when anything but `lastUpdated` differs: only then is a write needed (so a status write
     does not wake the controller again, as every write of the reference operator did)."""
     if old is None:
         return True
-    return old.model_dump(exclude={"last_updated"}) != new.model_dump(exclude={"last_updated"})
+    return _comparable(old) != _comparable(new)
 
 
 def failed_status(

@@ -303,7 +303,7 @@ def _ready_without_download(
     return base.model_copy(
         update={
             "phase": PHASE_READY,
-            "path": "",
+            "path": None,  # no file of ours: left out, not ""
             "size": RUNTIME_RESOLVED_SIZE,
             "cache_key": key,
             "sha256": None,

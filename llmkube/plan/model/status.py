@@ -12,7 +12,15 @@ _TIMESTAMP_ONLY = frozenset({"last_updated"})
 
 def _comparable(status: ModelStatus | None) -> dict[str, Any]:
     # exclude_none: a field that is None and a field never set serialize the same way on the wire.
-    return (status or ModelStatus()).model_dump(mode="json", exclude=set(_TIMESTAMP_ONLY), exclude_none=True)
+    dumped = (status or ModelStatus()).model_dump(
+        mode="json", exclude=set(_TIMESTAMP_ONLY), exclude_none=True
+    )
+    # No file of ours backs the model (a source the pods or the runtime fetch): the path is left
+    # out. A "" an older version wrote is the same as none: no write for that alone; it goes with
+    # the next status that changes anyway (server-side apply drops what is no longer sent).
+    if dumped.get("path") == "":
+        del dumped["path"]
+    return dumped
 
 
 def status_changed(old: ModelStatus | None, new: ModelStatus) -> bool:

@@ -2,22 +2,21 @@
 objects: CRDs, ClusterRoles, PriorityClasses, which the shared e2e cluster's operator also uses),
 server-side apply as the installers do it, and the controller started the way a Deployment runs it."""
 
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from e2e_support import poll, reconcile_log
 
 from llmkube.cli import build_parser
-from llmkube.controllers.setup import Controllers, setup_controllers
-from llmkube.manager import Manager, ManagerConfig
+from llmkube.kube.types import ObjectKey
 from llmkube.process.config import controllers_config
 from llmkube.testing.cluster import LocalCluster, MissingBinaryError
+from llmkube.testing.controller_harness import ControllerHarness, controller_running
 from llmkube.testing.rest import KubeRest, RestError, condition_true, wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -92,17 +91,10 @@ def the_deployment(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return deployment
 
 
-@dataclass
-class InProcessController:
-    manager: Manager
-    controllers: Controllers
-    task: "asyncio.Task[None]"
-
-
 @contextlib.asynccontextmanager
 async def controller_as_deployed(
     deployment: dict[str, Any], kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[InProcessController]:
+) -> AsyncIterator[ControllerHarness]:
     """The controller configured from the Deployment's own args and env (through the real CLI parser),
     running in-process as the identity named like its ServiceAccount, leader election off."""
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
@@ -110,29 +102,21 @@ async def controller_as_deployed(
         if "value" in env:
             monkeypatch.setenv(env["name"], env["value"])
     args = build_parser().parse_args(container["args"])
-    config = controllers_config(args)
-    manager = Manager(
-        ManagerConfig(
-            kubeconfig=kubeconfig,
-            namespace=args.namespace or None,
-            leader_election=False,
-            metrics_bind_address="0",
-            health_bind_address="0",
-            configure_logging=False,
-            handle_signals=False,
-            graceful_shutdown_timeout=10,
+    async with controller_running(
+        kubeconfig, controllers_config(args), namespace=args.namespace or None
+    ) as running:
+        yield running
+
+
+async def started_and_idle(controller: ControllerHarness) -> None:
+    """What a start sends, it has sent: with the classes managed, each was reconciled once (they are
+    asked for by a task that runs after the workers start); every controller is idle; every Event
+    recorded is written. Only then does "no write" mean the start wrote nothing."""
+    classes = controller.controllers.priority_classes
+    if classes is not None:
+        log = reconcile_log(classes.controller)
+        await poll(
+            lambda: all(log(ObjectKey("", name)) >= 1 for name in classes.desired),
+            what="every PriorityClass reconciled once",
         )
-    )
-    holder: dict[str, Controllers] = {}
-
-    def setup(m: Manager) -> None:
-        holder["controllers"] = setup_controllers(m, config)
-
-    task = asyncio.create_task(manager.run(setup))
-    try:
-        async with asyncio.timeout(60):
-            await manager.controllers_started.wait()
-        yield InProcessController(manager, holder["controllers"], task)
-    finally:
-        manager.request_shutdown()
-        await asyncio.wait_for(task, timeout=30)
+    await controller.idle()

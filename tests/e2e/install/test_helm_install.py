@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import settled
 from install_support import (
     CHART,
     MANIFESTS,
@@ -17,6 +16,7 @@ from install_support import (
     dedicated_cluster,
     deployment_available,
     documents,
+    started_and_idle,
     the_deployment,
 )
 from tools import kustomize_build, kustomize_overlay, run, tool
@@ -276,9 +276,8 @@ async def test_helm_install_runs_and_its_controller_writes_nothing_at_start(
         the_deployment(rendered), cluster.controller_kubeconfig, monkeypatch
     ) as controller:
         assert controller.controllers.priority_classes is None
-        for found in (controller.controllers.inference_services, controller.controllers.models):
-            await settled(found.controller)
-        assert controller.manager.client.mutating_requests() == 0
+        await started_and_idle(controller)
+        assert controller.mutating_requests() == 0
 
     run(helm, "uninstall", "llmkube", "--namespace", "llmkube-system", "--wait", *kubeconfig, env=helm_env)
     assert admin.get_or_none("apps/v1", "Deployment", "llmkube-controller", "llmkube-system") is None

@@ -8,15 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import settled
 from install_support import (
     MANIFESTS,
-    InProcessController,
     controller_as_deployed,
     dedicated_cluster,
     deployment_available,
     documents,
     server_side_apply,
+    started_and_idle,
     the_deployment,
 )
 from tools import kustomize_build, kustomize_overlay
@@ -24,6 +23,7 @@ from tools import kustomize_build, kustomize_overlay
 from llmkube.kube.resource import PRIORITY_CLASSES as PRIORITY_CLASS_RESOURCE
 from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
 from llmkube.testing.cluster import LocalCluster
+from llmkube.testing.controller_harness import ControllerHarness
 from llmkube.testing.rest import KubeRest, RestError, wait_until
 
 NAMESPACE = "llmkube-system"
@@ -56,16 +56,8 @@ def managers(obj: dict[str, Any]) -> set[str]:
     return {entry["manager"] for entry in obj["metadata"].get("managedFields") or []}
 
 
-def refused(controller: InProcessController) -> int:
-    return sum(controller.manager.client.rbac_refusals().values())
-
-
-async def quiet(controller: InProcessController) -> None:
-    """Every controller idle, then a moment for anything the start might still send."""
-    for name in ("inference_services", "models", "priority_classes"):
-        if (found := getattr(controller.controllers, name)) is not None:
-            await settled(found.controller)
-    await asyncio.sleep(1.0)
+def refused(controller: ControllerHarness) -> int:
+    return sum(controller.requests.rbac_refusals().values())
 
 
 def test_the_install_comes_up_under_restricted_pod_security(cluster: LocalCluster, installed: Any) -> None:
@@ -147,8 +139,8 @@ async def test_a_controller_start_after_the_install_makes_no_write(
     assert cluster.controller_kubeconfig is not None
     async with controller_as_deployed(deployment, cluster.controller_kubeconfig, monkeypatch) as controller:
         assert (controller.controllers.priority_classes is None) == (manage != "true")
-        await quiet(controller)
-        assert controller.manager.client.mutating_requests() == 0, controller.manager.client.request_counts
+        await started_and_idle(controller)
+        assert controller.mutating_requests() == 0, controller.requests.request_counts
         assert refused(controller) == 0
     after = classes(admin)
     assert {name: pc["metadata"]["resourceVersion"] for name, pc in after.items()} == before
@@ -184,9 +176,9 @@ async def test_an_installer_owned_class_changed_or_deleted_stays_so(
                 what="the controller's cache has the change and the deletion",
             ),
         )
-        await quiet(controller)
+        await started_and_idle(controller)
         # ...and wrote nothing back.
-        assert controller.manager.client.mutating_requests() == 0
+        assert controller.mutating_requests() == 0
     assert admin.get(SCHEDULING, "PriorityClass", "llmkube-low")["description"] == changed["description"]
     assert admin.get_or_none(SCHEDULING, "PriorityClass", "llmkube-batch") is None
     batch = next(d for d in installed if d["metadata"]["name"] == "llmkube-batch")
@@ -209,8 +201,8 @@ async def test_with_the_component_the_controller_owns_and_repairs_the_classes(
     assert cluster.controller_kubeconfig is not None
     async with controller_as_deployed(deployment, cluster.controller_kubeconfig, monkeypatch) as controller:
         assert controller.controllers.priority_classes is not None
-        await quiet(controller)
-        assert controller.manager.client.mutating_requests() == 0
+        await started_and_idle(controller)
+        assert controller.mutating_requests() == 0
         normal = admin.get(SCHEDULING, "PriorityClass", "llmkube-normal")
         edit = {
             "apiVersion": SCHEDULING,
@@ -243,8 +235,8 @@ async def test_with_the_component_the_controller_owns_and_repairs_the_classes(
         assert refused(controller) == 0
     # A restart against the repaired classes: nothing to do.
     async with controller_as_deployed(deployment, cluster.controller_kubeconfig, monkeypatch) as restarted:
-        await quiet(restarted)
-        assert restarted.manager.client.mutating_requests() == 0
+        await started_and_idle(restarted)
+        assert restarted.mutating_requests() == 0
 
 
 def test_the_critical_priority_component_comes_with_the_quota_its_pods_need(

@@ -9,11 +9,18 @@ import pytest
 
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
+from llmkube.testing.request_log import RequestLog
 
 
 @pytest.fixture
-async def client(api_cluster: Any) -> AsyncIterator[ApiClient]:
-    """Our ApiClient, admin identity (system:masters), one per test so request counts are per test."""
+def requests() -> RequestLog:
+    """What `client` asked of the API server, one log per test."""
+    return RequestLog()
+
+
+@pytest.fixture
+async def client(api_cluster: Any, requests: RequestLog) -> AsyncIterator[ApiClient]:
+    """Our ApiClient, admin identity (system:masters), one per test, its requests in `requests`."""
     config = await load_client_config(api_cluster.kubeconfig)
-    async with ApiClient.from_config(config) as api:
+    async with ApiClient.from_config(config, observer=requests) as api:
         yield api

@@ -15,6 +15,7 @@ from llmkube.kube.apply.field_policy import FieldPolicy
 from llmkube.kube.cache.informer import Informer
 from llmkube.kube.resource import DEPLOYMENTS, PRIORITY_CLASSES, SERVICES
 from llmkube.kube.rest.client import ApiClient
+from llmkube.testing.request_log import RequestLog
 
 pytestmark = pytest.mark.integration
 
@@ -72,18 +73,20 @@ async def cached_at(informer: Informer, key: str, resource_version: str) -> dict
     return obj
 
 
-async def test_create_then_nothing_to_do(client: ApiClient, namespace: str, deployments: Informer) -> None:
+async def test_create_then_nothing_to_do(
+    client: ApiClient, requests: RequestLog, namespace: str, deployments: Informer
+) -> None:
     applier = Applier(client)
     created = await applier.apply(
         DEPLOYMENTS, deployment(namespace), deployments.store.get(f"{namespace}/web")
     )
     assert created.outcome is ApplyOutcome.CREATED
     observed = await cached_at(deployments, f"{namespace}/web", created.object["metadata"]["resourceVersion"])
-    before = client.total_requests()
+    before = requests.total_requests()
     for _ in range(5):
         result = await applier.apply(DEPLOYMENTS, deployment(namespace), observed)
         assert result.outcome is ApplyOutcome.UNCHANGED, result.reasons
-    assert client.total_requests() == before  # not even a no-op PATCH
+    assert requests.total_requests() == before  # not even a no-op PATCH
 
 
 async def test_reapplies_after_someone_edits_a_field_we_own(
@@ -114,7 +117,7 @@ async def test_reapplies_after_someone_edits_a_field_we_own(
 
 
 async def test_fields_of_other_managers_are_left_alone(
-    client: ApiClient, namespace: str, deployments: Informer
+    client: ApiClient, requests: RequestLog, namespace: str, deployments: Informer
 ) -> None:
     applier = Applier(client)
     created = await applier.apply(DEPLOYMENTS, deployment(namespace), None)
@@ -126,11 +129,11 @@ async def test_fields_of_other_managers_are_left_alone(
     }
     other = await client.patch(DEPLOYMENTS, "web", theirs, namespace, field_manager="kubectl-rollout")
     observed = await cached_at(deployments, key, other["metadata"]["resourceVersion"])
-    before = client.mutating_requests()
+    before = requests.mutating_requests()
     assert (
         await applier.apply(DEPLOYMENTS, deployment(namespace), observed)
     ).outcome is ApplyOutcome.UNCHANGED
-    assert client.mutating_requests() == before
+    assert requests.mutating_requests() == before
     # A change of ours (a label dropped, the image moved) keeps their annotations.
     desired = deployment(namespace, image="llama:2")
     del desired["metadata"]["labels"]["tier"]
@@ -144,7 +147,7 @@ async def test_fields_of_other_managers_are_left_alone(
 
 
 async def test_immutable_selector_change_recreates_the_deployment(
-    client: ApiClient, namespace: str, deployments: Informer
+    client: ApiClient, requests: RequestLog, namespace: str, deployments: Informer
 ) -> None:
     applier = Applier(client)
     created = await applier.apply(DEPLOYMENTS, deployment(namespace), None)
@@ -154,7 +157,7 @@ async def test_immutable_selector_change_recreates_the_deployment(
     assert result.outcome is ApplyOutcome.RECREATED
     assert result.object["metadata"]["uid"] != created.object["metadata"]["uid"]
     assert result.object["spec"]["selector"] == {"matchLabels": {"app": "web-v2"}}
-    assert [(m, c) for (m, c) in client.request_counts if m == "DELETE"] == [("DELETE", "200")]
+    assert [(m, c) for (m, c) in requests.request_counts if m == "DELETE"] == [("DELETE", "200")]
     await eventually(
         lambda: (
             (deployments.store.get(key) or {}).get("metadata", {}).get("uid")

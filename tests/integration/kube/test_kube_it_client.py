@@ -12,6 +12,7 @@ from llmkube.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid, Not
 from llmkube.kube.resource import CONFIG_MAPS, NAMESPACES
 from llmkube.kube.rest.client import USER_AGENT, ApiClient
 from llmkube.kube.rest.config import load_client_config
+from llmkube.testing.request_log import RequestLog
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +26,7 @@ def config_map(namespace: str, name: str, data: dict[str, str]) -> dict[str, obj
     }
 
 
-async def test_crud_and_typed_errors(client: ApiClient, namespace: str) -> None:
+async def test_crud_and_typed_errors(client: ApiClient, requests: RequestLog, namespace: str) -> None:
     created = await client.create(CONFIG_MAPS, config_map(namespace, "a", {"k": "v"}))
     assert created["metadata"]["uid"]
     with pytest.raises(AlreadyExists):
@@ -46,8 +47,8 @@ async def test_crud_and_typed_errors(client: ApiClient, namespace: str) -> None:
     await client.delete(CONFIG_MAPS, "a", namespace, uid=created["metadata"]["uid"])
     with pytest.raises(NotFound):
         await client.get(CONFIG_MAPS, "a", namespace)
-    assert client.request_counts[("POST", "201")] == 1
-    assert client.request_counts[("GET", "404")] == 1
+    assert requests.request_counts[("POST", "201")] == 1
+    assert requests.request_counts[("GET", "404")] == 1
 
 
 async def test_apply_creates_then_updates(client: ApiClient, namespace: str) -> None:
@@ -59,13 +60,13 @@ async def test_apply_creates_then_updates(client: ApiClient, namespace: str) -> 
     assert (status, obj["data"]) == (200, {"a": "2"})
 
 
-async def test_paged_list(client: ApiClient, namespace: str) -> None:
+async def test_paged_list(client: ApiClient, requests: RequestLog, namespace: str) -> None:
     for index in range(7):
         await client.create(CONFIG_MAPS, config_map(namespace, f"cm-{index}", {}))
     items = await client.list_all(CONFIG_MAPS, namespace, page_size=3)
     names = sorted(item["metadata"]["name"] for item in items if item["metadata"]["name"].startswith("cm-"))
     assert names == [f"cm-{index}" for index in range(7)]
-    assert client.request_counts[("GET", "200")] >= 3
+    assert requests.request_counts[("GET", "200")] >= 3
 
 
 async def test_restricted_identity_gets_forbidden(api_cluster: object) -> None:
@@ -111,8 +112,9 @@ async def test_exec_plugin_credentials_are_refreshed_after_a_401(api_cluster: ob
     kubeconfig = {**admin, "users": [{"name": admin["users"][0]["name"], "user": {"exec": exec_config}}]}
     path = tmp_path / "exec.kubeconfig"
     path.write_text(yaml.safe_dump(kubeconfig))
-    async with ApiClient.from_config(await load_client_config(path)) as exec_client:
+    requests = RequestLog()
+    async with ApiClient.from_config(await load_client_config(path), observer=requests) as exec_client:
         namespaces = await exec_client.list_page(NAMESPACES, limit=1)
     assert namespaces["kind"] == "NamespaceList"
-    assert exec_client.request_counts == {("GET", "401"): 1, ("GET", "200"): 1}
+    assert requests.request_counts == {("GET", "401"): 1, ("GET", "200"): 1}
     assert (tmp_path / "credential-plugin.sh.count").read_text().strip() == "2"

@@ -15,6 +15,7 @@ from llmkube.kube.apply.field_policy import FieldPolicy
 from llmkube.kube.errors import Invalid
 from llmkube.kube.resource import DEPLOYMENTS, SERVICES
 from llmkube.kube.rest.client import ApiClient
+from llmkube.testing.request_log import RequestLog
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +47,9 @@ def managers(obj: dict[str, Any]) -> set[tuple[str, str]]:
     return {(e["manager"], e["operation"]) for e in obj["metadata"].get("managedFields") or []}
 
 
-async def test_a_strategy_switch_over_a_default_nobody_owns(client: ApiClient, namespace: str) -> None:
+async def test_a_strategy_switch_over_a_default_nobody_owns(
+    client: ApiClient, requests: RequestLog, namespace: str
+) -> None:
     applier = Applier(client)
     old = await applier.apply(DEPLOYMENTS, deployment(namespace), None)  # the previous intent: no strategy
     assert old.object["spec"]["strategy"] == ROLLING  # defaulted, owned by nobody
@@ -56,12 +59,12 @@ async def test_a_strategy_switch_over_a_default_nobody_owns(client: ApiClient, n
         await applier.apply(DEPLOYMENTS, copy.deepcopy(gpu), old.object)
     assert [cause.field for cause in refused.value.causes] == ["spec.strategy.rollingUpdate"]
     # With the subtree ours alone: one managedFields patch, then one apply.
-    before = client.mutating_requests()
+    before = requests.mutating_requests()
     switched = await applier.apply(DEPLOYMENTS, copy.deepcopy(gpu), old.object, policy=STRATEGY)
     assert switched.outcome is ApplyOutcome.UPDATED
     assert switched.object["spec"]["strategy"] == {"type": "Recreate"}
     assert switched.object["metadata"]["uid"] == old.object["metadata"]["uid"]
-    assert client.mutating_requests() - before == 2
+    assert requests.mutating_requests() - before == 2
     assert managers(switched.object) == {(ME, "Apply")}  # the managedFields patch left no entry of its own
     again = await applier.apply(DEPLOYMENTS, copy.deepcopy(gpu), switched.object, policy=STRATEGY)
     assert again.outcome is ApplyOutcome.UNCHANGED
@@ -165,7 +168,9 @@ async def test_a_service_of_a_predecessor_keeps_its_cluster_ip(client: ApiClient
     ).outcome is ApplyOutcome.UNCHANGED
 
 
-async def test_recreate_only_for_the_fields_of_the_policy(client: ApiClient, namespace: str) -> None:
+async def test_recreate_only_for_the_fields_of_the_policy(
+    client: ApiClient, requests: RequestLog, namespace: str
+) -> None:
     applier = Applier(client)
     created = await applier.apply(DEPLOYMENTS, deployment(namespace), None)
     moved = deployment(namespace, app="web-v2")
@@ -180,8 +185,8 @@ async def test_recreate_only_for_the_fields_of_the_policy(client: ApiClient, nam
     broken = deployment(
         namespace, app="web-v2", strategy={"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}
     )
-    deletes = client.request_counts.get(("DELETE", "200"), 0)
+    deletes = requests.request_counts.get(("DELETE", "200"), 0)
     with pytest.raises(Invalid) as rejected:
         await applier.apply(DEPLOYMENTS, broken, recreated.object, policy=SELECTOR)
     assert [cause.field for cause in rejected.value.causes] == ["spec.strategy.rollingUpdate"]
-    assert client.request_counts.get(("DELETE", "200"), 0) == deletes
+    assert requests.request_counts.get(("DELETE", "200"), 0) == deletes

@@ -30,6 +30,9 @@ from llmkube.kube.rest.config import load_client_config
 from llmkube.kube.rest.transport import AiohttpTransport, TransportError
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig
+from llmkube.testing.controller_harness import idle
+from llmkube.testing.request_info import ApiRequest
+from llmkube.testing.request_log import RequestLog
 
 pytestmark = pytest.mark.integration
 
@@ -107,7 +110,8 @@ async def test_mirror_converges_and_then_makes_no_writes(
         CONFIG_MAPS,
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plain", "namespace": namespace}},
     )
-    manager = Manager(config(api_cluster, namespace))
+    requests = RequestLog()
+    manager = Manager(config(api_cluster, namespace), request_observer=requests)
     async with running(manager):
         await asyncio.wait_for(manager.controllers_started.wait(), 20)
         await wait_mirrored(
@@ -115,16 +119,11 @@ async def test_mirror_converges_and_then_makes_no_writes(
         )
         mirrors = manager.informer(CONFIG_MAPS, label_selector=MIRROR_OF)
         await eventually(lambda: len(mirrors.store) == 3)
-        await eventually(
-            lambda: (
-                len(manager.controller(CONTROLLER).queue) == 0
-                and manager.controller(CONTROLLER).queue.processing() == 0
-            )
-        )
+        await idle([manager.controller(CONTROLLER)])
         await manager.recorder.drain()
 
         # Converged.  Wake the controller without changing anything it owns.
-        writes = manager.client.mutating_requests()
+        writes = requests.mutating_requests()
         done_before = reconciles()
         await client.patch(CONFIG_MAPS, "src-0", {"metadata": {"annotations": {"note": "hello"}}}, namespace)
         await client.patch(
@@ -138,8 +137,10 @@ async def test_mirror_converges_and_then_makes_no_writes(
             field_manager="someone",
         )
         await eventually(lambda: reconciles() >= done_before + 3)
-        await asyncio.sleep(1.0)
-        assert manager.client.mutating_requests() == writes  # three reconciles, zero writes
+        # Those reconciles are over and every Event they recorded is written: none was a write.
+        await idle([manager.controller(CONTROLLER)])
+        await manager.recorder.drain()
+        assert requests.mutating_requests() == writes  # three reconciles, zero writes
 
         # Real changes are applied.
         await client.patch(CONFIG_MAPS, "src-0", {"data": {"i": "changed"}}, namespace)
@@ -159,14 +160,16 @@ async def test_mirror_converges_and_then_makes_no_writes(
         assert ("Mirrored", "src-0") in reasons
 
     # A restart against the converged cluster writes nothing at all.
-    restarted = Manager(config(api_cluster, namespace))
+    restarted_requests = RequestLog()
+    restarted = Manager(config(api_cluster, namespace), request_observer=restarted_requests)
     before = reconciles()
     async with running(restarted):
         await asyncio.wait_for(restarted.controllers_started.wait(), 20)
         await eventually(lambda: reconciles() >= before + 2)  # src-0 and src-1 (initial list, low priority)
-        await asyncio.sleep(1.0)
-        assert restarted.client.mutating_requests() == 0
-        assert restarted.client.request_counts  # it did read: LIST + WATCH
+        await idle([restarted.controller(CONTROLLER)])
+        await restarted.recorder.drain()
+        assert restarted_requests.mutating_requests() == 0
+        assert restarted_requests.request_counts  # it did read: LIST + WATCH
 
 
 async def test_metrics_and_probes_are_served(client: ApiClient, api_cluster: Any, namespace: str) -> None:
@@ -225,18 +228,29 @@ async def test_one_leader_runs_the_controllers_and_hands_over_on_shutdown(
     client: ApiClient, api_cluster: Any, namespace: str
 ) -> None:
     first = Manager(config(api_cluster, namespace, leader_election=True))
-    second = Manager(config(api_cluster, namespace, leader_election=True))
+    second_requests = RequestLog()
+    second = Manager(config(api_cluster, namespace, leader_election=True), request_observer=second_requests)
+    lease_reads = ApiRequest("get", "coordination.k8s.io", "leases", "")
     async with running(first) as first_task:
         await asyncio.wait_for(first.controllers_started.wait(), 20)
         async with running(second):
             await eventually(lambda: all(informer.has_synced() for informer in second.informers))
-            await asyncio.sleep(2 * FAST_LEASE.lease_duration)
+            # The first renews the lease twice (by then an unrenewed lease would have run out), and
+            # the second reads it again after that: it saw a held lease, and stays a standby.
+            renewals: set[str] = set()
+            async with asyncio.timeout(30):
+                while len(renewals) < 3:
+                    lease = await client.get(LEASES, first.config.lease_name, namespace)
+                    renewals.add(lease["spec"]["renewTime"])
+                    await asyncio.sleep(0.1)
+            reads = second_requests.api_requests[lease_reads]
+            await eventually(lambda: second_requests.api_requests[lease_reads] > reads)
             assert not second.controllers_started.is_set()  # warm caches, no workers: not the leader
             lease = await client.get(LEASES, first.config.lease_name, namespace)
             assert lease["spec"]["holderIdentity"] == first.elector.identity  # type: ignore[union-attr]
             await client.create(CONFIG_MAPS, source(namespace, "a", {"v": "1"}))
             await wait_mirrored(client, namespace, {"a": {"v": "1"}})
-            assert second.client.mutating_requests() == 0
+            assert second_requests.mutating_requests() == 0
 
             first.request_shutdown()
             await asyncio.wait_for(first_task, 20)

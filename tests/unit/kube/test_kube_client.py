@@ -24,9 +24,10 @@ from llmkube.kube.errors import (
     error_from_response,
 )
 from llmkube.kube.resource import CONFIG_MAPS, DEPLOYMENTS, PRIORITY_CLASSES
-from llmkube.kube.rest.client import APPLY_PATCH, ApiClient, Refusal
-from llmkube.kube.rest.request_info import ApiRequest
+from llmkube.kube.rest.client import APPLY_PATCH, ApiClient
+from llmkube.kube.rest.config import ClientConfig, StaticAuth
 from llmkube.kube.rest.transport import TransportError
+from llmkube.testing.request_log import ApiRequest, Refusal, RequestLog
 
 
 @pytest.mark.parametrize(
@@ -133,7 +134,8 @@ class RotatingAuth:
 
 async def test_apply_sends_ssa_with_our_manager_user_agent_and_orjson_body() -> None:
     transport = RecordingTransport([Reply(201, {"metadata": {"name": "cm"}})])
-    client = ApiClient("https://h:1", transport=transport)
+    requests = RequestLog()
+    client = ApiClient("https://h:1", transport=transport, observer=requests)
     obj, status = await client.apply(
         CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}}
     )
@@ -144,8 +146,10 @@ async def test_apply_sends_ssa_with_our_manager_user_agent_and_orjson_body() -> 
     assert headers["Content-Type"] == APPLY_PATCH
     assert headers["User-Agent"] == f"llmkube-controller/{__version__}"
     assert body == b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"ns"}}'
-    assert client.mutating_requests() == 1
-    assert client.request_counts[("PATCH", "201")] == 1
+    assert requests.mutating_requests() == 1
+    assert requests.request_counts[("PATCH", "201")] == 1
+    # An apply that created the object was authorized as a create as well.
+    assert requests.used() == {("patch", "", "configmaps"), ("create", "", "configmaps")}
 
 
 async def test_status_subresource_apply_and_cluster_scoped_path() -> None:
@@ -179,7 +183,8 @@ async def test_429_is_retried_after_the_servers_delay() -> None:
             Reply(200, {"metadata": {"name": "x"}}),
         ]
     )
-    client = ApiClient("https://h:1", transport=transport, clock=clock)
+    requests = RequestLog()
+    client = ApiClient("https://h:1", transport=transport, clock=clock, observer=requests)
     task = asyncio.create_task(client.get(CONFIG_MAPS, "x", "ns"))
     await clock.advance(2.9)
     assert len(transport.seen) == 1
@@ -187,9 +192,9 @@ async def test_429_is_retried_after_the_servers_delay() -> None:
     assert len(transport.seen) == 2
     await clock.advance(2.0)
     assert (await task)["metadata"]["name"] == "x"
-    assert client.request_counts == {("GET", "429"): 2, ("GET", "200"): 1}
+    assert requests.request_counts == {("GET", "429"): 2, ("GET", "200"): 1}
     # In RBAC's terms: three attempts at `get configmaps` (each one is authorized).
-    assert client.api_requests == {ApiRequest("get", "", "configmaps", ""): 3}
+    assert requests.api_requests == {ApiRequest("get", "", "configmaps", ""): 3}
 
 
 async def test_429_gives_up_after_max_retries() -> None:
@@ -221,10 +226,12 @@ async def test_401_refreshes_credentials_once() -> None:
 
 
 async def test_transport_errors_are_counted_and_raised() -> None:
-    client = ApiClient("https://h:1", transport=RecordingTransport([TransportError("refused")]))  # type: ignore[list-item]
+    requests = RequestLog()
+    transport = RecordingTransport([TransportError("refused")])  # type: ignore[list-item]
+    client = ApiClient("https://h:1", transport=transport, observer=requests)
     with pytest.raises(TransportError):
         await client.get(CONFIG_MAPS, "x", "ns")
-    assert client.request_counts == {("GET", "<error>"): 1}
+    assert requests.request_counts == {("GET", "<error>"): 1}
 
 
 async def test_refusals_are_recorded_by_their_status_reason_and_causes() -> None:
@@ -241,19 +248,20 @@ async def test_refusals_are_recorded_by_their_status_reason_and_causes() -> None
             Reply(404, status_body(404, "NotFound")),
         ]
     )
-    client = ApiClient("https://h:1", transport=transport)
+    requests = RequestLog()
+    client = ApiClient("https://h:1", transport=transport, observer=requests)
     for _ in range(2):
         with pytest.raises(Forbidden):
             await client.request("POST", "/apis/apps/v1/namespaces/ai/deployments", body={})
     with pytest.raises(NotFound):
         await client.get(CONFIG_MAPS, "x", "ns")
-    assert client.refusals == {
+    assert requests.refusals == {
         Refusal("POST", 403, "Forbidden", ("NamespaceTerminating",)): 1,
         Refusal("POST", 403, "Forbidden", ()): 1,
         Refusal("GET", 404, "NotFound", ()): 1,
     }
     # Only the authorizer's 403 is RBAC's: the terminating namespace's is its lifecycle.
-    assert client.rbac_refusals() == {Refusal("POST", 403, "Forbidden", ()): 1}
+    assert requests.rbac_refusals() == {Refusal("POST", 403, "Forbidden", ()): 1}
 
 
 async def test_rest_client_requests_metric_uses_controller_runtime_labels() -> None:
@@ -286,10 +294,25 @@ async def test_fault_injection_reaches_the_client() -> None:
 
 async def test_a_stream_cut_after_the_answer_is_not_counted_twice() -> None:
     server = FakeApiServer()
-    client = make_client(server, FakeClock())
+    requests = RequestLog()
+    client = ApiClient("https://fake.example:6443", transport=server, clock=FakeClock(), observer=requests)
     with pytest.raises(TransportError):
         async with client.watch(CONFIG_MAPS, "ns", resource_version="1", timeout_seconds=300) as response:
             server.send_raw(TransportError("reset by peer"))
             async for _ in response.iter_chunks():
                 pass
-    assert client.request_counts == {("GET", "200"): 1}
+    assert requests.request_counts == {("GET", "200"): 1}
+
+
+async def test_the_controllers_client_has_no_observer_and_a_view_without_the_guard_keeps_one() -> None:
+    """The controller counts nothing but the metric: only a test installs an observer (and then the
+    leader elector's view of the client, which sends the Lease requests, reports to it too)."""
+    config = ClientConfig(host="https://h:1", auth=StaticAuth())
+    production = ApiClient.from_config(config)
+    assert production.observer is None
+    await production.close()
+    requests = RequestLog()
+    transport = RecordingTransport([Reply(200, {})])
+    observed = ApiClient("https://h:1", transport=transport, observer=requests).without_write_guard()
+    await observed.request("GET", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l")
+    assert requests.api_requests == {ApiRequest("get", "coordination.k8s.io", "leases", ""): 1}

@@ -220,6 +220,26 @@ async def test_stop_writes_what_is_queued() -> None:
     assert [seen[0] for seen in transport.seen] == ["POST", "POST"]
 
 
+async def test_drain_waits_for_the_write_the_background_writer_has_in_flight() -> None:
+    """Tests assert "no write" after a drain: a drain that returned while the writer's request was
+    still on its way would let such an assertion pass before that write is counted."""
+    clock = FakeClock()
+    transport = BlackHole(clock)
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock), reporting_controller="thing", clock=clock
+    )
+    recorder.start()
+    recorder.event(REGARDING, "Normal", "Created", "deployment created")
+    await settle()
+    assert transport.attempts == 1 and recorder.pending == 0  # taken by the writer, not answered yet
+    draining = asyncio.create_task(recorder.drain())
+    await settle()
+    assert not draining.done()
+    await clock.advance(60)  # the attempt times out: given up on
+    await asyncio.wait_for(draining, 1)
+    await recorder.stop()
+
+
 def dropped_events(reason: str = "queue_full") -> float:
     return REGISTRY.get_sample_value("llmkube_events_dropped_total", {"reason": reason}) or 0.0
 

@@ -87,3 +87,23 @@ async def test_a_cancelled_waiter_leaves_no_trace() -> None:
     release.set()
     await first
     assert slots.holders == 0
+
+
+async def test_cancelling_a_holder_and_its_waiters_at_once_hands_nothing_to_a_cancelled_waiter() -> None:
+    """What stopping the controllers does (BackgroundActions.close cancels every action): the holder's
+    release runs before a cancelled waiter has left the line, and must pass it over, not grant it the
+    slot (set_result on a cancelled future raised InvalidStateError inside the holder's exit)."""
+    slots = FairSlots(total=1, per_group=1)
+    release = asyncio.Event()
+    holder = asyncio.create_task(hold(slots, "a", [], release))
+    await asyncio.sleep(0)
+    waiters = [asyncio.create_task(hold(slots, "a", [], release)) for _ in range(2)]
+    await asyncio.sleep(0)
+    assert slots.waiting("a") == 2
+    for task in (holder, *waiters):  # the holder runs its exit first, the waiters' futures cancelled
+        task.cancel()
+    outcomes = await asyncio.gather(holder, *waiters, return_exceptions=True)
+    assert all(isinstance(outcome, asyncio.CancelledError) for outcome in outcomes), outcomes
+    assert (slots.holders, slots.waiting("a")) == (0, 0)
+    async with asyncio.timeout(1), slots.slot("a"):  # the slot is free again
+        assert slots.holders == 1

@@ -26,12 +26,15 @@ class Host:
     """`/hang` never answers until `release` is set; `/m.gguf` is a small real GGUF."""
 
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    #: set when a request reaches `/hang`
+    hanging: asyncio.Event = field(default_factory=asyncio.Event)
     requests: list[str] = field(default_factory=list)
     body: bytes = b""
     server: TestServer | None = None
 
     async def hang(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(request.path)
+        self.hanging.set()
         await self.release.wait()
         return web.Response(headers={"ETag": '"late"'})
 
@@ -131,10 +134,14 @@ async def test_the_same_action_is_not_started_twice_and_another_replaces_it(
 async def test_a_forgotten_model_s_action_is_stopped(running: Running, host: Host) -> None:
     key = ObjectKey("ml", "gone")
     running.actions.start(key, probe(host.url("/hang/1")))
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(host.hanging.wait(), 5)  # the probe reached the server and hangs there
+    (task,) = [t for t in asyncio.all_tasks() if t.get_name().startswith("model-action:ml/gone:")]
     running.actions.forget(key)
     host.release.set()
-    await asyncio.sleep(0.2)
+    # The action's task has ended, so whatever it would have done it has done: only then does
+    # "no requeue, nothing kept" mean something.
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 5)
+    assert task.cancelled()
     assert running.requeued == [] and len(running.actions) == 0
 
 

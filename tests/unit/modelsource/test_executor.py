@@ -143,7 +143,7 @@ async def test_http_model_is_ready_with_metadata_and_reports_drift(
     model, _ = await reconcile(make_model(model_host.url("/ranged/m.gguf")), io, ModelPlanConfig(), store, T0)
     assert [s.phase for s in store.writes] == ["Ready"]  # one write: Ready, metadata and baseline together
     ready = store.writes[0]
-    assert (ready.path, ready.size) == ("", "0")
+    assert (ready.path, ready.size) == (None, "0")  # the pods fetch it: no file of ours, no path
     assert ready.gguf is not None and ready.gguf.model_name == "Remote Llama"
     assert ready.source_content_length == len(model_host.files["m.gguf"])
     assert conditions(ready) == {

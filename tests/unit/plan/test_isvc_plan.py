@@ -165,13 +165,13 @@ def test_metal_never_takes_over_a_foreign_service() -> None:
     ("slices", "spec", "phase", "ready", "scheduling", "requeue"),
     [
         # A fresh heartbeat (20 s old): a reconcile just after it expires (180 s).
-        ([slice_(timedelta(seconds=20))], {}, "Ready", 1, "", 160.5),
+        ([slice_(timedelta(seconds=20))], {}, "Ready", 1, None, 160.5),
         # Stale: only a new heartbeat (an event) changes that.
         ([slice_(timedelta(minutes=5))], {}, "Creating", 0, "AgentHeartbeatStale", None),
-        ([slice_(None)], {}, "Ready", 1, "", None),  # legacy agent: no expiry, no heartbeat requeue
-        ([slice_(None, ready=False)], {}, "Creating", 0, "", None),
-        ([slice_(timedelta(seconds=20))], {"replicas": 2}, "Progressing", 1, "", 160.5),
-        ([], {"replicas": 0}, "Stopped", 0, "", None),
+        ([slice_(None)], {}, "Ready", 1, None, None),  # legacy agent: no expiry, no heartbeat requeue
+        ([slice_(None, ready=False)], {}, "Creating", 0, None, None),
+        ([slice_(timedelta(seconds=20))], {"replicas": 2}, "Progressing", 1, None, 160.5),
+        ([], {"replicas": 0}, "Stopped", 0, None, None),
         ([slice_(None, service="llama-3b")], {}, "Creating", 0, "WaitingForMetalAgent", None),
         # What the agent reports on a slice without a ready endpoint.
         (
@@ -215,7 +215,7 @@ def test_metal_readiness_drives_the_status(
     spec: dict[str, Any],
     phase: str,
     ready: int,
-    scheduling: str,
+    scheduling: str | None,
     requeue: float | None,
 ) -> None:
     result = plan(spec, METAL, observed=observe(endpoint_slices=tuple(slices)))

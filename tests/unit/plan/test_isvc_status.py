@@ -8,6 +8,7 @@ from isvc_factories import CREATED, NOW, gpu_model, live_deployment, make_isvc, 
 from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceStatus
+from llmkube.controllers.inferenceservice import encode_status
 from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
 from llmkube.plan.inferenceservice.scheduling import NodeGpus, SchedulingInfo
 from llmkube.plan.inferenceservice.status import (
@@ -207,7 +208,7 @@ def test_model_gate_status_fields() -> None:
         assert (status.ready_replicas, status.desired_replicas, status.endpoint, status.model_ready) == (
             0,
             0,
-            "",
+            None,
             False,
         )
         assert status.replicas == 1  # the pod is running, whatever the phase
@@ -221,12 +222,57 @@ def test_model_gate_status_fields() -> None:
         )
 
 
+#: the optional text fields the status leaves out when they have nothing to say
+TEXT_FIELDS = ("endpoint", "schedulingStatus", "schedulingMessage", "waitingFor")
+
+
+@pytest.mark.parametrize(
+    ("case", "planned", "present"),
+    [
+        ("creating: nothing to diagnose", lambda: plan(), {"endpoint"}),
+        ("ready", lambda: plan(observed=observe(deployment=live_deployment(ready=1))), {"endpoint"}),
+        ("failed: no endpoint, the reason only", lambda: plan(model=None), {"schedulingStatus"}),
+        (
+            "waiting for GPUs: every field says something",
+            lambda: plan({"resources": {"gpu": 1}}, gpu_model(1), observed=observe(pods=(GPU_POD,))),
+            set(TEXT_FIELDS),
+        ),
+    ],
+)
+def test_empty_optional_text_fields_are_left_out_of_what_is_written(
+    case: str, planned: Any, present: set[str]
+) -> None:
+    """A client that tests for presence (`has(status.schedulingStatus)`, jq's `has`) sees none,
+    as with the reference (omitempty); the status sent on the wire has no "" for them."""
+    status = planned().status
+    written = encode_status(status)
+    assert {field for field in TEXT_FIELDS if field in written} == present, case
+    assert all(written[field] for field in present), written
+    assert {field for field in TEXT_FIELDS if field in status.to_json()} == present  # unset, not None
+
+
+def test_a_status_an_older_version_wrote_with_empty_text_fields_needs_no_write() -> None:
+    """Stored with "" (as before), planned without: nothing to write for that alone. The next status
+    that changes anyway is applied without them, and server-side apply drops them then
+    (tests/integration/test_status_fields_on_server.py)."""
+    planned = plan(observed=observe(deployment=live_deployment(ready=1))).status
+    older = InferenceServiceStatus.model_validate(
+        {**planned.to_json(), "schedulingStatus": "", "schedulingMessage": "", "waitingFor": ""}
+    )
+    assert not status_changed(older, planned)
+    assert status_changed(older, planned.model_copy(update={"scheduling_status": "InsufficientGPU"}))
+    failed = plan(model=None).status
+    assert not status_changed(
+        InferenceServiceStatus.model_validate({**failed.to_json(), "endpoint": ""}), failed
+    )
+
+
 def test_status_fields_when_creating() -> None:
     status = plan().status
     assert status.endpoint == "http://demo.ai.svc.cluster.local:8080/v1/chat/completions"
     assert (status.model_ready, status.effective_priority, status.queue_position) == (True, 10_000, None)
     assert (status.replicas, status.ready_replicas, status.desired_replicas) == (0, 0, 1)
-    assert (status.scheduling_status, status.scheduling_message, status.waiting_for) == ("", "", "")
+    assert (status.scheduling_status, status.scheduling_message, status.waiting_for) == (None, None, None)
     assert status.last_updated == NOW
 
 
@@ -314,7 +360,7 @@ def test_no_diagnosis_once_a_replica_is_ready() -> None:
     status = plan(
         {"replicas": 2}, observed=observe(pods=(GPU_POD,), deployment=live_deployment(ready=1, replicas=2))
     ).status
-    assert (status.phase, status.scheduling_status, status.queue_position) == ("Progressing", "", None)
+    assert (status.phase, status.scheduling_status, status.queue_position) == ("Progressing", None, None)
 
 
 def test_queue_position_absent_when_not_waiting() -> None:
@@ -516,7 +562,7 @@ def test_failed_status_after_an_apply_error() -> None:
     failed = failed_status(
         planned, "applying Deployment ai/demo: 422 Unprocessable", previous=None, generation=3, now=NOW
     )
-    assert failed.phase == "Failed" and failed.endpoint == ""
+    assert failed.phase == "Failed" and failed.endpoint is None
     assert (failed.ready_replicas, failed.desired_replicas, failed.replicas) == (1, 1, 1)
     by_type = {c.type: (c.status, c.reason, c.message) for c in failed.conditions or []}
     assert by_type["Degraded"] == ("True", "Failed", "applying Deployment ai/demo: 422 Unprocessable")

@@ -148,7 +148,7 @@ def test_errors_fail_the_service_with_field_and_value_and_apply_nothing(
         None,
         (),
     )
-    assert result.status.ready_replicas == 1 and result.status.endpoint == ""
+    assert result.status.ready_replicas == 1 and result.status.endpoint is None
     assert [(e.type, e.reason) for e in result.events if e.reason == "InvalidSpec"] == [
         ("Warning", "InvalidSpec")
     ]

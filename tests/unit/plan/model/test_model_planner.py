@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from llmkube.api.meta import Condition
 from llmkube.api.model import GGUFMetadata, Model, ModelStatus
+from llmkube.controllers.model import encode_status
 from llmkube.plan.model import (
     ActionKind,
     CachedFile,
@@ -312,7 +313,8 @@ def test_runtime_resolved_sources_are_ready_at_once(
 ) -> None:
     decision = plan(make_model(source, accelerator=accelerator))
     status = decision.status
-    assert (status.phase, status.path, status.size, status.cache_key) == ("Ready", "", "0", "")
+    assert (status.phase, status.path, status.size, status.cache_key) == ("Ready", None, "0", "")
+    assert "path" not in encode_status(status)  # no file of ours: no path, not an empty one
     assert conditions(decision) == {"Available": ("True", reason, message)}
     assert decision.action.kind is ActionKind.NONE
     assert decision.requeue == Requeue()
@@ -364,7 +366,7 @@ def test_http_becomes_ready_with_baseline_and_header_metadata() -> None:
     status = decision.status
     assert (status.phase, status.path, status.size, status.cache_key, status.gguf) == (
         "Ready",
-        "",
+        None,  # the pods fetch it: no file of ours, no path
         "0",
         HTTP_KEY,
         META,

@@ -21,7 +21,10 @@ READY = ModelStatus(phase="Ready", size="1.0 KiB", path="/models/k/m.gguf", last
         (None, ModelStatus(), False),  # no status and an empty status look the same on the wire
         (None, ModelStatus(phase="Pending"), True),
         (ModelStatus(path=None), ModelStatus(), False),  # None and unset are the same
-        (ModelStatus(path=""), ModelStatus(), True),  # "" is a value
+        # An empty path is no path: a status an older version wrote with "" costs no write.
+        (ModelStatus(path=""), ModelStatus(), False),
+        (ModelStatus(path=""), ModelStatus(path="/models/k/m.gguf"), True),
+        (ModelStatus(cache_key=""), ModelStatus(), True),  # other fields: "" is a value
     ],
 )
 def test_status_changed_ignores_last_updated(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmkube.kube.rest.request_info import ApiRequest, api_request
+from llmkube.testing.request_info import ApiRequest, api_request
 
 
 @pytest.mark.parametrize(

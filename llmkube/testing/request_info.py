@@ -1,8 +1,8 @@
 """What an API request asks for, in the authorizer's terms: verb, API group, resource and subresource.
 
 The same reading of a path as the API server's RequestInfoFactory does before it asks RBAC, so the
-client can count its requests the way RBAC rules are written (and tests can compare what was used
-with what a role grants):
+tests' request log (request_log.py) counts a controller's requests the way RBAC rules are written,
+and tests compare what was used with what a role grants:
 
     GET    /apis/apps/v1/namespaces/ns/deployments/web        -> get    apps deployments
     GET    /apis/apps/v1/deployments?watch=true                 -> watch  apps deployments

@@ -1,0 +1,98 @@
+"""What a controller asked of the API server, counted: the observer tests install on its client.
+
+The controller's own client counts nothing but ``rest_client_requests_total``. A test that must
+prove a converged controller writes nothing, that a refusal was RBAC's and not a namespace being
+deleted, or that everything the controller asked for is in its roles, installs a
+:class:`RequestLog` (``ApiClient(observer=...)``, ``Manager(request_observer=...)``, or the
+controller harness, which always does) and reads it:
+
+- ``request_counts``: (method, HTTP status or ``"<error>"``) -> attempts;
+- ``api_requests``: what each attempt asked for in RBAC's terms (request_info.py) -> attempts;
+- ``refusals``: every non-2xx answer by its Status (method, code, reason, cause reasons).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from llmkube.kube.errors import NAMESPACE_TERMINATING, ApiError
+from llmkube.kube.rest.client import APPLY_PATCH, MUTATING_METHODS
+from llmkube.testing.request_info import ApiRequest, api_request
+
+__all__ = ["ApiRequest", "Refusal", "RequestLog"]
+
+
+class Refusal(NamedTuple):
+    """A non-2xx answer as its Status tells it: ``reason`` and the ``details.causes`` reasons."""
+
+    method: str
+    status: int
+    reason: str
+    causes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, method: str, error: ApiError) -> Refusal:
+        return cls(method, error.status, error.reason, tuple(cause.reason for cause in error.causes))
+
+
+class RequestLog:
+    """An :class:`~llmkube.kube.rest.client.RequestObserver` that keeps counts."""
+
+    def __init__(self) -> None:
+        #: (method, status code or "<error>") -> number of attempts
+        self.request_counts: Counter[tuple[str, str]] = Counter()
+        #: what each attempt asked for, as RBAC reads it -> number of attempts (any outcome)
+        self.api_requests: Counter[ApiRequest] = Counter()
+        #: every non-2xx answer, by what the Status says -> number of such answers
+        self.refusals: Counter[Refusal] = Counter()
+
+    # -- the observer -----------------------------------------------------------------------------
+
+    def answered(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, object] | None,
+        content_type: str | None,
+        status: int | None,
+    ) -> None:
+        self.request_counts[(method, "<error>" if status is None else str(status))] += 1
+        asked = api_request(method, path, params)
+        self.api_requests[asked] += 1
+        if status == 201 and content_type == APPLY_PATCH:
+            # An apply that created the object was authorized as a create as well.
+            self.api_requests[asked._replace(verb="create")] += 1
+
+    def refused(self, method: str, error: ApiError) -> None:
+        self.refusals[Refusal.of(method, error)] += 1
+
+    # -- what tests read --------------------------------------------------------------------------
+
+    def mutating_requests(self) -> int:
+        """How many POST/PUT/PATCH/DELETE attempts were made (any outcome)."""
+        return sum(count for (method, _), count in self.request_counts.items() if method in MUTATING_METHODS)
+
+    def total_requests(self) -> int:
+        return sum(self.request_counts.values())
+
+    def by_method(self) -> dict[str, int]:
+        """Attempts per HTTP method, any outcome."""
+        counts: Counter[str] = Counter()
+        for (method, _), count in self.request_counts.items():
+            counts[method] += count
+        return dict(counts)
+
+    def rbac_refusals(self) -> dict[Refusal, int]:
+        """The 403s an authorizer gave: every Forbidden except those for new content in a namespace
+        being deleted, which is the namespace's lifecycle, not a missing permission."""
+        return {
+            refusal: count
+            for refusal, count in self.refusals.items()
+            if refusal.status == 403 and NAMESPACE_TERMINATING not in refusal.causes
+        }
+
+    def used(self) -> set[tuple[str, str, str]]:
+        """(verb, group, resource[/subresource]) of everything asked for: what RBAC had to grant."""
+        return {(request.verb, request.group, request.rbac_resource) for request in self.api_requests}
