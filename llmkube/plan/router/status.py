@@ -22,7 +22,7 @@ from typing import Any
 
 from llmkube.api.meta import Condition
 from llmkube.api.modelrouter import BackendStatus, ModelRouter, ModelRouterStatus, RouterPhase
-from llmkube.plan.conditions.standard import find_condition, set_condition, settle_condition
+from llmkube.plan.conditions.standard import find_condition, set_condition, update_condition_if_present
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.router.config import effective_tier, external_url
 from llmkube.plan.router.objects import endpoint_url
@@ -110,7 +110,7 @@ def router_status(
         put(STALLED, True, "InvalidSpec", message)
     else:
         if find_condition(conditions, STALLED) is not None:
-            conditions = settle_condition(
+            conditions = update_condition_if_present(
                 conditions,
                 type_=STALLED,
                 status="False",
