@@ -76,6 +76,7 @@ from llmkube.plan.inferenceservice.status import (
 )
 from llmkube.plan.inferenceservice.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
 from llmkube.plan.inferenceservice.validation import Issue, ValidationInputs, validate
+from llmkube.plan.model.source import runtime_model
 from llmkube.plan.tenancy import POLICY_VIOLATION, PolicyIssue
 
 # After deleting a Deployment whose selector changed (pre-0.8 objects, #606), the new one can only
@@ -404,15 +405,18 @@ def _workload_plan(
     hpa_owns_replicas = autoscaling is not None and replicas > 0
     port = container_port(spec, runtime)
     hardware = model.spec.hardware
+    served = runtime_model(model.spec.source)
     process = build_process(
         runtime.name,
         RuntimeInputs(
             spec=spec,
-            model_source=model.spec.source,
+            model_source=served.model_id,
             model_path=storage.model_path,
             port=port,
             gpu_count=gpu_count,
             gpu=hardware.gpu if hardware else None,
+            mmproj_path=storage.mmproj_path,
+            model_revision=served.revision,
         ),
     )
     deployment = deployment_intent(

@@ -236,3 +236,17 @@ def test_tensor_split_reaches_the_args() -> None:
 def test_llamacpp_has_no_env_and_no_command() -> None:
     process = run_builder("llamacpp", {"env": [{"name": "X", "value": "1"}]})
     assert process.env == () and process.command is None
+
+
+def test_a_multimodal_projector_is_passed_after_the_model() -> None:
+    args = arg_list(
+        run_builder("llamacpp", model_path="/models/k/m.gguf", mmproj_path="/models/k/mmproj.gguf")
+    )
+    assert args[:4] == ["--model", "/models/k/m.gguf", "--mmproj", "/models/k/mmproj.gguf"]
+    assert "--mmproj" not in arg_list(run_builder("llamacpp"))
+
+
+def test_a_users_own_projector_flag_wins() -> None:
+    spec = {"extraArgs": ["--mmproj", "/mine.gguf"]}
+    args = arg_list(run_builder("llamacpp", spec, mmproj_path="/models/k/mmproj.gguf"))
+    assert args.count("--mmproj") == 1 and "/models/k/mmproj.gguf" not in args

@@ -40,6 +40,8 @@ class RuntimeInputs:
     port: int
     gpu_count: int
     gpu: GPUSpec | None  # the Model's GPU hardware (layers, sharding)
+    mmproj_path: str = ""  # the Model's multimodal projector, staged beside the model file
+    model_revision: str = ""  # hf://<org>/<repo>@<revision> resolved by the runtime: the revision
 
 
 @dataclass(frozen=True)

@@ -311,7 +311,8 @@ def test_runtime_resolved_sources_are_ready_at_once(
 ) -> None:
     decision = plan(make_model(source, accelerator=accelerator))
     status = decision.status
-    assert (status.phase, status.path, status.size, status.cache_key) == ("Ready", "", "0", "")
+    # The runtime downloads it: its size is not known (never shown as 0).
+    assert (status.phase, status.path, status.size, status.cache_key) == ("Ready", "", None, "")
     assert conditions(decision) == {"Available": ("True", reason, message)}
     assert decision.action.kind is ActionKind.NONE
     assert decision.requeue == Requeue()
@@ -364,7 +365,7 @@ def test_http_becomes_ready_with_baseline_and_header_metadata() -> None:
     assert (status.phase, status.path, status.size, status.cache_key, status.gguf) == (
         "Ready",
         "",
-        "0",
+        "4.0 KiB",  # the file's size, as its HEAD said
         HTTP_KEY,
         META,
     )
