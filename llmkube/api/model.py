@@ -1,4 +1,4 @@
-"""Model (`mdl`): where the weights come from.
+"""Model (`mdl`): where the weights come from, and what the controller found there.
 
 The fields and their meaning are the reference operator's (LLMKube v0.9's Model kind), so its Model
 YAML applies unchanged: `files`, `mmproj`, `sourceSecretRef`, `prefetch`, `status.stagedFiles`.
@@ -6,12 +6,12 @@ Fields it lacks are llmkube additions, marked as such.
 """
 
 from datetime import datetime
-from typing import Literal
 
 from pydantic import Field
 
 from llmkube.api.base import ApiModel
 from llmkube.api.constants import API_VERSION, MODEL_KIND
+from llmkube.api.enums import Accelerator, GPUVendor, ModelFormat, ModelPhase, RefreshPolicy, ShardingStrategy
 from llmkube.api.meta import Condition, ObjectMeta
 
 # http(s)://, file://, pvc://, hf://, s3://, an absolute path without whitespace, or a HuggingFace repo id.
@@ -21,13 +21,6 @@ SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|hf://\S+|s3://\S+|/\S*|[a
 MAX_FILES = 256
 MAX_FILE_PATH = 1024
 SHA256_PATTERN = r"^[a-fA-F0-9]{64}$"
-
-RefreshPolicy = Literal["IfNotPresent", "OnChange"]
-ModelFormat = Literal["gguf", "mlx", "safetensors", "pytorch", "custom"]
-Accelerator = Literal["cpu", "metal", "cuda", "rocm", "intel"]
-GPUVendor = Literal["nvidia", "amd", "intel"]
-ShardingStrategy = Literal["layer", "tensor", "row", "pipeline", "none"]
-ModelPhase = Literal["Pending", "Downloading", "Copying", "Ready", "Failed"]
 
 
 class ShardingSpec(ApiModel):

@@ -1,6 +1,6 @@
 """What `llmkube deploy` creates: a Model and an InferenceService from the command's options (pure).
 
-The reference CLI's choices where they still hold (reference §10.1): both objects share one name,
+The reference CLI's choices where they still hold: both objects share one name,
 a GPU deployment gets the Model's `hardware.gpu` and the service's `resources.gpu`, and llama.cpp on
 a GPU gets the llama.cpp image built for that vendor. Unlike the reference, the name comes from the
 source when none is given, and nothing is filled in that the user did not ask for: the API server
@@ -9,14 +9,13 @@ applies the schema's defaults, the controller its own.
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from llmkube.api.constants import API_VERSION, MODEL_KIND
 from llmkube.api.constants import ISVC_KIND as SERVICE_KIND
+from llmkube.api.enums import GPUVendor
 from llmkube.plan.inferenceservice.names import MAX_LABEL_VALUE_LENGTH
 from llmkube.plan.model.source import SourceKind, classify_source
-
-GPUVendor = Literal["nvidia", "amd", "intel"]
 
 # llama.cpp's published server images per GPU vendor; the controller's default is the CPU build.
 LLAMACPP_GPU_IMAGES: dict[str, str] = {

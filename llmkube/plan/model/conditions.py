@@ -1,5 +1,5 @@
-"""Model conditions: types, reasons and messages as the reference writes them (§7.4), with standard
-semantics (design decision 11): `lastTransitionTime` moves only on a flip, and the three primary
+"""Model conditions: types, reasons and messages as the reference operator writes them, with standard
+semantics (not the reference's): `lastTransitionTime` moves only on a flip, and the three primary
 conditions always describe the present — Progressing and Degraded turn False/Superseded once the Model
 is Ready (never removed: the rule in plan/conditions/standard.py), Available is False whenever it is not.
 `Ready`, `Reconciling` and `Stalled` summarize them for tools (plan/conditions/summary.py, `model_summary`).
@@ -13,13 +13,14 @@ from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.plan.conditions.standard import set_condition, settle_condition
 from llmkube.plan.conditions.summary import Summary, message_of, reason_of
 from llmkube.plan.model.bounds import bounded_message
+from llmkube.plan.model.size import format_size
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
 SOURCE_DRIFTED = "SourceDrifted"
 
-# Reasons (reference §7.4).
+# Reasons, the reference operator's.
 PVC_NOT_FOUND = "PVCNotFound"
 PVC_NOT_BOUND = "PVCNotBound"
 PVC_MODEL_READY = "PVCModelReady"
@@ -54,7 +55,7 @@ SUPERSEDED = "Superseded"
 IN_SYNC = "InSync"
 UPSTREAM_CHANGED = "UpstreamChanged"
 
-# Messages (reference §7.4, §7.7).
+# Messages, the reference operator's.
 MSG_RUNTIME_RESOLVED = "Source is runtime-resolved (e.g., HuggingFace repo ID); runtime will fetch at startup"
 MSG_WORKLOAD_RESOLVED = (
     "Source is a remote URL; the InferenceService Pod's init container will fetch the model "
@@ -147,21 +148,14 @@ def msg_prefetch_started(job: str) -> str:
     return f"Prefetching the model into the namespace's model cache (Job {go_quote(job)})"
 
 
-def _bytes(num: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if num >= scale:
-            return f"{num / scale:.1f} {unit}"
-    return f"{num} B"
-
-
 def msg_prefetch_running(job: str, received: int | None, total: int | None) -> str:
     where = f"into the namespace's model cache (Job {go_quote(job)})"
     if received is None:
         return f"Prefetching the model {where}"
     if total:
         percent = min(100, received * 100 // total)
-        return f"Prefetching the model {where}: {_bytes(received)} of {_bytes(total)} ({percent}%)"
-    return f"Prefetching the model {where}: {_bytes(received)} so far"
+        return f"Prefetching the model {where}: {format_size(received)} of {format_size(total)} ({percent}%)"
+    return f"Prefetching the model {where}: {format_size(received)} so far"
 
 
 def msg_prefetch_failed(job: str, detail: str) -> str:

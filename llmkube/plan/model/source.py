@@ -1,5 +1,6 @@
-"""Where a Model's weights come from: one classification, used by the Model controller, the
-storage planner and the warnings alike, so they can never disagree.
+"""Where a Model's weights come from (the reference operator's classification, extended): one,
+used by the Model controller, the storage planner and the warnings alike, so they can never
+disagree.
 
 | source | kind |
 |---|---|
@@ -132,7 +133,8 @@ def sanitize_filename(name: str) -> str:
 
 
 def canonical_basename(model_name: str, gguf_model_name: str | None = None) -> str:
-    """`<sanitized gguf general.name, else sanitized Model name, else "model">.gguf` (§3.3 b)."""
+    """`<sanitized gguf general.name, else sanitized Model name, else "model">.gguf`, the file name
+    of a model in the cache (the reference operator's)."""
     for candidate in (gguf_model_name, model_name):
         if candidate and (clean := sanitize_filename(candidate)):
             return f"{clean}.gguf"
