@@ -104,6 +104,11 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="image of the model-downloader init container",
     )
     parser.add_argument(
+        "--hf-endpoint",
+        default="https://huggingface.co",
+        help="the Hugging Face Hub (or a mirror of it) that hf:// Models' files are fetched from",
+    )
+    parser.add_argument(
         "--default-fsgroup",
         type=int,
         default=102,

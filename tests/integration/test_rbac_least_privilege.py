@@ -4,8 +4,9 @@ The controller runs in-process as a fresh ServiceAccount bound to nothing but th
 once per install shape (cluster-wide: the ClusterRole; namespace-scoped: a Role in the watched
 namespace plus cluster-wide reads), through a scenario that makes it use every permission it has:
 owned objects created, changed and deleted (HPA turned off, a switch to metal), the model cache
-claim, a pvc:// Model's claim read, a downloader's log read, Events created and patched as a series,
-the PriorityClasses created and repaired (an immutable value: delete + create), leader election. Then:
+claim, a prefetch Job created and deleted, a pvc:// Model's claim read, a downloader's log read,
+Events created and patched as a series, the PriorityClasses created and repaired (an immutable
+value: delete + create), leader election. Then:
 
 * no request was refused (403), and
 * the verbs it used, by (verb, group, resource), are exactly those the list in
@@ -173,6 +174,7 @@ async def running(
             ("v1", "Service"),
             ("autoscaling/v2", "HorizontalPodAutoscaler"),
             ("v1", "PersistentVolumeClaim"),
+            ("batch/v1", "Job"),
         ):
             for obj in admin.list(api_version, kind, namespace):
                 try:
@@ -247,6 +249,15 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
     merge_patch(admin, "InferenceService", "web", ns, {"spec": {"modelRef": "metal"}})
     await eventually(lambda: not exists(admin, "apps/v1", "Deployment", "web", ns), what="Deployment deleted")
     await eventually(lambda: not exists(admin, "v1", "Service", "web", ns), what="Service deleted")
+    # A prefetched Model: its Job is created, and deleted once prefetch is turned off.
+    admin.create(model("early", "https://models.invalid/early.gguf", prefetch=True), namespace=ns)
+
+    def prefetch_jobs() -> list[dict[str, Any]]:
+        return admin.list("batch/v1", "Job", ns)
+
+    await eventually(prefetch_jobs, what="the prefetch Job")
+    merge_patch(admin, "Model", "early", ns, {"spec": {"prefetch": False}})
+    await eventually(lambda: not prefetch_jobs(), what="the prefetch Job deleted")
     # A pvc:// Model: the claim is read (it does not exist).
     admin.create(model("claimed", "pvc://no-such-claim/m.gguf"), namespace=ns)
     await eventually(lambda: phase(admin, "Model", "claimed", ns) == "Failed", what="claimed Failed")
