@@ -8,11 +8,13 @@ ModelPrefetched) with its cache key once the Job completed; a changed spec repla
 
 from typing import Any
 
-from e2e_support import RunningController, condition_triple, eventually, model, patch, status_of
+from e2e_support import RunningController, condition_triple, eventually, isvc, model, patch, status_of
+from usercli_support import llmkube, row_of
 
 from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.prefetch import CACHE_CLAIM, LABEL_PREFETCH
 from llmkube.plan.model.source import cache_key
+from llmkube.testing.pytest_plugin import ClusterHandle
 
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
 
@@ -71,3 +73,38 @@ async def test_prefetch_runs_a_hardened_job_into_the_cache_and_the_model_turns_r
     # prefetch: false: no Job is left.
     patch(admin, "inference.llmkube.dev/v1alpha1", "Model", "early", ns, {"spec": {"prefetch": False}})
     await eventually(lambda: not jobs(admin, ns), what="the prefetch Job deleted")
+
+
+async def test_cache_preload_and_list_from_the_command_line(
+    operator: RunningController, full_cluster: ClusterHandle, full_namespace: str
+) -> None:
+    """`llmkube cache preload` sets prefetch; `llmkube cache list` shows the Model's cache entry
+    as the controller recorded it, with the services that use it."""
+    admin, kc, ns = operator.cluster.admin(), full_cluster.kubeconfig, full_namespace
+    source = "https://models.invalid/cached.gguf"
+    admin.create(model("cached", source), namespace=ns)
+    admin.create(isvc("web", modelRef="cached"), namespace=ns)
+
+    preloaded = await llmkube(kc, "cache", "preload", "cached", "-n", ns)
+    assert preloaded.code == 0, preloaded.text
+    assert '"cached" is prefetched' in preloaded.out
+    assert admin.get("inference.llmkube.dev/v1alpha1", "Model", "cached", ns)["spec"]["prefetch"] is True
+
+    def prefetched() -> dict[str, Any] | None:
+        status = status_of(admin, "Model", "cached", ns)
+        available = condition_triple(status, "Available")
+        return status if available is not None and available[1] == "ModelPrefetched" else None
+
+    await eventually(prefetched, within=90, what="the Model prefetched")
+    listed = await llmkube(kc, "cache", "list", "-n", ns)
+    assert listed.code == 0, listed.text
+    row = row_of(listed.out, "cached")
+    assert (row["STATE"], row["CACHE KEY"], row["FILES"], row["USED BY"]) == (
+        "Ready",
+        cache_key(source),
+        "1",
+        "web",
+    )
+
+    missing = await llmkube(kc, "cache", "preload", "no-such-model", "-n", ns)
+    assert missing.code != 0 and "not found" in missing.err
