@@ -25,6 +25,7 @@ from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.model_egress import ClusterAddresses
 from llmkube.controllers.model_prefetch import (
     CACHE_CLAIM_SELECTOR,
+    PREFETCH_PODS_SELECTOR,
     PREFETCH_SELECTOR,
     carry_out,
     prefetch_jobs_of,
@@ -41,6 +42,7 @@ from llmkube.controllers.resources import (
     NODE_CACHE_TRANSFORM,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
+    PODS,
 )
 from llmkube.kube.apply.applier import ApplyResult
 from llmkube.kube.blocking import StopFlag
@@ -50,8 +52,10 @@ from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object,
 from llmkube.kube.control.predicates import generation_changed, labels_changed
 from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
+from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.egress import EgressConfig
 from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts
@@ -61,6 +65,7 @@ from llmkube.plan.model.status import status_changed
 from llmkube.plan.tenancy import namespace_policy
 
 log = structlog.get_logger("llmkube.controllers.model")
+_LOG_TIMEOUT = RequestTimeout(total=5.0, connect=3.0)
 
 _GPU_ACCELERATORS = ("cuda", "rocm", "intel")
 
@@ -136,6 +141,7 @@ class ModelController:
         # `cache_claim(namespace)` plans (None: the claim is left to whoever made it).
         self.jobs = host.informer(JOBS, label_selector=PREFETCH_SELECTOR)
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
+        self.prefetch_pods = host.informer(PODS, label_selector=PREFETCH_PODS_SELECTOR)
         self._cache_claim = cache_claim
         self._session: aiohttp.ClientSession | None = None
         self._copy_bytes_per_second = copy_bytes_per_second
@@ -250,8 +256,11 @@ class ModelController:
             local_sources_allowed=namespace_policy(
                 self.namespaces.store.get_object(None, key.namespace)
             ).local_sources_allowed,
-            prefetch_jobs=prefetch_jobs_of(
-                self.jobs.store.by_index(BY_NAMESPACE, key.namespace), model.metadata.uid or ""
+            prefetch_jobs=await prefetch_jobs_of(
+                self.jobs.store.by_index(BY_NAMESPACE, key.namespace),
+                self.prefetch_pods.store.by_index(BY_NAMESPACE, key.namespace),
+                model.metadata.uid or "",
+                self._downloader_log,
             ),
         )
         facts, results = self.actions.facts_for(key, observed)
@@ -332,6 +341,19 @@ class ModelController:
         if result is not None:
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
         return result
+
+    async def _downloader_log(self, namespace: str, pod: str) -> str | None:
+        """The last lines a prefetch pod's downloader printed (its progress), or None: the figures
+        are a courtesy, and a slow or refused read must not hold up the reconcile."""
+        params: dict[str, str | int | bool | None] = {"container": DOWNLOADER, "tailLines": 3}
+        try:
+            async with self.host.client.open(
+                "GET", PODS.object_path(pod, namespace, "log"), params=params, request_timeout=_LOG_TIMEOUT
+            ) as answer:
+                return (await answer.read()).decode(errors="replace")
+        except (ApiError, TransportError) as error:
+            log.debug("prefetch progress unavailable", namespace=namespace, pod=pod, error=str(error))
+            return None
 
     async def _pvc_phase(self, model: Model) -> str | None:
         if classify_source(model.spec.source) is not SourceKind.PVC:

@@ -7,7 +7,8 @@ Jobs are cached by their component label only (never every Job of the cluster). 
 updated: a new spec gets a Job of a new name (its name carries a digest of what it fetches).
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 
 import structlog
 
@@ -19,12 +20,22 @@ from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.types import Obj
 from llmkube.plan.model.decision import PrefetchPlan
 from llmkube.plan.model.facts import PrefetchJob, PrefetchPhase
-from llmkube.plan.model.prefetch import CACHE_CLAIM, COMPONENT
+from llmkube.plan.model.prefetch import (
+    CACHE_CLAIM,
+    COMPONENT,
+    LABEL_PREFETCH,
+    downloader_words,
+    progress_of,
+    running_downloader,
+)
 
 log = structlog.get_logger("llmkube.controllers.model")
 
 PREFETCH_SELECTOR = f"{LABEL_COMPONENT}={COMPONENT}"
 CACHE_CLAIM_SELECTOR = f"metadata.name={CACHE_CLAIM}"
+#: The Job's pods carry its digest label (the template's); the Job controller adds the Job's name.
+PREFETCH_PODS_SELECTOR = LABEL_PREFETCH
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
 def _condition(job: Obj, kind: str) -> Obj | None:
@@ -51,17 +62,42 @@ def prefetch_job_fact(job: Obj) -> PrefetchJob:
     )
 
 
-def prefetch_jobs_of(jobs: Iterable[Obj], model_uid: str) -> tuple[PrefetchJob, ...]:
-    """The cached prefetch Jobs the Model owns (its uid as their controller), by name."""
-    owned = [
-        job
-        for job in jobs
-        if any(
+LogReader = Callable[[str, str], Awaitable[str | None]]  # (namespace, pod) -> the log's last lines
+
+
+async def prefetch_jobs_of(
+    jobs: Iterable[Obj], pods: Iterable[Obj], model_uid: str, read_log: LogReader
+) -> tuple[PrefetchJob, ...]:
+    """The cached prefetch Jobs the Model owns (its uid as their controller), by name, with what
+    their pods say: a finished downloader's last words (its termination message, from the pod
+    cache: the server's own refusal, a checksum mismatch, `done: ...`), and while one runs, the
+    bytes its last progress line counted (one short log read)."""
+    pods = list(pods)
+    found = []
+    for job in jobs:
+        metadata = job.get("metadata") or {}
+        if not any(
             ref.get("uid") == model_uid and ref.get("controller")
-            for ref in (job.get("metadata") or {}).get("ownerReferences") or []
-        )
-    ]
-    return tuple(sorted((prefetch_job_fact(job) for job in owned), key=lambda job: job.name))
+            for ref in metadata.get("ownerReferences") or []
+        ):
+            continue
+        fact = prefetch_job_fact(job)
+        own = [
+            p
+            for p in pods
+            if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) == fact.name
+        ]
+        if fact.phase != "Running":
+            words = downloader_words(own)
+            found.append(replace(fact, message=words or fact.message))
+            continue
+        running = running_downloader(own)
+        if running is None:
+            found.append(fact)
+            continue
+        received, total = progress_of(await read_log(str(metadata.get("namespace") or ""), running))
+        found.append(replace(fact, received=received, total=total))
+    return tuple(sorted(found, key=lambda job: job.name))
 
 
 async def carry_out(

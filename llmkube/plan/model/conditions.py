@@ -159,7 +159,7 @@ def msg_prefetch_running(job: str, received: int | None, total: int | None) -> s
 
 
 def msg_prefetch_failed(job: str, detail: str) -> str:
-    said = f": {detail}" if detail else ""
+    said = f": {detail.removeprefix('llmkube-download: ')}" if detail else ""
     return f"Prefetch Job {go_quote(job)} failed{said}; delete the Job to try again"
 
 

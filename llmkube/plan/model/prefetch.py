@@ -18,7 +18,9 @@ log with it) until then; deleting a failed one makes the controller try again.
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from llmkube.api import constants as c
 from llmkube.api.base import KubeObject
@@ -51,6 +53,7 @@ _MAX_JOB_NAME = 63  # the Job controller puts the name into a label of its pods
 _SUFFIX = "-prefetch-"
 _DIGEST = 8
 _DONE = re.compile(r"done: (?P<files>\d+) files, (?P<bytes>\d+) bytes")
+_PROGRESS = re.compile(r"^llmkube-download: (?P<got>\d+)(?: of (?P<total>\d+))? bytes")
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,47 @@ def prefetch_job(
             },
         },
     }
+
+
+def progress_of(log_tail: str | None) -> tuple[int | None, int | None]:
+    """(bytes so far, bytes in all) from the downloader's last progress line; (None, None) before
+    its first one. A total of 0 (sizes unknown) is None."""
+    for line in reversed((log_tail or "").splitlines()):
+        match = _PROGRESS.match(line.strip())
+        if match:
+            total = int(match["total"]) if match["total"] else 0
+            return int(match["got"]), total or None
+    return None, None
+
+
+def _finished_at(status: Mapping[str, Any]) -> str:
+    return str(((status.get("state") or {}).get("terminated") or {}).get("finishedAt") or "")
+
+
+def downloader_words(pods: Iterable[Mapping[str, Any]]) -> str:
+    """The last words of the Job's latest finished downloader (its termination message: the
+    downloader's last line, e.g. `llmkube-download: failed: m.gguf from s3://b/m: HTTP 403
+    InvalidAccessKeyId: ...`), or "" when none finished with one."""
+    finished = [
+        status
+        for pod in pods
+        for status in (pod.get("status") or {}).get("containerStatuses") or ()
+        if status.get("name") == NAME and "terminated" in (status.get("state") or {})
+    ]
+    for status in sorted(finished, key=_finished_at, reverse=True):
+        message = str((status["state"]["terminated"] or {}).get("message") or "").strip()
+        if message:
+            return message.splitlines()[-1][:500]
+    return ""
+
+
+def running_downloader(pods: Iterable[Mapping[str, Any]]) -> str | None:
+    """The name of a pod of the Job whose downloader runs now, if any."""
+    for pod in pods:
+        for status in (pod.get("status") or {}).get("containerStatuses") or ():
+            if status.get("name") == NAME and "running" in (status.get("state") or {}):
+                return str((pod.get("metadata") or {}).get("name") or "") or None
+    return None
 
 
 def prefetch_result(message: str) -> PrefetchResult | None:
