@@ -23,6 +23,7 @@ Every request is recorded (method, path, Range, whether a token came) for the te
 import hashlib
 import json
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -203,13 +204,23 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
 
+class _HubServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that hangs up mid-answer (the header reader stops after the bytes it wanted, a
+        # download is interrupted) is the client's business, as on the real Hub: not an error.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 @contextmanager
 def running_hub(host: str = "127.0.0.1") -> Iterator[HubState]:
     """A Hub stand-in on a free port of `host`, its state (repositories, requests) to fill and read."""
     state = HubState()
     handler = type("HubHandler", (_Handler,), {"state": state})
-    server = ThreadingHTTPServer((host, 0), handler)
-    server.daemon_threads = True
+    server = _HubServer((host, 0), handler)
     state.base = f"http://{host}:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, name="hf-hub", daemon=True)
     thread.start()
