@@ -62,6 +62,14 @@ def _table(*headers: str) -> Table:
     return table
 
 
+def plain_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    """A kubectl-style table of ready-made cells."""
+    table = _table(*headers)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def services_table(rows: Sequence[ServiceRow], *, all_namespaces: bool, wide: bool) -> Table:
     headers = ["NAME", "MODEL", "PHASE", "REASON", "REPLICAS", "QUEUE", "PRIORITY"]
     if wide:
