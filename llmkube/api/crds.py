@@ -134,7 +134,7 @@ def _condition_schema() -> Schema:
 
 
 def model_schema() -> Schema:
-    from llmkube.api.model import SHA256_PATTERN, SOURCE_PATTERN
+    from llmkube.api.model import MAX_FILE_PATH, MAX_FILES, SHA256_PATTERN, SOURCE_PATTERN
 
     sharding = _o(
         "How layers or tensors are split across GPUs.",
@@ -192,17 +192,42 @@ def model_schema() -> Schema:
         "Where the weights come from and what hardware they need.",
         {
             "source": _s(
-                "http(s)://, file://, pvc://<claim>/<path>, an absolute path, or a HuggingFace repo id.",
+                "http(s)://, file://, pvc://<claim>/<path>, hf://<org>/<repo>[@<revision>], "
+                "s3://<bucket>/<key or prefix>, an absolute path, or a HuggingFace repo id.",
                 pattern=SOURCE_PATTERN,
             ),
             "sha256": _s(
-                "Expected SHA-256 of the file (checked for files the controller copies).",
+                "Expected SHA-256 of the model file (files[0] when files are listed): checked by "
+                "whatever copies or downloads it.",
                 pattern=SHA256_PATTERN,
             ),
+            "sourceSecretRef": _o(
+                "A Secret of the Model's namespace whose keys go to the model downloader only: "
+                "HF_TOKEN (Hugging Face); AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, "
+                "AWS_ENDPOINT_URL (S3, path-style). Never to the inference container.",
+                {"name": _s("Name of the Secret.", default="")},
+            )
+            | {"x-kubernetes-map-type": "atomic"},
             "refreshPolicy": _s(
                 "IfNotPresent (default) or OnChange: re-fetch when the source changes.",
                 enum=["IfNotPresent", "OnChange"],
                 default="IfNotPresent",
+            ),
+            "prefetch": _b(
+                "Download a remote source (http(s), hf://, s3://) into the namespace's model cache "
+                "before any InferenceService needs it (a Job owned by the Model)."
+            ),
+            "files": {
+                "type": "array",
+                "description": "Files to stage from the source (repository- or prefix-relative); the "
+                "first is the one the runtime loads, e.g. the first shard of a split GGUF.",
+                "maxItems": MAX_FILES,
+                "items": {"type": "string", "maxLength": MAX_FILE_PATH},
+            },
+            "mmproj": _s(
+                "A multimodal projector file to stage from the source and pass to runtimes that take "
+                "one (llama.cpp --mmproj).",
+                maxLength=MAX_FILE_PATH,
             ),
             "format": _s(
                 "gguf (default), mlx, safetensors, pytorch or custom.",
@@ -244,7 +269,10 @@ def model_schema() -> Schema:
                 "Pending, Downloading, Copying, Ready or Failed.",
                 enum=["Pending", "Downloading", "Copying", "Ready", "Failed"],
             ),
-            "size": _s('Human-readable size, e.g. "4.6 GiB"; "0" for runtime-resolved sources.'),
+            "size": _s(
+                'Human-readable size of every file together, e.g. "4.6 GiB"; unset when unknown '
+                "(a source the runtime resolves, a private source whose Secret the controller may not read)."
+            ),
             "path": _s("Path of the model file as the workload sees it, or empty."),
             "cacheKey": _s("First 16 hex characters of SHA-256 of the source string."),
             "sha256": _s("SHA-256 of the file the controller holds."),
@@ -255,6 +283,12 @@ def model_schema() -> Schema:
             "lastRevalidated": _s("When the source was last fingerprinted.", format="date-time"),
             "acceleratorReady": _b("Whether some node offers the accelerator this model needs."),
             "gguf": gguf,
+            "stagedFiles": {
+                "type": "array",
+                "description": "The repository-relative paths staged in the model cache (spec.files "
+                "and spec.mmproj).",
+                "items": {"type": "string"},
+            },
             "lastUpdated": _s("When the status last changed.", format="date-time"),
             "observedGeneration": _i(
                 "The metadata.generation this status describes: a status of an older spec says nothing "

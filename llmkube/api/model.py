@@ -1,4 +1,9 @@
-"""Model (`mdl`): where the weights come from, and what the controller found there."""
+"""Model (`mdl`): where the weights come from, and what the controller found there.
+
+The fields and their meaning are the reference operator's (LLMKube v0.9's Model kind), so its Model
+YAML applies unchanged: `files`, `mmproj`, `sourceSecretRef`, `prefetch`, `status.stagedFiles`.
+Fields it lacks are llmkube additions, marked as such.
+"""
 
 from datetime import datetime
 
@@ -9,8 +14,12 @@ from llmkube.api.constants import API_VERSION, MODEL_KIND
 from llmkube.api.enums import Accelerator, GPUVendor, ModelFormat, ModelPhase, RefreshPolicy, ShardingStrategy
 from llmkube.api.meta import Condition, ObjectMeta
 
-# http(s)://, file://, pvc://, an absolute path without whitespace, or a HuggingFace repo id.
-SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|/\S*|[a-zA-Z0-9][\w\-./]+)$"
+# http(s)://, file://, pvc://, hf://, s3://, an absolute path without whitespace, or a HuggingFace repo id.
+SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|hf://\S+|s3://\S+|/\S*|[a-zA-Z0-9][\w\-./]+)$"
+# What `files` and `mmproj` may hold (a repository- or prefix-relative path); the planner says
+# what is wrong with one in words (plan/model/fileset.py), the schema only bounds it.
+MAX_FILES = 256
+MAX_FILE_PATH = 1024
 SHA256_PATTERN = r"^[a-fA-F0-9]{64}$"
 
 
@@ -40,14 +49,30 @@ class ModelResources(ApiModel):
     memory: str | None = None
 
 
+class LocalObjectReference(ApiModel):
+    """corev1.LocalObjectReference: an object of the Model's own namespace, by name."""
+
+    name: str | None = ""
+
+
 class ModelSpec(ApiModel):
     source: str = Field(pattern=SOURCE_PATTERN)
     sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)
+    #: a Secret of the Model's namespace whose keys go to the model downloader only (HF_TOKEN;
+    #: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL)
+    source_secret_ref: LocalObjectReference | None = None
     refresh_policy: RefreshPolicy | None = "IfNotPresent"
+    #: download into the namespace's cache before any InferenceService exists (remote sources)
+    prefetch: bool | None = None
     format: ModelFormat | None = "gguf"
     quantization: str | None = None
     hardware: HardwareSpec | None = None
     resources: ModelResources | None = None
+    #: repository- or prefix-relative files to stage from the source; the first is the one the
+    #: runtime loads (a sharded GGUF's first shard)
+    files: list[str] | None = Field(default=None, max_length=MAX_FILES)
+    #: a multimodal projector to stage beside the model (llama.cpp's --mmproj)
+    mmproj: str | None = Field(default=None, max_length=MAX_FILE_PATH)
 
 
 class GGUFMetadata(ApiModel):
@@ -80,6 +105,8 @@ class ModelStatus(ApiModel):
     last_revalidated: datetime | None = None
     accelerator_ready: bool | None = None
     gguf: GGUFMetadata | None = None
+    #: the repository-relative paths staged in the cache (when spec.files or spec.mmproj are set)
+    staged_files: list[str] | None = None
     last_updated: datetime | None = None
     #: the metadata.generation this status describes (an llmkube addition, the kstatus convention)
     observed_generation: int | None = None

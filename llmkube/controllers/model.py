@@ -23,37 +23,49 @@ from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.model_egress import ClusterAddresses
+from llmkube.controllers.model_prefetch import (
+    CACHE_CLAIM_SELECTOR,
+    PREFETCH_PODS_SELECTOR,
+    PREFETCH_SELECTOR,
+    carry_out,
+    prefetch_jobs_of,
+)
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
 from llmkube.controllers.modelsource.background import BackgroundActions, SlotPools
 from llmkube.controllers.modelsource.egress import GuardedResolver
 from llmkube.controllers.modelsource.executor import ActionPerformer
 from llmkube.controllers.resources import (
+    JOBS,
     MODELS,
     NAMESPACE_CACHE_TRANSFORM,
     NAMESPACES,
     NODE_CACHE_TRANSFORM,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
+    PODS,
 )
 from llmkube.kube.apply.applier import ApplyResult
 from llmkube.kube.blocking import StopFlag
 from llmkube.kube.cache.store import BY_NAMESPACE, Change
 from llmkube.kube.control.controller import Controller, Result, TerminalError
-from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object
+from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.control.predicates import generation_changed, labels_changed
 from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
+from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.egress import EgressConfig
 from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.model.refused_status import MAX_STATUS_BYTES, is_refused_status, status_after_refusal
-from llmkube.plan.model.source import SourceKind, classify_source, parse_pvc_source
+from llmkube.plan.model.source import REMOTE_KINDS, SourceKind, classify_source, parse_pvc_source
 from llmkube.plan.model.status import status_changed
 from llmkube.plan.tenancy import namespace_policy
 
 log = structlog.get_logger("llmkube.controllers.model")
+_LOG_TIMEOUT = RequestTimeout(total=5.0, connect=3.0)
 
 _GPU_ACCELERATORS = ("cuda", "rocm", "intel")
 
@@ -115,6 +127,7 @@ class ModelController:
         *,
         copy_bytes_per_second: float | None = None,
         egress: EgressConfig | None = None,
+        cache_claim: Callable[[str], Obj] | None = None,
     ) -> None:
         self.host = host
         self.config = config
@@ -124,6 +137,12 @@ class ModelController:
         self.status_writer.follow(self.models)
         self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
         self.namespaces = host.informer(NAMESPACES, transform=NAMESPACE_CACHE_TRANSFORM)
+        # Prefetch Jobs (by their label only), and the namespace cache claims they mount, which
+        # `cache_claim(namespace)` plans (None: the claim is left to whoever made it).
+        self.jobs = host.informer(JOBS, label_selector=PREFETCH_SELECTOR)
+        self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
+        self.prefetch_pods = host.informer(PODS, label_selector=PREFETCH_PODS_SELECTOR)
+        self._cache_claim = cache_claim
         self._session: aiohttp.ClientSession | None = None
         self._copy_bytes_per_second = copy_bytes_per_second
         # Set when the host stops the controllers: every copy and hash in flight stops within a
@@ -144,6 +163,8 @@ class ModelController:
                 Watch(NODES, enqueue_mapped(self._gpu_models), predicates=[node_capacity_changed]),
                 # Whether a namespace may use local sources (the cache keeps only the policy labels).
                 Watch(NAMESPACES, enqueue_mapped(self._local_models), predicates=[labels_changed]),
+                # A prefetch Job's progress and end (its status), or its deletion, come back to the Model.
+                Watch(JOBS, enqueue_owner(MODELS)),
             ],
         )
         # Copies and hashes share the disk as the Model workers once did (at most that many at once).
@@ -205,7 +226,7 @@ class ModelController:
 
     async def _perform(self, key: ObjectKey, action: ModelAction, facts: ModelFacts) -> ModelFacts | None:
         """One action, in its background task; copies are timed for the download metric."""
-        if action.source_kind is SourceKind.HTTP:
+        if action.source_kind in REMOTE_KINDS:
             await self.addresses.ready()
 
         def copied(seconds: float) -> None:
@@ -235,6 +256,12 @@ class ModelController:
             local_sources_allowed=namespace_policy(
                 self.namespaces.store.get_object(None, key.namespace)
             ).local_sources_allowed,
+            prefetch_jobs=await prefetch_jobs_of(
+                self.jobs.store.by_index(BY_NAMESPACE, key.namespace),
+                self.prefetch_pods.store.by_index(BY_NAMESPACE, key.namespace),
+                model.metadata.uid or "",
+                self._downloader_log,
+            ),
         )
         facts, results = self.actions.facts_for(key, observed)
         stored = {"raw": raw}
@@ -255,6 +282,14 @@ class ModelController:
             model, facts, self.config, self.actions.performer(key), write_status
         )
         self.actions.consumed(key, results)
+        if decision.prefetch is not None:
+            await carry_out(
+                self.host.client,
+                decision.prefetch,
+                key.namespace,
+                claims=self.cache_claims.store,
+                claim_intent=self._cache_claim,
+            )
         if decision.waiting:
             return None  # the action's end queues the Model again
         if decision.requeue.backoff:
@@ -306,6 +341,19 @@ class ModelController:
         if result is not None:
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
         return result
+
+    async def _downloader_log(self, namespace: str, pod: str) -> str | None:
+        """The last lines a prefetch pod's downloader printed (its progress), or None: the figures
+        are a courtesy, and a slow or refused read must not hold up the reconcile."""
+        params: dict[str, str | int | bool | None] = {"container": DOWNLOADER, "tailLines": 3}
+        try:
+            async with self.host.client.open(
+                "GET", PODS.object_path(pod, namespace, "log"), params=params, request_timeout=_LOG_TIMEOUT
+            ) as answer:
+                return (await answer.read()).decode(errors="replace")
+        except (ApiError, TransportError) as error:
+            log.debug("prefetch progress unavailable", namespace=namespace, pod=pod, error=str(error))
+            return None
 
     async def _pvc_phase(self, model: Model) -> str | None:
         if classify_source(model.spec.source) is not SourceKind.PVC:

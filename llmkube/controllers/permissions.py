@@ -19,6 +19,7 @@ from llmkube.controllers.resources import (
     ENDPOINT_SLICES,
     HORIZONTAL_POD_AUTOSCALERS,
     INFERENCE_SERVICES,
+    JOBS,
     MODEL_ROUTERS,
     MODELS,
     NAMESPACES,
@@ -137,6 +138,13 @@ PERMISSIONS: tuple[Permission, ...] = (
         Scope.WATCHED,
         "the per-namespace model cache claim: cached by name, created when missing, never changed or "
         "deleted (it outlives every service); get: the claim a pvc:// Model names",
+    ),
+    Permission(
+        JOBS,
+        ("list", "watch", "create", "delete"),
+        Scope.WATCHED,
+        "a Model's prefetch Jobs, cached by label: created (never changed: a new spec gets a new Job), "
+        "deleted by uid when the spec moved on or prefetch was turned off",
     ),
     Permission(
         PODS, ("list", "watch"), Scope.WATCHED, "pods of our services: readiness and scheduling diagnosis"

@@ -20,6 +20,7 @@ from llmkube.plan.tenancy import POLICY_LABELS
 
 INFERENCE_SERVICES = Resource(c.GROUP, c.VERSION, c.ISVC_PLURAL, c.ISVC_KIND)
 MODELS = Resource(c.GROUP, c.VERSION, c.MODEL_PLURAL, c.MODEL_KIND)
+JOBS = Resource("batch", "v1", "jobs", "Job")
 # The cluster's Service networks (Kubernetes 1.33+), read once at start: model sources there are refused.
 MODEL_ROUTERS = Resource(c.GROUP, c.VERSION, c.ROUTER_PLURAL, c.ROUTER_KIND)
 # What a ModelRouter's pod runs as (plan/router/objects.py).

@@ -1,6 +1,7 @@
 """Registers llmkube's controllers with a host (the Manager): `await Manager(cfg).run(setup)`."""
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.inferenceservice import InferenceServiceController
@@ -9,6 +10,7 @@ from llmkube.controllers.model import ModelController
 from llmkube.controllers.modelrouter import ModelRouterController
 from llmkube.controllers.priorityclass import PriorityClassController
 from llmkube.controllers.worker_counts import DEFAULT_WORKERS, model_workers_for
+from llmkube.plan.inferenceservice.cache_pvc import cache_pvc_intent
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig
@@ -52,6 +54,7 @@ def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Contro
             config.model_workers,
             copy_bytes_per_second=config.model_copy_bytes_per_second,
             egress=config.model_egress,
+            cache_claim=partial(cache_pvc_intent, config=config.operator),
         ),
         priority_classes=PriorityClassController(host) if config.manage_priority_classes else None,
         model_routers=ModelRouterController(host, config.router),

@@ -110,6 +110,11 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "image) [LLMKUBE_ROUTER_IMAGE]",
     )
     parser.add_argument(
+        "--hf-endpoint",
+        default="https://huggingface.co",
+        help="the Hugging Face Hub (or a mirror of it) that hf:// Models' files are fetched from",
+    )
+    parser.add_argument(
         "--default-fsgroup",
         type=int,
         default=102,

@@ -1,9 +1,9 @@
-"""`llmkube deploy|list|status|queue|scale|delete|logs|chat|curl`: commands for the people who use
-llmkube, built on the controller's own API client. The same commands run as a kubectl plugin
+"""`llmkube deploy|list|status|queue|scale|delete|cache|logs|chat|curl`: commands for the people
+who use llmkube, built on the controller's own API client. The same commands run as a kubectl plugin
 (`kubectl llmkube ...`, from the `kubectl-llmkube` executable this package installs).
 
 Modules: `manifests` and `views` decide (pure); `render` draws; one module per command family
-(`deploy`, `inspect`, `scale`, `delete`, `logs`, `request`); `parser` holds the flags.
+(`deploy`, `inspect`, `scale`, `delete`, `cache`, `logs`, `request`); `parser` holds the flags.
 """
 
 import argparse

@@ -222,6 +222,20 @@ def _manage(sub: Any) -> None:
     p.set_defaults(func=run_command(later("llmkube.usercli.delete", "run_delete")))
 
 
+def _cache(sub: Any) -> None:
+    p = sub.add_parser("cache", help="the namespaces' model caches: what they hold, prefetch a Model")
+    cache = p.add_subparsers(dest="cache_command", metavar="{list,preload}", required=True)
+    q = cache.add_parser("list", aliases=["ls"], help="what each cache holds, and which services use it")
+    q.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace's cache")
+    _output_flag(q)
+    _connection_flags(q)
+    q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_list")))
+    q = cache.add_parser("preload", help="download a Model into the cache before a service needs it")
+    q.add_argument("model", help="Model name (sets spec.prefetch: true)")
+    _connection_flags(q)
+    q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_preload")))
+
+
 def _use(sub: Any) -> None:
     p = sub.add_parser("logs", help="the serving container's logs of every replica")
     p.add_argument("name", help="InferenceService name")
@@ -360,7 +374,7 @@ def _benchmark(sub: Any) -> None:
 
 
 def add_user_commands(sub: Any) -> None:
-    """Add deploy, list, status, queue, scale, delete, logs, chat, curl and benchmark to a subparsers
-    object."""
-    for register in (_deploy, _inspect, _manage, _use, _benchmark):
+    """Add deploy, list, status, queue, scale, delete, cache, logs, chat, curl and benchmark to a
+    subparsers object."""
+    for register in (_deploy, _inspect, _manage, _cache, _use, _benchmark):
         register(sub)

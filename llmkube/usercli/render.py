@@ -96,6 +96,16 @@ def models_table(rows: Sequence[ModelRow], *, all_namespaces: bool) -> Table:
     return table
 
 
+def cache_table(rows: Sequence[Any], *, all_namespaces: bool) -> Table:
+    """`llmkube cache list`: rows of usercli/cache.py's CacheRow."""
+    headers = ["MODEL", "STATE", "CACHE KEY", "FILES", "SIZE", "USED BY"]
+    table = _table(*(["NAMESPACE"] if all_namespaces else []), *headers)
+    for row in rows:
+        cells: list[str | Text] = [row.model, phase_text(row.state), row.cache_key, row.files, row.size]
+        table.add_row(*([row.namespace] if all_namespaces else []), *cells, row.used_by)
+    return table
+
+
 def queue_table(rows: Sequence[QueueRow]) -> Table:
     table = _table("POSITION", "NAMESPACE", "NAME", "PRIORITY", "VALUE", "WAITING FOR", "WAITING")
     for row in rows:

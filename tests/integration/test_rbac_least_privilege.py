@@ -4,9 +4,10 @@ The controller runs in-process as a fresh ServiceAccount bound to nothing but th
 once per install shape (cluster-wide: the ClusterRole; namespace-scoped: a Role in the watched
 namespace plus cluster-wide reads), through a scenario that makes it use every permission it has:
 owned objects created, changed and deleted (HPA turned off, a switch to metal), a ModelRouter's
-objects (its Role made of what the controller holds), the model cache
-claim, a pvc:// Model's claim read, a downloader's log read, Events created and patched as a series,
-the PriorityClasses created and repaired (an immutable value: delete + create), leader election. Then:
+objects (its Role made of what the controller holds), the model cache claim, a prefetch Job created
+and deleted, a pvc:// Model's claim read, a downloader's log read, Events created and patched as a
+series, the PriorityClasses created and repaired (an immutable value: delete + create), leader
+election. Then:
 
 * no request was refused (403), and
 * the verbs it used, by (verb, group, resource), are exactly those the list in
@@ -155,6 +156,7 @@ async def running(
             ("v1", "Service"),
             ("autoscaling/v2", "HorizontalPodAutoscaler"),
             ("v1", "PersistentVolumeClaim"),
+            ("batch/v1", "Job"),
         ):
             for obj in admin.list(api_version, kind, namespace):
                 try:
@@ -256,6 +258,15 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
             lambda a=api_version, k=kind: exists(admin, a, k, "front-router-proxy", ns), what=f"router {kind}"
         )
     await eventually(lambda: phase(admin, "ModelRouter", "front", ns) == "Provisioning", what="router status")
+    # A prefetched Model: its Job is created, and deleted once prefetch is turned off.
+    admin.create(model("early", "https://models.invalid/early.gguf", prefetch=True), namespace=ns)
+
+    def prefetch_jobs() -> list[dict[str, Any]]:
+        return admin.list("batch/v1", "Job", ns)
+
+    await eventually(prefetch_jobs, what="the prefetch Job")
+    merge_patch(admin, "Model", "early", ns, {"spec": {"prefetch": False}})
+    await eventually(lambda: not prefetch_jobs(), what="the prefetch Job deleted")
     # A pvc:// Model: the claim is read (it does not exist).
     admin.create(model("claimed", "pvc://no-such-claim/m.gguf"), namespace=ns)
     await eventually(lambda: phase(admin, "Model", "claimed", ns) == "Failed", what="claimed Failed")

@@ -186,6 +186,37 @@ def test_get_on_one_secret_allows_exactly_that_one(
         admin.delete("rbac.authorization.k8s.io/v1", "Role", "read-hf-token", namespace)
 
 
+def source_model(name: str, secret: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"source": "s3://bucket/models/m.gguf"}
+    if secret is not None:
+        spec["sourceSecretRef"] = {"name": secret}
+    return {"apiVersion": API, "kind": "Model", "metadata": {"name": name}, "spec": spec}
+
+
+def create_model(client: KubeRest, namespace: str, body: dict[str, Any]) -> None:
+    client.request(
+        "POST", f"/apis/inference.llmkube.dev/v1alpha1/namespaces/{namespace}/models?dryRun=All", body
+    )
+
+
+def test_a_models_source_secret_is_judged_the_same_way(
+    api_cluster: ClusterHandle, scoped: tuple[str, KubeRest]
+) -> None:
+    """A Model's sourceSecretRef goes to the model downloader: its author must be able to read it."""
+    namespace, tenant = scoped
+    with pytest.raises(RestError) as refused:
+        create_model(tenant, namespace, source_model("private", "hf-token"))
+    assert refused.value.status == 403
+    who = f"system:serviceaccount:{namespace}:tenant"
+    body = refused.value.body
+    assert isinstance(body, dict) and body["message"].endswith(
+        f'spec: names Secret "hf-token" in namespace {namespace}, and {who} may not read (get) every one of '
+        "them: the model downloader would fetch with them"
+    )
+    create_model(tenant, namespace, source_model("public", None))  # no Secret: not judged
+    create_model(api_cluster.admin(), namespace, source_model("admin", "other-team-token"))
+
+
 def test_an_admin_may_name_any(api_cluster: ClusterHandle, scoped: tuple[str, KubeRest]) -> None:
     namespace, _ = scoped
     create(api_cluster.admin(), namespace, service("admin", **secret_env("other-team-token")))

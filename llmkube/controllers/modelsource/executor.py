@@ -8,7 +8,7 @@ the loop ends; the action's result is a fact of the Model's next reconcile.
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
@@ -32,10 +32,14 @@ from llmkube.plan.model import (
     ActionKind,
     CachedFile,
     FetchError,
+    Fingerprint,
+    HeaderFailure,
     ModelAction,
     ModelDecision,
     ModelFacts,
     ModelPlanConfig,
+    ProbeFailure,
+    ProbeOutcome,
     RemoteHeader,
     cache_layout,
     is_controller_cached,
@@ -44,6 +48,29 @@ from llmkube.plan.model import (
 )
 from llmkube.plan.model.facts import CopyResult
 from llmkube.plan.model.source import SourceKind
+
+#: The downloader's endpoint for s3:// without AWS_ENDPOINT_URL or AWS_REGION (download_scripts.py).
+PUBLIC_S3_ENDPOINT = "https://s3.us-east-1.amazonaws.com"
+
+
+def combined_probe(outcomes: Sequence[ProbeOutcome]) -> ProbeOutcome:
+    """One fingerprint for every file of a Model: the first file's ETag and all their sizes
+    together (a change of any is a change of the Model); the first failure, if one failed."""
+    for outcome in outcomes:
+        if outcome.failure is not None or outcome.fingerprint is None:
+            return outcome
+    if len(outcomes) == 1:
+        return outcomes[0]
+    lengths = [outcome.fingerprint.content_length for outcome in outcomes if outcome.fingerprint]
+    total = sum(length for length in lengths if length is not None)
+    first = outcomes[0].fingerprint
+    return ProbeOutcome(
+        fingerprint=Fingerprint(
+            etag=first.etag if first else None,
+            content_length=total if None not in lengths else None,
+        )
+    )
+
 
 # A bound on the loop that the planner's contract already guarantees (probe → verify → copy);
 # exceeding it is a planner bug, reported instead of spinning.
@@ -115,7 +142,7 @@ class ModelSourceIO:
 
     async def _read_header(self, action: ModelAction) -> RemoteHeader:
         return await read_remote_gguf_metadata(
-            self.session, action.source, self.header_options, policy=self.policy
+            self.session, self._url(action.source, action), self.header_options, policy=self.policy
         )
 
     async def _copy(self, action: ModelAction) -> CopyResult:
@@ -132,13 +159,33 @@ class ModelSourceIO:
     async def _probe(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
         if action.source_kind is SourceKind.LOCAL:
             return replace(facts, probe=await probe_local_fingerprint(action.source, self.local_roots))
-        probe_task = probe_http_fingerprint(
-            self.session, action.source, client_timeout=self.probe_timeout, policy=self.policy
+        if action.secret:
+            # The credentials are the downloader's (docs/security.md: the controller reads no
+            # Secret): nothing is sent, and status says what is therefore not known.
+            detail = f"Secret {action.secret!r} holds the credentials, which the controller does not read"
+            unread = ProbeOutcome(failure=ProbeFailure.CREDENTIALS_UNREADABLE, detail=detail)
+            header = RemoteHeader(failure=HeaderFailure.CREDENTIALS_UNREADABLE, detail=detail)
+            return replace(facts, probe=unread, remote_header=header if action.read_header else None)
+        locations = [self._url(location, action) for location in action.locations or (action.source,)]
+        probes = asyncio.gather(
+            *(
+                probe_http_fingerprint(
+                    self.session, url, client_timeout=self.probe_timeout, policy=self.policy
+                )
+                for url in locations
+            )
         )
         if not action.read_header:
-            return replace(facts, probe=await probe_task)
-        probe, header = await asyncio.gather(probe_task, self._read_header(action))
-        return replace(facts, probe=probe, remote_header=header)
+            return replace(facts, probe=combined_probe(await probes))
+        outcomes, header = await asyncio.gather(probes, self._read_header(action))
+        return replace(facts, probe=combined_probe(outcomes), remote_header=header)
+
+    def _url(self, location: str, action: ModelAction) -> str:
+        """An S3 location is a path-style path: without a Secret (a public bucket) the endpoint is
+        the one the downloader uses without AWS_ENDPOINT_URL."""
+        if action.remote_kind is SourceKind.S3:
+            return f"{PUBLIC_S3_ENDPOINT}{location}"
+        return location
 
 
 async def drive_model_plan(

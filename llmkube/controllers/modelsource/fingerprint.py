@@ -42,6 +42,8 @@ def default_policy() -> EgressPolicy:
 def _status_failure(method: str, url: str, status: int, reason: str | None) -> ProbeOutcome:
     if status == 404:
         kind = ProbeFailure.NOT_FOUND
+    elif status in (401, 403):
+        kind = ProbeFailure.UNAUTHORIZED
     elif status >= 500:
         kind = ProbeFailure.SERVER_ERROR
     else:

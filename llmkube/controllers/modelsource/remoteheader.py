@@ -57,10 +57,11 @@ class HeaderReadOptions:
 
 
 class _Unavailable(Exception):
-    def __init__(self, kind: HeaderFailure, detail: str) -> None:
+    def __init__(self, kind: HeaderFailure, detail: str, http_status: int | None = None) -> None:
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
+        self.http_status = http_status
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,9 @@ async def _fetch_range(
             )
         if response.status != 206:
             raise _Unavailable(
-                HeaderFailure.HTTP_STATUS, f"GET {url}: {response.status} {response.reason or ''}".rstrip()
+                HeaderFailure.HTTP_STATUS,
+                f"GET {url}: {response.status} {response.reason or ''}".rstrip(),
+                http_status=response.status,
             )
         try:
             first, last, total = checked_range(response.headers.get("Content-Range"), start, end)
@@ -190,7 +193,7 @@ async def _read_prefix_until_parsed(
             continue
         except NotGGUFError as error:
             raise _Unavailable(HeaderFailure.NOT_GGUF, f"{url}: {error}") from error
-        return RemoteHeader(metadata=metadata, bytes_fetched=prefix.length)
+        return RemoteHeader(metadata=metadata, bytes_fetched=prefix.length, file_size=span.total)
 
 
 async def read_remote_gguf_metadata(
@@ -215,7 +218,12 @@ async def read_remote_gguf_metadata(
         async with asyncio.timeout(options.deadline_seconds):
             return await _read_prefix_until_parsed(session, url, prefix, options, policy)
     except _Unavailable as unavailable:
-        return RemoteHeader(failure=unavailable.kind, detail=unavailable.detail, bytes_fetched=prefix.length)
+        return RemoteHeader(
+            failure=unavailable.kind,
+            detail=unavailable.detail,
+            bytes_fetched=prefix.length,
+            http_status=unavailable.http_status,
+        )
     except TimeoutError:
         return RemoteHeader(
             failure=HeaderFailure.TIMEOUT,

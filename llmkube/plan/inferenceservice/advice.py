@@ -34,8 +34,9 @@ def missing_skip_model_init(
     it. Only runtimes that get an init container are concerned (the reference also warned for TGI)."""
     if not needs_model_init or spec.skip_model_init:
         return None
-    if classify_source(model.spec.source) is not SourceKind.HUGGINGFACE:
-        return None
+    kind = classify_source(model.spec.source)
+    if kind not in (SourceKind.HUGGINGFACE, SourceKind.HF) or model.spec.files or model.spec.mmproj:
+        return None  # with files listed, the downloader stages them from the repository
     return PlannedEvent(
         "Warning",
         MISSING_SKIP_MODEL_INIT,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from llmkube.api.enums import GPUVendor
+from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT
 from llmkube.plan.tenancy import TenancyPolicy
 
 DEFAULT_GPU_RESOURCES: Mapping[GPUVendor, str] = MappingProxyType(
@@ -27,6 +28,8 @@ class OperatorConfig:
     model_cache_access_mode: str = "ReadWriteOnce"
     ca_cert_configmap: str = ""
     init_container_image: str = "docker.io/curlimages/curl:8.18.0"
+    # Where hf:// Models' files are fetched from (--hf-endpoint): the Hub, or a mirror of it.
+    hf_endpoint: str = DEFAULT_HF_ENDPOINT
     # <= 0 disables the default fsGroup (OpenShift assigns its own).
     default_fsgroup: int = 102
     # LLMKUBE_INTEL_GPU_RESOURCE; kept as its own setting for parity with the reference flag.

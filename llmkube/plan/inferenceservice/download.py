@@ -1,7 +1,7 @@
 """A model download in progress, as the service's status shows it (pure).
 
 The model-downloader init container prints `llmkube-download: <bytes> of <total> bytes (<n>%)`
-every few seconds (plan/inferenceservice/init_scripts.py). While a pod of the service runs that container, the
+every few seconds (plan/model/download_scripts.py). While a pod of the service runs that container, the
 controller reads the last lines of its log and the status says how far it got, instead of
 "No replica is ready yet".
 """

@@ -39,10 +39,6 @@ from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, par
 HOME = "/tmp"
 #: The user and group inference pods run as by default (plan/inferenceservice/deployment.py).
 NON_ROOT_USER = 65532
-INIT_CONTAINER_RESOURCES: KubeObject = {
-    "requests": {"cpu": "100m", "memory": "64Mi"},
-    "limits": {"memory": "512Mi"},
-}
 
 
 MEMORY_LIMIT_ANNOTATION = "inference.llmkube.dev/memory-limit"

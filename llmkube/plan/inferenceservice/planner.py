@@ -421,7 +421,13 @@ def _workload_plan(
     hpa_owns_replicas = autoscaling is not None and replicas > 0
     port = container_port(spec, runtime)
     process = server_process(
-        runtime.name, spec, model, model_path=storage.model_path, port=port, gpu_count=gpu_count
+        runtime.name,
+        spec,
+        model,
+        model_path=storage.model_path,
+        port=port,
+        gpu_count=gpu_count,
+        mmproj_path=storage.mmproj_path,
     )
     deployment = deployment_intent(
         WorkloadInputs(

@@ -1,24 +1,28 @@
-"""Where the model file lives inside the pod.
+"""Where the model files live inside the pod.
 
 Storage is only planned for runtimes that read a local model file (llama.cpp, vLLM) and only when
 `skipModelInit` is not true. Exactly one mode applies, in this order:
   pvc:// source  -> the claim mounted read-only, no init container, no cache PVC;
   cached mode    -> the namespace cache PVC, filled by the `model-downloader` init container;
   otherwise      -> an emptyDir, filled by the same init container on every pod start.
+The init container is the model downloader (plan/model/downloader.py): the same container a
+Model's prefetch Job runs, so a prefetched Model is a cache hit here.
 """
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
 from llmkube.plan.inferenceservice.config import OperatorConfig
-from llmkube.plan.inferenceservice.hardening import INIT_CONTAINER_RESOURCES
-from llmkube.plan.inferenceservice.init_scripts import downloader_script
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.inferenceservice.objects import compact
+from llmkube.plan.model import downloader
+from llmkube.plan.model.downloader import MODELS_MOUNT, DownloadTarget
+from llmkube.plan.model.fileset import FileSetProblem, staging_plan
+from llmkube.plan.model.remote import RemoteFile, RemoteSource, remote_source
 from llmkube.plan.model.source import (
     SourceKind,
     canonical_basename,
@@ -29,11 +33,10 @@ from llmkube.plan.model.source import (
 
 StorageMode = Literal["none", "pvc", "cache", "emptydir"]
 
-MODELS_MOUNT = "/models"  # where the model volume sits in both containers
 PVC_SOURCE_MOUNT = "/model-source"
 HOST_MODEL_FILE = "/host-model/model.gguf"
-CA_MOUNT = "/custom-certs"
-INIT_CONTAINER_NAME = "model-downloader"
+CA_MOUNT = downloader.CA_MOUNT
+INIT_CONTAINER_NAME = downloader.NAME
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class ModelStorage:
     volumes: tuple[KubeObject, ...] = ()
     init_containers: tuple[KubeObject, ...] = ()
     mounts: tuple[KubeObject, ...] = ()  # the main container's volume mounts
+    mmproj_path: str = ""  # the multimodal projector beside it (spec.mmproj); "" for none
 
     @property
     def uses_cache_pvc(self) -> bool:
@@ -58,6 +62,35 @@ class StorageProblem:
     message: str
 
 
+def _pvc_storage(model: Model) -> ModelStorage | StorageProblem:
+    source = model.spec.source
+    pvc = parse_pvc_source(source)
+    if pvc is None:
+        return StorageProblem(
+            "model.spec.source", f'invalid PVC source "{source}": want pvc://<claim>/<path>'
+        )
+    plan = staging_plan(model.spec)
+    if isinstance(plan, FileSetProblem):
+        return StorageProblem(f"model.{plan.field}", plan.message)
+    # With files listed, the path is the directory they are in (a split GGUF's shards side by side).
+    base = posixpath.join(PVC_SOURCE_MOUNT, pvc.path)
+    return ModelStorage(
+        mode="pvc",
+        model_path=posixpath.join(base, plan.primary) if plan else base,
+        mmproj_path=posixpath.join(base, plan.mmproj) if plan and plan.mmproj else "",
+        volumes=(
+            {"name": "model-source", "persistentVolumeClaim": {"claimName": pvc.claim, "readOnly": True}},
+        ),
+        mounts=({"name": "model-source", "mountPath": PVC_SOURCE_MOUNT, "readOnly": True},),
+    )
+
+
+def _single_file(remote: RemoteSource, dest: str) -> RemoteSource:
+    """A one-file source stored under `dest` (the name an earlier status gave it, or the
+    emptyDir's)."""
+    return replace(remote, files=(RemoteFile(dest, remote.primary.location),))
+
+
 def plan_storage(
     *,
     namespace: str,
@@ -71,19 +104,7 @@ def plan_storage(
     source = model.spec.source
     kind = classify_source(source)
     if kind is SourceKind.PVC:
-        pvc = parse_pvc_source(source)
-        if pvc is None:
-            return StorageProblem(
-                "model.spec.source", f'invalid PVC source "{source}": want pvc://<claim>/<path>'
-            )
-        return ModelStorage(
-            mode="pvc",
-            model_path=posixpath.join(PVC_SOURCE_MOUNT, pvc.path),
-            volumes=(
-                {"name": "model-source", "persistentVolumeClaim": {"claimName": pvc.claim, "readOnly": True}},
-            ),
-            mounts=({"name": "model-source", "mountPath": PVC_SOURCE_MOUNT, "readOnly": True},),
-        )
+        return _pvc_storage(model)
     status = model.status
     key = status.cache_key if status and status.cache_key else ""
     cached = bool(key) and bool(config.model_cache_path)
@@ -92,53 +113,71 @@ def plan_storage(
             "model.spec.source",
             f'local source "{source}" needs the model cache (--model-cache-path is empty)',
         )
+    remote = remote_source(model, config.hf_endpoint)
+    if isinstance(remote, FileSetProblem):
+        return StorageProblem(f"model.{remote.field}", remote.message)
+    if remote is None and kind is not SourceKind.LOCAL:
+        # A repository the runtime resolves: the downloader is told to fetch it as it is (and
+        # says it cannot), as the reference does; the advice says to skip it (advice.py).
+        remote = RemoteSource(SourceKind.HTTP, (RemoteFile("model.gguf", source),))
     if cached:
         cache_dir = posixpath.join(MODELS_MOUNT, key)
         path = status.path if status and status.path else ""
-        # The init container names an http(s) download before any header is known, so its file
-        # name never depends on metadata the Model controller reads later (reference: Model name).
-        gguf_name = status.gguf.model_name if status and status.gguf and kind is not SourceKind.HTTP else None
-        basename = posixpath.basename(path) or canonical_basename(model.metadata.name or "", gguf_name)
-        model_path = posixpath.join(cache_dir, basename)
+        # The downloader names a one-file download before any header is known, so its file name
+        # never depends on metadata the Model controller reads later (reference: Model name).
+        gguf_name = status.gguf.model_name if status and status.gguf and kind is SourceKind.LOCAL else None
+        single = posixpath.basename(path) or canonical_basename(model.metadata.name or "", gguf_name)
         volume_name = "model-cache"
         volumes: list[KubeObject] = [
             {"name": volume_name, "persistentVolumeClaim": {"claimName": CACHE_PVC_NAME}}
         ]
     else:
-        cache_dir = ""
-        model_path = posixpath.join(MODELS_MOUNT, f"{namespace}-{model.metadata.name or 'model'}.gguf")
+        cache_dir = MODELS_MOUNT
+        single = f"{namespace}-{model.metadata.name or 'model'}.gguf"
         volume_name = "model-storage"
         volumes = [{"name": volume_name, "emptyDir": {}}]
     init_mounts: list[KubeObject] = [{"name": volume_name, "mountPath": MODELS_MOUNT}]
-    if kind is SourceKind.LOCAL:
-        volumes.append({"name": "host-model", "hostPath": {"path": local_path(source), "type": "File"}})
-        init_mounts.append({"name": "host-model", "mountPath": HOST_MODEL_FILE, "readOnly": True})
     if config.ca_cert_configmap:
-        volumes.append({"name": "custom-ca-cert", "configMap": {"name": config.ca_cert_configmap}})
-        init_mounts.append({"name": "custom-ca-cert", "mountPath": CA_MOUNT, "readOnly": True})
-    script = downloader_script(
-        local_source=kind is SourceKind.LOCAL,
-        on_change=model.spec.refresh_policy == "OnChange",
+        volumes.append(downloader.ca_volume(config.ca_cert_configmap))
+        init_mounts.append(downloader.ca_mount())
+    if remote is None:  # a local file, copied into the cache from the node
+        model_path = posixpath.join(cache_dir, single)
+        volumes.insert(1, {"name": "host-model", "hostPath": {"path": local_path(source), "type": "File"}})
+        init_mounts.insert(1, {"name": "host-model", "mountPath": HOST_MODEL_FILE, "readOnly": True})
+        env: list[KubeObject] = [
+            {"name": "MODEL_SOURCE", "value": source},
+            {"name": "CACHE_DIR", "value": cache_dir},
+            {"name": "MODEL_PATH", "value": model_path},
+        ]
+        env_from: list[KubeObject] = []
+        mmproj_path = ""
+    else:
+        if not remote.staged:
+            remote = _single_file(remote, single)
+        target = DownloadTarget(
+            remote=remote,
+            source=source,
+            cache_dir=cache_dir,
+            sha256=model.spec.sha256,
+            on_change=model.spec.refresh_policy == "OnChange",
+            hf_endpoint=config.hf_endpoint,
+        )
+        model_path = posixpath.join(cache_dir, remote.primary.dest)
+        mmproj_path = posixpath.join(cache_dir, remote.mmproj) if remote.mmproj else ""
+        env, env_from = downloader.download_env(target), downloader.secret_env_from(remote)
+    init_container = downloader.downloader_container(
+        image=config.init_container_image,
+        env=env,
+        env_from=env_from,
+        mounts=init_mounts,
+        security_context=init_security_context(spec),
+        local_source=remote is None,
         custom_ca=bool(config.ca_cert_configmap),
     )
-    init_container = {
-        "name": INIT_CONTAINER_NAME,
-        "image": config.init_container_image,
-        "command": ["sh", "-c", script],
-        "env": [
-            {"name": "MODEL_SOURCE", "value": source},
-            # Empty outside cached mode: left out, as the API server would store it.
-            {"name": "CACHE_DIR", "value": cache_dir} if cache_dir else {"name": "CACHE_DIR"},
-            {"name": "MODEL_PATH", "value": model_path},
-        ],
-        "volumeMounts": init_mounts,
-        "securityContext": init_security_context(spec),
-        "resources": INIT_CONTAINER_RESOURCES,
-        "terminationMessagePolicy": "FallbackToLogsOnError",  # curl's error becomes the status message
-    }
     return ModelStorage(
         mode="cache" if cached else "emptydir",
         model_path=model_path,
+        mmproj_path=mmproj_path,
         volumes=tuple(volumes),
         init_containers=(init_container,),
         mounts=({"name": volume_name, "mountPath": MODELS_MOUNT, "readOnly": True},),

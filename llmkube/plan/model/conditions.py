@@ -13,6 +13,7 @@ from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.plan.conditions.standard import set_condition, update_condition_if_present
 from llmkube.plan.conditions.summary import Summary, message_of, reason_of
 from llmkube.plan.model.bounds import bounded_message
+from llmkube.plan.model.size import format_size
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"
@@ -39,6 +40,17 @@ SOURCE_NOT_ALLOWED = "SourceNotAllowed"  # the egress policy refused the host or
 INVALID_MODEL_FILE = "InvalidModelFile"  # not GGUF, or a header beyond the reader's bounds
 INVALID_SOURCE_RESPONSE = "InvalidSourceResponse"  # a Range answer no file can give
 STATUS_REJECTED = "StatusRejected"  # the API server refused the status planned from the source
+# spec.files / spec.mmproj that cannot be staged (the reference's reason)
+INVALID_FILE_SET = "InvalidFileSet"
+# llmkube's, for remote sources that answered no before the Model was ever Ready:
+SOURCE_UNAUTHORIZED = "SourceUnauthorized"  # 401 or 403: these credentials (or none) are refused
+SOURCE_NOT_FOUND = "SourceNotFound"  # 404
+SOURCE_SECRET_NOT_FOUND = "SourceSecretNotFound"  # the Secret spec.sourceSecretRef names is not there
+# Prefetch (the reference's reasons)
+PREFETCH_STARTED = "PrefetchStarted"
+PREFETCH_RUNNING = "PrefetchRunning"
+PREFETCH_FAILED = "PrefetchFailed"
+MODEL_PREFETCHED = "ModelPrefetched"
 SUPERSEDED = "Superseded"
 IN_SYNC = "InSync"
 UPSTREAM_CHANGED = "UpstreamChanged"
@@ -62,6 +74,7 @@ MSG_COPY_STARTED = "Started copying local model"
 MSG_SUPERSEDED_NO_DOWNLOAD = "Model reached Ready without a controller-side download"
 MSG_SUPERSEDED_CACHED = "Model reached Ready from the controller's cache"
 MSG_IN_SYNC = "Cached model matches the upstream source"
+MSG_SUPERSEDED_PREFETCHED = "Model reached Ready once its files were in the namespace's model cache"
 
 
 def go_quote(text: str) -> str:
@@ -88,8 +101,71 @@ def msg_invalid_pvc_source(source: str) -> str:
 def msg_unsupported_source(source: str) -> str:
     return (
         f"spec.source {go_quote(source)} is not a supported model source: expected http(s)://..., "
-        "file://..., pvc://<claim>/<path>, an absolute path, or a HuggingFace repo id (org/name)"
+        "file://..., pvc://<claim>/<path>, hf://<org>/<repo>[@<revision>], s3://<bucket>/<key>, "
+        "an absolute path, or a HuggingFace repo id (org/name)"
     )
+
+
+def msg_files_unsupported(source: str) -> str:
+    return (
+        f"spec.files and spec.mmproj stage files from a Hugging Face repository, an s3:// prefix, an "
+        f"http(s) base URL or a pvc:// directory, not from {go_quote(source)} (a local path, or a "
+        "Model the Apple Silicon agent loads, is one file: list none)"
+    )
+
+
+def msg_metal_http_only(source: str) -> str:
+    return f"The Apple Silicon agent fetches http(s) files only, not {go_quote(source)}"
+
+
+_LOOKED_AT_AGAIN = "looked at again every 5 minutes"
+
+
+def msg_source_denied(source: str, detail: str, reason: str) -> str:
+    if reason == SOURCE_NOT_FOUND:
+        return f"{go_quote(source)} has no such file ({detail}); {_LOOKED_AT_AGAIN}"
+    return (
+        f"{go_quote(source)} refused the request ({detail}): check the credentials of "
+        f"spec.sourceSecretRef (or that the source needs none); {_LOOKED_AT_AGAIN}"
+    )
+
+
+def msg_secret_not_found(secret: str, detail: str) -> str:
+    return (
+        f"spec.sourceSecretRef names Secret {go_quote(secret)}, which does not exist in the Model's "
+        f"namespace ({detail}); {_LOOKED_AT_AGAIN}"
+    )
+
+
+def msg_credentials_unreadable(secret: str) -> str:
+    return (
+        f"status.gguf and status.size are not read: the controller may not read Secret {go_quote(secret)} "
+        "(a Role in this namespace granting it get on that Secret lets it; see docs/models.md)"
+    )
+
+
+def msg_prefetch_started(job: str) -> str:
+    return f"Prefetching the model into the namespace's model cache (Job {go_quote(job)})"
+
+
+def msg_prefetch_running(job: str, received: int | None, total: int | None) -> str:
+    where = f"into the namespace's model cache (Job {go_quote(job)})"
+    if received is None:
+        return f"Prefetching the model {where}"
+    if total:
+        percent = min(100, received * 100 // total)
+        return f"Prefetching the model {where}: {format_size(received)} of {format_size(total)} ({percent}%)"
+    return f"Prefetching the model {where}: {format_size(received)} so far"
+
+
+def msg_prefetch_failed(job: str, detail: str) -> str:
+    said = f": {detail.removeprefix('llmkube-download: ')}" if detail else ""
+    return f"Prefetch Job {go_quote(job)} failed{said}; delete the Job to try again"
+
+
+def msg_model_prefetched(job: str, detail: str) -> str:
+    said = f" ({detail.removeprefix('llmkube-download: ')})" if detail else ""
+    return f"Model prefetched into the namespace's model cache by Job {go_quote(job)}{said}"
 
 
 _NOT_READ_AGAIN = "it is not read again until the spec or the file (its ETag or size) changes"

@@ -4,7 +4,9 @@ import enum
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from llmkube.api.base import KubeObject
 from llmkube.api.model import ModelStatus
+from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT
 from llmkube.plan.model.source import SourceKind
 
 DEFAULT_CACHE_PATH = "/models"
@@ -17,6 +19,8 @@ PVC_NOT_BOUND_REQUEUE = timedelta(seconds=10)
 # Unrecoverable fetch errors retry on this fixed interval instead of the rate limiter, whose first
 # retries come milliseconds apart (the reference operator spun at 100% CPU on a missing file).
 FETCH_FAILURE_REQUEUE = timedelta(minutes=5)
+# While a prefetch Job downloads: how often its progress is read into status.
+PREFETCH_PROGRESS_REQUEUE = timedelta(seconds=10)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,14 @@ class ModelPlanConfig:
     # --model-local-roots, normalized (local_roots.normalized_roots): the only directories local
     # sources may be read from. Empty (the default) refuses every local source the controller would read.
     local_source_roots: tuple[str, ...] = ()
+    # --hf-endpoint: the Hub (or its mirror) hf:// files come from.
+    hf_endpoint: str = DEFAULT_HF_ENDPOINT
+    # What a prefetch Job needs: the namespace's model cache (off when --model-cache-path is
+    # empty), the downloader's image, the pods' fsGroup and the custom CA.
+    namespace_cache: bool = True
+    downloader_image: str = "docker.io/curlimages/curl:8.18.0"
+    default_fsgroup: int = 102
+    ca_cert_configmap: str = ""
 
     @property
     def effective_cache_path(self) -> str:
@@ -71,6 +83,14 @@ class ModelAction:
     hash_file: bool = True  # VERIFY: False when status already holds this file's hash
     read_header: bool = False  # PROBE_FINGERPRINT (http): also read the GGUF header with Range requests
     target: ActionTarget | None = None  # the spec it was planned for
+    # Remote sources: every file's location (the model file's first, `source` is that one): a
+    # probe sizes them all; S3 locations are paths after the endpoint of the Model's Secret.
+    locations: tuple[str, ...] = ()
+    #: hf or s3: how requests are made (the Hub's token, SigV4)
+    remote_kind: SourceKind | None = None
+    #: sourceSecretRef: the Secret whose keys sign the requests ("" for none), and its namespace
+    secret: str = ""
+    namespace: str = ""
 
 
 NO_ACTION = ModelAction()
@@ -89,6 +109,16 @@ BACKOFF = Requeue(backoff=True)
 
 
 @dataclass(frozen=True)
+class PrefetchPlan:
+    """The prefetch Jobs a Model wants: `job` created when missing (a Job is never changed: a new
+    spec gets a Job of a new name), `deletes` (name, uid) removed; the namespace's model cache claim
+    must exist for it."""
+
+    job: KubeObject | None = None
+    deletes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class ModelDecision:
     """The next step. While `action` is not NONE the status is provisional (e.g. `Copying`) and the
     caller performs the action, adds its result to the facts and plans again; `requeue` and
@@ -103,3 +133,4 @@ class ModelDecision:
     requeue: Requeue = field(default=NO_REQUEUE)
     error: str | None = None  # set with requeue.backoff: the failure to log and count
     waiting: bool = False
+    prefetch: PrefetchPlan | None = None

@@ -7,6 +7,7 @@ the planner only reads them, so every branch of the decision can be tested with 
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from llmkube.api.model import GGUFMetadata
 from llmkube.plan.model.decision import ActionTarget, ModelAction
@@ -14,7 +15,10 @@ from llmkube.plan.model.decision import ActionTarget, ModelAction
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """What identifies the upstream bytes: the HTTP ETag and/or the size (Content-Length or stat size)."""
+    """What identifies the upstream bytes: the HTTP ETag and/or the size (Content-Length or stat size).
+
+    For a Model that stages several files, the ETag is the model file's and the size is every
+    file's together: a change of any of them is a change of the Model."""
 
     etag: str | None = None
     content_length: int | None = None
@@ -35,6 +39,11 @@ class ProbeFailure(enum.Enum):
     IO_ERROR = "IOError"
     # The egress policy refused the host (or a host it redirected to): nothing was sent to it.
     NOT_ALLOWED = "NotAllowed"
+    UNAUTHORIZED = "Unauthorized"  # HTTP 401 or 403: the source refused these credentials (or none)
+    # The Model names a Secret (sourceSecretRef) the controller may not read: it sends nothing
+    # without the credentials (docs/models.md says how a namespace lets it read one).
+    CREDENTIALS_UNREADABLE = "CredentialsUnreadable"
+    SECRET_NOT_FOUND = "SecretNotFound"  # the Secret it names does not exist
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,7 @@ class HeaderFailure(enum.Enum):
     INVALID_RESPONSE = "InvalidResponse"
     IO_ERROR = "IOError"
     NOT_ALLOWED = "NotAllowed"  # the egress policy refused the host or a redirect
+    CREDENTIALS_UNREADABLE = "CredentialsUnreadable"  # not read: see ProbeFailure
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,8 @@ class RemoteHeader:
     failure: HeaderFailure | None = None
     detail: str = ""
     bytes_fetched: int = 0
+    http_status: int | None = None  # HTTP_STATUS: the answer's status code
+    file_size: int | None = None  # the file's size, as the Range answers gave it
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,21 @@ class CachedFile:
 
 
 CopyResult = StoredFile | FetchError
+
+PrefetchPhase = Literal["Running", "Succeeded", "Failed"]
+
+
+@dataclass(frozen=True)
+class PrefetchJob:
+    """A prefetch Job of the Model, as the Job cache shows it (and its pod's progress)."""
+
+    name: str
+    uid: str
+    phase: PrefetchPhase
+    #: the downloader's last line (its termination message), or the Job's failure condition
+    message: str = ""
+    received: int | None = None  # while it runs: the last progress line of its log
+    total: int | None = None
 
 
 @dataclass(frozen=True)
@@ -143,3 +170,4 @@ class ModelFacts:
     verify: CopyResult | None = None
     results_for: ActionTarget | None = None  # None: this reconcile's own, for the current spec
     pending: ModelAction | None = None
+    prefetch_jobs: tuple[PrefetchJob, ...] = ()  # the Model's prefetch Jobs

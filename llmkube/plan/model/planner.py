@@ -29,6 +29,7 @@ from llmkube.plan.model.decision import (
     BACKOFF,
     FETCH_FAILURE_REQUEUE,
     NO_REQUEUE,
+    PREFETCH_PROGRESS_REQUEUE,
     PVC_NOT_BOUND_REQUEUE,
     PVC_NOT_FOUND_REQUEUE,
     ActionKind,
@@ -36,6 +37,7 @@ from llmkube.plan.model.decision import (
     ModelAction,
     ModelDecision,
     ModelPlanConfig,
+    PrefetchPlan,
     Requeue,
 )
 from llmkube.plan.model.drift import DriftKind, decide_drift, next_revalidation_in, revalidation_due
@@ -44,19 +46,25 @@ from llmkube.plan.model.facts import (
     FetchFailure,
     HeaderFailure,
     ModelFacts,
+    PrefetchJob,
     ProbeFailure,
     ProbeOutcome,
     RemoteHeader,
     StoredFile,
 )
+from llmkube.plan.model.fileset import FileSetProblem, StagingPlan, staging_plan
 from llmkube.plan.model.local_roots import local_source_violation
-from llmkube.plan.model.size import RUNTIME_RESOLVED_SIZE, format_size
+from llmkube.plan.model.prefetch import prefetch_digest, prefetch_job, prefetch_job_name, prefetch_result
+from llmkube.plan.model.remote import RemoteSource, remote_source
+from llmkube.plan.model.size import format_size
 from llmkube.plan.model.source import (
+    REMOTE_KINDS,
     SourceKind,
     cache_key,
     canonical_basename,
     classify_source,
     local_path,
+    parse_hf_source,
     parse_pvc_source,
 )
 from llmkube.plan.model.status import status_changed
@@ -137,12 +145,30 @@ def plan_model(
         # Its result decides what comes next; until then the status says what it says.
         return ModelDecision(status=inputs.old, waiting=True)
     kind = classify_source(model.spec.source)
-    if kind is SourceKind.PVC:
+    files = staging_plan(model.spec)
+    if isinstance(files, FileSetProblem) or (files is not None and not _stages_from(kind, inputs.is_metal)):
+        problem = (
+            files.text() if isinstance(files, FileSetProblem) else cond.msg_files_unsupported(inputs.source)
+        )
+        base = _rebased(inputs.old, "").model_copy(update={"staged_files": None})
+        decision = _failed(inputs, base, cond.INVALID_FILE_SET, problem, NO_REQUEUE)
+    elif kind is SourceKind.PVC:
         decision = _plan_pvc(inputs)
-    elif kind is SourceKind.HUGGINGFACE:
-        decision = _plan_runtime_resolved(inputs, cond.RUNTIME_RESOLVED, cond.MSG_RUNTIME_RESOLVED)
-    elif kind is SourceKind.HTTP:
-        decision = _plan_http(inputs)
+    elif kind in (SourceKind.HUGGINGFACE, SourceKind.HF) and files is None:
+        decision = _plan_repository(inputs)
+    elif kind in REMOTE_KINDS or kind is SourceKind.HUGGINGFACE:
+        remote = remote_source(model, inputs.config.hf_endpoint)
+        if isinstance(remote, FileSetProblem):
+            base = _rebased(inputs.old, "")
+            decision = _failed(inputs, base, cond.INVALID_SOURCE, remote.message, NO_REQUEUE)
+        elif remote is not None and inputs.is_metal and remote.kind is not SourceKind.HTTP:
+            base = _rebased(inputs.old, "")
+            decision = _failed(
+                inputs, base, cond.INVALID_SOURCE, cond.msg_metal_http_only(inputs.source), NO_REQUEUE
+            )
+        else:
+            assert remote is not None  # every remote kind has files to fetch
+            decision = _plan_remote(inputs, remote)
     elif is_controller_cached(model):
         violation = local_source_violation(
             model.spec.source, local_path(model.spec.source), inputs.config.local_source_roots
@@ -167,6 +193,23 @@ def plan_model(
             NO_REQUEUE,
         )
     return _stamped(decision, inputs)
+
+
+def _stages_from(kind: SourceKind, metal: bool) -> bool:
+    """Where `files` can be staged from: a repository, a bucket prefix, a base URL, a claim's
+    directory (not from a local path, which the controller copies as one file, nor by the
+    Apple Silicon agent, which loads one file)."""
+    staged = (SourceKind.HF, SourceKind.HUGGINGFACE, SourceKind.S3, SourceKind.HTTP, SourceKind.PVC)
+    return kind in staged and not metal
+
+
+def _plan_repository(inputs: _Inputs) -> ModelDecision:
+    """A whole Hugging Face repository (no files listed): the runtime resolves it (vLLM, TGI)."""
+    if classify_source(inputs.source) is SourceKind.HF:
+        parsed = parse_hf_source(inputs.source)
+        if isinstance(parsed, str):
+            return _failed(inputs, _rebased(inputs.old, ""), cond.INVALID_SOURCE, parsed, NO_REQUEUE)
+    return _plan_runtime_resolved(inputs, cond.RUNTIME_RESOLVED, cond.MSG_RUNTIME_RESOLVED)
 
 
 def _stamped(decision: ModelDecision, inputs: _Inputs) -> ModelDecision:
@@ -208,6 +251,7 @@ def _rebased(old: ModelStatus, key: str) -> ModelStatus:
             "source_e_tag": None,
             "source_content_length": None,
             "last_revalidated": None,
+            "staged_files": None,
             "conditions": remove_condition(old.conditions, cond.SOURCE_DRIFTED),
         }
     )
@@ -275,10 +319,13 @@ def _plan_pvc(inputs: _Inputs) -> ModelDecision:
             }
         )
         return ModelDecision(status=status, requeue=Requeue(after=PVC_NOT_BOUND_REQUEUE))
+    files = staging_plan(inputs.model.spec)
+    primary = f"/{files.primary}" if isinstance(files, StagingPlan) else ""
     status = base.model_copy(
         update={
             "phase": PHASE_READY,
-            "path": f"{PVC_MOUNT_ROOT}/{source.path}",
+            "path": f"{PVC_MOUNT_ROOT}/{source.path}{primary}",
+            "staged_files": list(files.files) if isinstance(files, StagingPlan) else None,
             "cache_key": key,
             "accelerator_ready": inputs.accelerator_ready,
             "conditions": cond.mark_ready(
@@ -304,7 +351,7 @@ def _ready_without_download(
         update={
             "phase": PHASE_READY,
             "path": None,  # no file of ours: left out, not ""
-            "size": RUNTIME_RESOLVED_SIZE,
+            "size": base.size if key else None,  # the runtime's own download: its size is not known
             "cache_key": key,
             "sha256": None,
             "accelerator_ready": inputs.accelerator_ready,
@@ -370,20 +417,78 @@ def _refusal(facts: ModelFacts) -> str | None:
     return None
 
 
-def _http_probe(inputs: _Inputs, kind: ActionKind, read_header: bool = False) -> ModelDecision:
+def _probe_action(
+    inputs: _Inputs, remote: RemoteSource, kind: ActionKind, read_header: bool = False
+) -> ModelDecision:
     action = ModelAction(
         kind=kind,
-        source_kind=SourceKind.HTTP,
-        source=inputs.source,
+        source_kind=remote.kind,
+        source=remote.primary.location,
         read_header=read_header,
         target=spec_target(inputs.model),
+        locations=tuple(file.location for file in remote.files),
+        remote_kind=remote.kind,
+        secret=remote.secret,
+        namespace=inputs.model.metadata.namespace or "",
     )
     return ModelDecision(status=inputs.old, action=action)
 
 
-def _plan_http(inputs: _Inputs) -> ModelDecision:
-    """http(s): the pod's init container fetches; the controller reports drift and, before the first
-    Ready, reads the GGUF header with Range requests (never the whole file).
+# Answers that say the file cannot be had (these credentials, or none, are refused; it is not
+# there): before a Model's first Ready they fail it, looked at again on the fixed interval. Once
+# it was Ready they are a revalidation that told nothing (the cache still holds the files).
+_DENIED_STATUSES = {401: cond.SOURCE_UNAUTHORIZED, 403: cond.SOURCE_UNAUTHORIZED, 404: cond.SOURCE_NOT_FOUND}
+_DENIED_PROBES = {
+    ProbeFailure.UNAUTHORIZED: cond.SOURCE_UNAUTHORIZED,
+    ProbeFailure.NOT_FOUND: cond.SOURCE_NOT_FOUND,
+}
+
+
+def _denial(inputs: _Inputs, remote: RemoteSource) -> tuple[str, str] | None:
+    """(reason, message) when the source said no, in its own words where it gave them."""
+    probe, header = inputs.facts.probe, inputs.facts.remote_header
+    if probe is not None and probe.failure is ProbeFailure.SECRET_NOT_FOUND:
+        return cond.SOURCE_SECRET_NOT_FOUND, cond.msg_secret_not_found(remote.secret, probe.detail)
+    if (
+        header is not None
+        and header.failure is HeaderFailure.HTTP_STATUS
+        and header.http_status in _DENIED_STATUSES
+    ):
+        reason = _DENIED_STATUSES[header.http_status]
+        return reason, cond.msg_source_denied(inputs.source, header.detail, reason)
+    if probe is not None and probe.failure in _DENIED_PROBES:
+        reason = _DENIED_PROBES[probe.failure]
+        return reason, cond.msg_source_denied(inputs.source, probe.detail, reason)
+    return None
+
+
+def _credentials_unreadable(facts: ModelFacts) -> bool:
+    return facts.probe is not None and facts.probe.failure is ProbeFailure.CREDENTIALS_UNREADABLE
+
+
+def _known_size(base: ModelStatus, facts: ModelFacts, header: RemoteHeader | None) -> str | None:
+    """Every file's bytes together, as the last probe found them (or the one file's, from a
+    header read); else what status said, unless it said "0" (an earlier version's placeholder)."""
+    probe = facts.probe
+    total = probe.fingerprint.content_length if probe and probe.fingerprint else None
+    if (
+        total is None
+        and header is not None
+        and header.file_size is not None
+        and len(base.staged_files or []) <= 1
+    ):
+        total = header.file_size
+    if total is None:
+        total = base.source_content_length
+    if total:
+        return format_size(total)
+    return base.size if base.size not in (None, "", "0") else None
+
+
+def _plan_remote(inputs: _Inputs, remote: RemoteSource) -> ModelDecision:
+    """http(s), hf:// and s3://: the pods' downloader (or a prefetch Job) fetches; the controller
+    sizes every file, reports drift and, before the first Ready, reads the model file's GGUF header
+    with Range requests (never the whole file).
 
     A header the file's own bytes make unusable (not GGUF, beyond the reader's bounds, a Range
     answer no file can give) fails the Model, and that failure stands: the header is not read
@@ -392,8 +497,9 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
     """
     key = cache_key(inputs.source)
     base = _rebased(inputs.old, key)
-    config, facts = inputs.config, inputs.facts
     source_changed = base is not inputs.old
+    base = base.model_copy(update={"staged_files": list(remote.staged) or None})
+    config, facts = inputs.config, inputs.facts
     due = revalidation_due(base.last_revalidated, inputs.now, config.revalidate_interval)
     reads_header = config.read_remote_gguf and inputs.model.spec.format in _GGUF_FORMATS
     file_failure = None if source_changed else _file_failure(base)
@@ -406,7 +512,7 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
             if not due:
                 after = next_revalidation_in(base.last_revalidated, inputs.now, config.revalidate_interval)
                 return ModelDecision(status=base, requeue=Requeue(after=after))
-            return _http_probe(inputs, ActionKind.PROBE_FINGERPRINT)
+            return _probe_action(inputs, remote, ActionKind.PROBE_FINGERPRINT)
         outcome = decide_drift(base.source_e_tag, base.source_content_length, facts.probe)
         if outcome.kind in (DriftKind.IN_SYNC, DriftKind.INDETERMINATE) and _refusal(facts) is None:
             status, _ = _apply_drift(base, facts.probe, inputs)
@@ -414,7 +520,7 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
             return ModelDecision(status=status, requeue=Requeue(after=after))
         # Another file (or no fingerprint was kept to tell): judged afresh, against a new baseline.
         if reads_header and facts.remote_header is None and _refusal(facts) is None:
-            return _http_probe(inputs, ActionKind.READ_HEADER)
+            return _probe_action(inputs, remote, ActionKind.READ_HEADER)
         base = base.model_copy(update={"source_e_tag": None, "source_content_length": None})
         want_header = reads_header
     else:
@@ -423,7 +529,7 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
         # pods already use. A new source gets a new cache directory anyway.
         want_header = reads_header and base.gguf is None and (base.phase != PHASE_READY or source_changed)
         if due and facts.probe is None:
-            return _http_probe(inputs, ActionKind.PROBE_FINGERPRINT, read_header=want_header)
+            return _probe_action(inputs, remote, ActionKind.PROBE_FINGERPRINT, read_header=want_header)
         if (
             file_failure is not None
             and reads_header
@@ -431,24 +537,33 @@ def _plan_http(inputs: _Inputs) -> ModelDecision:
             and _refusal(facts) is None
         ):
             # The spec changed since the file failed, within the revalidation interval: read it again.
-            return _http_probe(inputs, ActionKind.READ_HEADER)
+            return _probe_action(inputs, remote, ActionKind.READ_HEADER)
     refused = _refusal(facts)
     if refused is not None:
         # Nothing was sent to the host. Looked at again on the fixed interval: a name may resolve
         # elsewhere later (and a restart with another allowlist reconciles every Model).
         message = cond.msg_source_not_allowed(inputs.source, refused)
         return _failed(inputs, base, cond.SOURCE_NOT_ALLOWED, message, Requeue(after=FETCH_FAILURE_REQUEUE))
+    first_judgment = base.phase != PHASE_READY or source_changed
+    denial = _denial(inputs, remote) if first_judgment else None
+    if denial is not None:
+        return _failed(inputs, base, denial[0], denial[1], Requeue(after=FETCH_FAILURE_REQUEUE))
     header = facts.remote_header if want_header else None
     if header is not None and header.failure in _HEADER_VERDICTS:
         return _header_verdict(inputs, base, header)
     if header is not None and header.metadata is not None:
         base = base.model_copy(update={"gguf": header.metadata})
     message = cond.MSG_WORKLOAD_RESOLVED_METAL if inputs.is_metal else cond.MSG_WORKLOAD_RESOLVED
+    if _credentials_unreadable(facts):
+        message = f"{message}; {cond.msg_credentials_unreadable(remote.secret)}"
     status = _ready_without_download(inputs, base, key, cond.WORKLOAD_RESOLVED, message)
+    drift = None
     if facts.probe is not None:
-        status, _ = _apply_drift(status, facts.probe, inputs)
+        status, drift = _apply_drift(status, facts.probe, inputs)
+    status = status.model_copy(update={"size": _known_size(status, facts, header)})
     after = next_revalidation_in(status.last_revalidated, inputs.now, config.revalidate_interval)
-    return ModelDecision(status=status, requeue=Requeue(after=after))
+    decision = ModelDecision(status=status, requeue=Requeue(after=after))
+    return _with_prefetch(inputs, decision, remote, drift)
 
 
 def _header_verdict(inputs: _Inputs, base: ModelStatus, header: RemoteHeader) -> ModelDecision:
@@ -460,6 +575,92 @@ def _header_verdict(inputs: _Inputs, base: ModelStatus, header: RemoteHeader) ->
         base, _ = _apply_drift(base, inputs.facts.probe, inputs)
     after = next_revalidation_in(base.last_revalidated, inputs.now, inputs.config.revalidate_interval)
     return _failed(inputs, base, reason, describe(inputs.source, header.detail), Requeue(after=after))
+
+
+# --- prefetch: a Job downloads into the namespace's cache before any service needs it ----------
+
+
+def _with_prefetch(
+    inputs: _Inputs, decision: ModelDecision, remote: RemoteSource, drift: DriftKind | None
+) -> ModelDecision:
+    """The Ready status of a remote Model, held back while its prefetch Job downloads: Downloading
+    (with the Job's progress), then Ready with the cache key once the files are in the cache, or
+    Failed with the downloader's last words. Jobs of another spec (or of prefetch: false) go."""
+    spec, config, jobs = inputs.model.spec, inputs.config, inputs.facts.prefetch_jobs
+    status = decision.status
+    if not (spec.prefetch and config.namespace_cache) or inputs.is_metal:
+        if not jobs:
+            return decision
+        return replace(decision, prefetch=PrefetchPlan(deletes=tuple((job.name, job.uid) for job in jobs)))
+    if drift is DriftKind.DRIFTED and spec.refresh_policy == "OnChange" and inputs.facts.probe is not None:
+        # The upstream changed and the Model asks to follow it: the new fingerprint is what the
+        # next Job fetches (a new Job: its name carries it); SourceDrifted stays True until it did.
+        fingerprint = inputs.facts.probe.fingerprint
+        if fingerprint is not None:
+            status = status.model_copy(
+                update={"source_e_tag": fingerprint.etag, "source_content_length": fingerprint.content_length}
+            )
+    cache_dir_key = status.cache_key or cache_key(inputs.source)
+    digest = prefetch_digest(inputs.model, remote, status)
+    name = prefetch_job_name(inputs.model.metadata.name or "", digest)
+    stale = tuple((job.name, job.uid) for job in jobs if job.name != name)
+    job = next((job for job in jobs if job.name == name), None)
+    if job is None:
+        intent = prefetch_job(inputs.model, remote, digest, cache_dir_key, config)
+        progressing = _downloading(inputs, status, cond.PREFETCH_STARTED, cond.msg_prefetch_started(name))
+        return ModelDecision(
+            status=progressing,
+            requeue=Requeue(after=PREFETCH_PROGRESS_REQUEUE),
+            prefetch=PrefetchPlan(job=intent, deletes=stale),
+        )
+    plan = PrefetchPlan(deletes=stale)
+    if job.phase == "Running":
+        message = cond.msg_prefetch_running(name, job.received, job.total)
+        progressing = _downloading(inputs, status, cond.PREFETCH_RUNNING, message)
+        return ModelDecision(
+            status=progressing, requeue=Requeue(after=PREFETCH_PROGRESS_REQUEUE), prefetch=plan
+        )
+    if job.phase == "Failed":
+        failed = _failed(
+            inputs, status, cond.PREFETCH_FAILED, cond.msg_prefetch_failed(name, job.message), NO_REQUEUE
+        )
+        return replace(failed, prefetch=plan)
+    return replace(decision, status=_prefetched(inputs, status, job), prefetch=plan)
+
+
+def _downloading(inputs: _Inputs, status: ModelStatus, reason: str, message: str) -> ModelStatus:
+    return status.model_copy(
+        update={
+            "phase": "Downloading",
+            "conditions": cond.mark_progressing(
+                status.conditions,
+                reason=reason,
+                message=message,
+                clear_degraded=True,
+                now=inputs.now,
+                generation=inputs.generation,
+            ),
+        }
+    )
+
+
+def _prefetched(inputs: _Inputs, status: ModelStatus, job: PrefetchJob) -> ModelStatus:
+    result = prefetch_result(job.message)
+    conditions = cond.mark_ready(
+        status.conditions,
+        reason=cond.MODEL_PREFETCHED,
+        message=cond.msg_model_prefetched(job.name, job.message),
+        superseded_message=cond.MSG_SUPERSEDED_PREFETCHED,
+        now=inputs.now,
+        generation=inputs.generation,
+    )
+    drifted = find_condition(conditions, cond.SOURCE_DRIFTED)
+    if drifted is not None and drifted.status == "True" and inputs.model.spec.refresh_policy == "OnChange":
+        conditions = cond.mark_source_drifted(
+            conditions, drifted=False, source=inputs.source, now=inputs.now, generation=inputs.generation
+        )
+    size = status.size or (format_size(result.bytes) if result is not None and result.bytes else None)
+    return status.model_copy(update={"phase": PHASE_READY, "conditions": conditions, "size": size})
 
 
 # --- local paths: the controller keeps its own copy ---------------------------------------------

@@ -184,7 +184,8 @@ def test_missing_model_ref_is_rejected() -> None:
 
 
 INVALID_MODEL: list[tuple[dict[str, Any], str]] = [
-    ({"source": "hf://org/repo"}, "spec.source"),
+    ({"source": "gs://bucket/x"}, "spec.source"),
+    ({"source": "hf://org/repo", "files": ["x"] * 257}, "spec.files"),
     ({"source": "has space/x"}, "spec.source"),
     ({"source": "/x", "sha256": "abc"}, "spec.sha256"),
     ({"source": "/x", "refreshPolicy": "Always"}, "spec.refreshPolicy"),

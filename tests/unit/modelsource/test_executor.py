@@ -23,6 +23,7 @@ from llmkube.plan.model import (
     Requeue,
     StoredFile,
 )
+from llmkube.plan.model.size import format_size
 from llmkube.plan.model.source import SourceKind, cache_key
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -143,7 +144,8 @@ async def test_http_model_is_ready_with_metadata_and_reports_drift(
     model, _ = await reconcile(make_model(model_host.url("/ranged/m.gguf")), io, ModelPlanConfig(), store, T0)
     assert [s.phase for s in store.writes] == ["Ready"]  # one write: Ready, metadata and baseline together
     ready = store.writes[0]
-    assert (ready.path, ready.size) == (None, "0")  # the pods fetch it: no file of ours, no path
+    # No file of ours (the pods fetch it): no path; the size is the file's, from the same answers.
+    assert (ready.path, ready.size) == (None, format_size(len(model_host.files["m.gguf"])))
     assert ready.gguf is not None and ready.gguf.model_name == "Remote Llama"
     assert ready.source_content_length == len(model_host.files["m.gguf"])
     assert conditions(ready) == {

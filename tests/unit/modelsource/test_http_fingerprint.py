@@ -52,7 +52,10 @@ async def test_a_changed_etag_is_drift(model_host: ModelHost, session: aiohttp.C
         ("/ranged/absent.gguf", ProbeFailure.NOT_FOUND, "404 Not Found"),
         ("/status/503", ProbeFailure.SERVER_ERROR, "503 Service Unavailable"),
         ("/status/500", ProbeFailure.SERVER_ERROR, "500 Internal Server Error"),
-        ("/status/403", ProbeFailure.UNEXPECTED_STATUS, "403 Forbidden"),
+        # A refusal of these credentials (or of none): the planner fails a Model not yet Ready on it.
+        ("/status/403", ProbeFailure.UNAUTHORIZED, "403 Forbidden"),
+        ("/status/401", ProbeFailure.UNAUTHORIZED, "401 Unauthorized"),
+        ("/status/418", ProbeFailure.UNEXPECTED_STATUS, "418 I'm a Teapot"),
         ("/bare", ProbeFailure.NO_FINGERPRINT, "no ETag or Content-Length"),
     ],
 )

@@ -49,8 +49,9 @@ def make_model(
     refresh_policy: str | None = None,
     status: dict[str, Any] | None = None,
     generation: int = 1,
+    **spec_fields: Any,
 ) -> Model:
-    spec: dict[str, Any] = {"source": source}
+    spec: dict[str, Any] = {"source": source, **spec_fields}
     if hardware is not None:
         spec["hardware"] = hardware
     if refresh_policy is not None:

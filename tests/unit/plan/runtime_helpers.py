@@ -16,6 +16,8 @@ def run_builder(
     model_path: str = "/models/k/tiny.gguf",
     source: str = "https://host/x.gguf",
     port: int = 8080,
+    mmproj_path: str = "",
+    revision: str = "",
 ) -> ContainerProcess:
     inputs = RuntimeInputs(
         spec=InferenceServiceSpec.model_validate({"modelRef": "tiny", "runtime": runtime, **(spec or {})}),
@@ -24,6 +26,8 @@ def run_builder(
         port=port,
         gpu_count=gpus,
         gpu=GPUSpec.model_validate(gpu) if gpu is not None else None,
+        mmproj_path=mmproj_path,
+        model_revision=revision,
     )
     return build_process(runtime, inputs)
 

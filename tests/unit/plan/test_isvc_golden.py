@@ -11,11 +11,11 @@ from isvc_factories import NOW
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
-from llmkube.plan.inferenceservice import init_scripts
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import plan_inference_service
 from llmkube.plan.inferenceservice.policy import SERVICE_TYPES
+from llmkube.plan.model import download_scripts
 from llmkube.plan.tenancy import TenancyPolicy
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -39,7 +39,7 @@ def test_golden(path: Path) -> None:
     deployment = result.deployment
     assert deployment is not None
     for init in deployment["spec"]["template"]["spec"].get("initContainers", []):
-        assert init["command"][2] == getattr(init_scripts, golden["script"])
+        assert init["command"][2] == getattr(download_scripts, golden["script"])
         init["command"][2] = "<script>"
     assert deployment == expected["deployment"]
     assert result.service == expected["service"]

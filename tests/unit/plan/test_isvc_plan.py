@@ -205,7 +205,7 @@ def test_metal_never_takes_over_a_foreign_service() -> None:
             {"replicas": 0},
             "Stopped",
             0,
-            "",
+            None,
             179.5,
         ),
     ],
@@ -295,4 +295,8 @@ def test_owner_uid_comes_from_the_service() -> None:
     result = plan()
     assert result.deployment is not None
     assert result.deployment["metadata"]["ownerReferences"][0]["uid"] == UID
-    assert CACHE_KEY in result.deployment["spec"]["template"]["spec"]["initContainers"][0]["env"][1]["value"]
+    env = {
+        e["name"]: e.get("value")
+        for e in result.deployment["spec"]["template"]["spec"]["initContainers"][0]["env"]
+    }
+    assert CACHE_KEY in env["CACHE_DIR"]

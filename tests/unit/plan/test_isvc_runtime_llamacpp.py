@@ -287,3 +287,17 @@ def test_the_host_agent_gets_the_same_arguments_on_its_address_and_port() -> Non
     host = _host_args(spec, gpus=0, flash_default=False, host="192.168.1.20")
     assert host == [("192.168.1.20" if arg == "0.0.0.0" else arg) for arg in pod]
     assert contains_run(host, ["--host", "192.168.1.20", "--port", "41234"])
+
+
+def test_a_multimodal_projector_is_passed_after_the_model() -> None:
+    args = arg_list(
+        run_builder("llamacpp", model_path="/models/k/m.gguf", mmproj_path="/models/k/mmproj.gguf")
+    )
+    assert args[:4] == ["--model", "/models/k/m.gguf", "--mmproj", "/models/k/mmproj.gguf"]
+    assert "--mmproj" not in arg_list(run_builder("llamacpp"))
+
+
+def test_a_users_own_projector_flag_wins() -> None:
+    spec = {"extraArgs": ["--mmproj", "/mine.gguf"]}
+    args = arg_list(run_builder("llamacpp", spec, mmproj_path="/models/k/mmproj.gguf"))
+    assert args.count("--mmproj") == 1 and "/models/k/mmproj.gguf" not in args

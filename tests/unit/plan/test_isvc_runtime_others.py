@@ -169,3 +169,12 @@ def test_hf_token_secret_ref_passes_name_key_and_optional(
     ref = {"name": "hf-secret", "key": "token", "optional": False}
     process = run_builder(runtime, {config_field: {"hfTokenSecretRef": ref}})
     assert process.env[0] == {"name": variable, "valueFrom": {"secretKeyRef": ref}}
+
+
+def test_a_pinned_repository_revision_reaches_vllm_and_tgi() -> None:
+    vllm = arg_list(run_builder("vllm", source="org/repo", model_path="", revision="v2"))
+    assert vllm[:1] == ["org/repo"] and contains_run(vllm, ["--revision", "v2"])
+    tgi = arg_list(run_builder("tgi", source="org/repo", model_path="", revision="v2"))
+    assert contains_run(tgi, ["--model-id", "org/repo"]) and contains_run(tgi, ["--revision", "v2"])
+    # A file the downloader staged has no revision to pass.
+    assert "--revision" not in arg_list(run_builder("vllm", revision="v2"))

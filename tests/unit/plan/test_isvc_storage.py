@@ -8,13 +8,8 @@ from isvc_factories import CACHE_KEY, make_model
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
 from llmkube.plan.inferenceservice.config import OperatorConfig
-from llmkube.plan.inferenceservice.init_scripts import (
-    CA_BUNDLE_PRELUDE,
-    DOWNLOAD_IF_MISSING,
-    DOWNLOAD_ON_CHANGE,
-    LOCAL_COPY,
-)
 from llmkube.plan.inferenceservice.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
+from llmkube.plan.model.download_scripts import CA_BUNDLE_PRELUDE, DOWNLOAD_REMOTE, LOCAL_COPY
 
 
 def storage(
@@ -83,10 +78,12 @@ def test_cached_mode_for_http_source() -> None:
     assert init["command"][:2] == ["sh", "-c"]
     assert init["volumeMounts"] == [{"name": "model-cache", "mountPath": "/models"}]
     assert env(result) == {
+        "DOWNLOAD_KIND": "http",
         "MODEL_SOURCE": "https://host/x.gguf",
         "CACHE_DIR": f"/models/{CACHE_KEY}",
-        "MODEL_PATH": f"/models/{CACHE_KEY}/tiny.gguf",
+        "MODEL_FILES": "tiny.gguf\thttps://host/x.gguf",
     }
+    assert "envFrom" not in init and result.mmproj_path == ""
 
 
 @pytest.mark.parametrize(
@@ -124,7 +121,8 @@ def test_empty_dir_mode_without_cache(model: Model, config: OperatorConfig) -> N
     assert result.model_path == "/models/ai-tiny.gguf"
     assert result.volumes == ({"name": "model-storage", "emptyDir": {}},)
     assert result.mounts == ({"name": "model-storage", "mountPath": "/models", "readOnly": True},)
-    assert env(result)["CACHE_DIR"] is None  # unset == "" for the script; stored without a value
+    assert env(result)["CACHE_DIR"] == "/models"
+    assert env(result)["MODEL_FILES"] == "ai-tiny.gguf\thttps://host/x.gguf"
 
 
 @pytest.mark.parametrize("source", ["file:///data/m.gguf", "/data/m.gguf"])
@@ -149,7 +147,7 @@ def test_ca_bundle() -> None:
     assert {"name": "custom-ca-cert", "configMap": {"name": "corp-ca"}} in result.volumes
     init = result.init_containers[0]
     assert {"name": "custom-ca-cert", "mountPath": "/custom-certs", "readOnly": True} in init["volumeMounts"]
-    assert init["command"][2] == CA_BUNDLE_PRELUDE + DOWNLOAD_IF_MISSING
+    assert init["command"][2] == CA_BUNDLE_PRELUDE + DOWNLOAD_REMOTE
 
 
 def test_ca_bundle_in_empty_dir_mode() -> None:
@@ -157,12 +155,136 @@ def test_ca_bundle_in_empty_dir_mode() -> None:
     assert result.init_containers[0]["command"][2].startswith(CA_BUNDLE_PRELUDE)
 
 
+@pytest.mark.parametrize(("policy", "on_change"), [(None, None), ("IfNotPresent", None), ("OnChange", "1")])
+def test_refresh_policy_is_told_to_the_downloader(policy: str | None, on_change: str | None) -> None:
+    result = ok(storage(make_model(refresh_policy=policy)))
+    assert result.init_containers[0]["command"][2] == DOWNLOAD_REMOTE
+    assert env(result).get("ON_CHANGE") == on_change
+
+
+def test_sha256_of_the_model_file_is_told_to_the_downloader() -> None:
+    result = ok(storage(make_model(sha256="AB" * 32)))
+    assert env(result)["MODEL_SHA256"] == "ab" * 32
+
+
+HF = "https://hub.example"
+
+
 @pytest.mark.parametrize(
-    ("policy", "script"),
-    [(None, DOWNLOAD_IF_MISSING), ("IfNotPresent", DOWNLOAD_IF_MISSING), ("OnChange", DOWNLOAD_ON_CHANGE)],
+    ("source", "files", "mmproj", "kind", "expected_files", "model_file", "projector"),
+    [
+        (
+            "hf://org/Repo-GGUF@v1.0",
+            ["Q4/m-00001-of-00002.gguf", "Q4/m-00002-of-00002.gguf"],
+            "mmproj-f16.gguf",
+            "hf",
+            [
+                f"Q4/m-00001-of-00002.gguf\t{HF}/org/Repo-GGUF/resolve/v1.0/Q4/m-00001-of-00002.gguf",
+                f"Q4/m-00002-of-00002.gguf\t{HF}/org/Repo-GGUF/resolve/v1.0/Q4/m-00002-of-00002.gguf",
+                f"mmproj-f16.gguf\t{HF}/org/Repo-GGUF/resolve/v1.0/mmproj-f16.gguf",
+            ],
+            "Q4/m-00001-of-00002.gguf",
+            "mmproj-f16.gguf",
+        ),
+        (  # a bare repo id with files is the same repository, at main
+            "org/Repo-GGUF",
+            ["m.gguf"],
+            None,
+            "hf",
+            [f"m.gguf\t{HF}/org/Repo-GGUF/resolve/main/m.gguf"],
+            "m.gguf",
+            None,
+        ),
+        (  # a revision is one path segment of the URL
+            "hf://org/repo@refs/pr/1",
+            ["m.gguf"],
+            None,
+            "hf",
+            [f"m.gguf\t{HF}/org/repo/resolve/refs%2Fpr%2F1/m.gguf"],
+            "m.gguf",
+            None,
+        ),
+        (
+            "s3://models/org/Repo",
+            ["m-00001-of-00002.gguf", "m-00002-of-00002.gguf"],
+            None,
+            "s3",
+            [
+                "m-00001-of-00002.gguf\t/models/org/Repo/m-00001-of-00002.gguf",
+                "m-00002-of-00002.gguf\t/models/org/Repo/m-00002-of-00002.gguf",
+            ],
+            "m-00001-of-00002.gguf",
+            None,
+        ),
+        (
+            "s3://models/llama+3.gguf",
+            None,
+            None,
+            "s3",
+            ["tiny.gguf\t/models/llama%2B3.gguf"],
+            "tiny.gguf",
+            None,
+        ),
+        (
+            "https://mirror/dir/",
+            ["a b.gguf"],
+            None,
+            "http",
+            ["a b.gguf\thttps://mirror/dir/a%20b.gguf"],
+            "a b.gguf",
+            None,
+        ),
+    ],
 )
-def test_refresh_policy_selects_the_script(policy: str | None, script: str) -> None:
-    assert ok(storage(make_model(refresh_policy=policy))).init_containers[0]["command"][2] == script
+def test_remote_sources_stage_their_files_in_the_models_cache_directory(
+    source: str,
+    files: list[str] | None,
+    mmproj: str | None,
+    kind: str,
+    expected_files: list[str],
+    model_file: str,
+    projector: str | None,
+) -> None:
+    fields = {k: v for k, v in {"files": files, "mmproj": mmproj}.items() if v is not None}
+    result = ok(storage(make_model(source, **fields), config=OperatorConfig(hf_endpoint=HF)))
+    values = env(result)
+    assert values["DOWNLOAD_KIND"] == kind and values["MODEL_SOURCE"] == source
+    assert values["MODEL_FILES"].split("\n") == expected_files
+    assert result.model_path == f"/models/{CACHE_KEY}/{model_file}"
+    assert result.mmproj_path == (f"/models/{CACHE_KEY}/{projector}" if projector else "")
+    assert ("HF_ENDPOINT" in values) is (kind == "hf")
+
+
+def test_the_models_secret_goes_to_the_downloader_alone() -> None:
+    model = make_model("s3://models/m.gguf", sourceSecretRef={"name": "s3-creds"})
+    result = ok(storage(model))
+    (init,) = result.init_containers
+    assert init["envFrom"] == [{"secretRef": {"name": "s3-creds"}}]
+    # Our variables are `env`, which wins over envFrom: no key of the Secret changes what is fetched.
+    assert {"DOWNLOAD_KIND", "MODEL_FILES", "CACHE_DIR", "MODEL_SOURCE"} <= set(env(result))
+
+
+def test_pvc_source_with_files_loads_the_first_from_the_claims_directory() -> None:
+    model = make_model(
+        "pvc://weights/llama", files=["m-00001-of-00002.gguf", "m-00002-of-00002.gguf"], mmproj="p.gguf"
+    )
+    result = ok(storage(model))
+    assert result.model_path == "/model-source/llama/m-00001-of-00002.gguf"
+    assert result.mmproj_path == "/model-source/llama/p.gguf"
+    assert result.init_containers == ()
+
+
+@pytest.mark.parametrize(
+    ("source", "fields", "field"),
+    [
+        ("hf://org/repo", {"files": ["../../etc/passwd"]}, "model.spec.files[0]"),
+        ("s3://models/x", {"files": ["a.gguf"], "mmproj": "/abs"}, "model.spec.mmproj"),
+        ("pvc://weights/d", {"files": ["*.gguf"]}, "model.spec.files[0]"),
+    ],
+)
+def test_unusable_files_are_a_problem_never_a_path(source: str, fields: dict[str, Any], field: str) -> None:
+    result = storage(make_model(source, **fields))
+    assert isinstance(result, StorageProblem) and result.field == field
 
 
 @pytest.mark.parametrize(
@@ -214,5 +336,5 @@ def test_no_user_value_is_interpolated_into_the_script(policy: str | None) -> No
         scripts.add(script)
         assert source not in script
         assert env(result)["MODEL_SOURCE"] == source
-    # The remote variants are byte-for-byte the same whatever the source: only env vars carry values.
-    assert len({s for s in scripts if s != LOCAL_COPY}) == 1
+    # The remote script is byte-for-byte the same whatever the source: only env vars carry values.
+    assert {s for s in scripts if s != LOCAL_COPY} == {DOWNLOAD_REMOTE}

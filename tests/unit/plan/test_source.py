@@ -24,7 +24,10 @@ from llmkube.plan.model.source import (
         ("model.gguf", SourceKind.UNKNOWN),  # no slash: not a repo id
         ("-org/repo", SourceKind.UNKNOWN),  # must start alphanumeric
         ("org/re po", SourceKind.UNKNOWN),
-        ("hf://org/repo", SourceKind.UNKNOWN),
+        ("hf://org/repo", SourceKind.HF),
+        ("hf://org/repo@v1", SourceKind.HF),
+        ("s3://bucket/key", SourceKind.S3),
+        ("gs://bucket/key", SourceKind.UNKNOWN),
         ("", SourceKind.UNKNOWN),
     ],
 )

@@ -12,6 +12,7 @@ from llmkube.plan.inferenceservice.runtimes.base import (
     RuntimeDefaults,
     RuntimeInputs,
 )
+from llmkube.plan.model.source import runtime_model
 
 _BACKENDS: dict[str, tuple[RuntimeDefaults, ProcessBuilder]] = {
     module.DEFAULTS.name: (module.DEFAULTS, module.build)
@@ -43,19 +44,23 @@ def server_process(
     gpu_count: int,
     host: str = "0.0.0.0",
     flash_attention_default: bool = False,
+    mmproj_path: str = "",
 ) -> ContainerProcess:
     """The server's command line for a service and its Model: what a pod's container runs, and what
     the host agent runs (with its own model path, address and port). The one place both get it."""
     hardware = model.spec.hardware
+    served = runtime_model(model.spec.source)
     inputs = RuntimeInputs(
         spec=spec,
-        model_source=model.spec.source,
+        model_source=served.model_id,
         model_path=model_path,
         port=port,
         gpu_count=gpu_count,
         gpu=hardware.gpu if hardware else None,
         host=host,
         flash_attention_default=flash_attention_default,
+        mmproj_path=mmproj_path,
+        model_revision=served.revision,
     )
     return build_process(runtime, inputs)
 

@@ -49,6 +49,8 @@ class RuntimeInputs:
     #: flash attention when `spec.flashAttention` is unset: off in pods (llama.cpp decides), on for
     #: Metal, as the reference's host agent runs it
     flash_attention_default: bool = False
+    mmproj_path: str = ""  # the Model's multimodal projector, staged beside the model file
+    model_revision: str = ""  # hf://<org>/<repo>@<revision> resolved by the runtime: the revision
 
 
 @dataclass(frozen=True)

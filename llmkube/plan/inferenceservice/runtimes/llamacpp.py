@@ -36,6 +36,8 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
     extra = spec.extra_args or []
     # No `--model ""` when there is no local file; users bring their own -m in extraArgs.
     args: list[str] = ["--model", inputs.model_path] if inputs.model_path else []
+    if inputs.mmproj_path and not has_flag(extra, "--mmproj", "-mm"):
+        args += ["--mmproj", inputs.mmproj_path]
     args += ["--host", inputs.host, "--port", str(inputs.port)]
     if gpus > 0:
         args += ["--n-gpu-layers", str(gpu_layers(inputs.gpu))]

@@ -31,6 +31,8 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
     spec = inputs.spec
     extra = spec.extra_args or []
     args = ["--model-id", inputs.model_source, "--hostname", "0.0.0.0", "--port", str(inputs.port)]
+    if inputs.model_revision and not has_flag(extra, "--revision"):
+        args += ["--revision", inputs.model_revision]
     config = spec.tgi_config
     env: tuple[KubeObject, ...] = ()
     if config is not None:

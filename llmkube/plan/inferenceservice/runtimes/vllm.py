@@ -35,6 +35,8 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
     extra = spec.extra_args or []
     # A local file when the init container fetched one; else the source itself (an HF repo id).
     args = [inputs.model_path or inputs.model_source, "--host", "0.0.0.0", "--port", str(inputs.port)]
+    if not inputs.model_path and inputs.model_revision and not has_flag(extra, "--revision"):
+        args += ["--revision", inputs.model_revision]
     config = spec.vllm_config
     if config is not None:
         args += config_args(config, gpus)

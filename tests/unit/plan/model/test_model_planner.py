@@ -313,7 +313,8 @@ def test_runtime_resolved_sources_are_ready_at_once(
 ) -> None:
     decision = plan(make_model(source, accelerator=accelerator))
     status = decision.status
-    assert (status.phase, status.path, status.size, status.cache_key) == ("Ready", None, "0", "")
+    # The runtime downloads it: its size is not known (never shown as 0), and no file of ours.
+    assert (status.phase, status.path, status.size, status.cache_key) == ("Ready", None, None, "")
     assert "path" not in encode_status(status)  # no file of ours: no path, not an empty one
     assert conditions(decision) == {"Available": ("True", reason, message)}
     assert decision.action.kind is ActionKind.NONE
@@ -367,7 +368,7 @@ def test_http_becomes_ready_with_baseline_and_header_metadata() -> None:
     assert (status.phase, status.path, status.size, status.cache_key, status.gguf) == (
         "Ready",
         None,  # the pods fetch it: no file of ours, no path
-        "0",
+        "4.0 KiB",  # the file's size, as its HEAD said
         HTTP_KEY,
         META,
     )

@@ -1,0 +1,131 @@
+"""A Model's prefetch Jobs, as the Model controller sees and keeps them (plan/model/prefetch.py
+plans them): what the cached Jobs say (the planner's PrefetchJob facts), and the plan carried
+out (the namespace's model cache claim created when missing, the Job created, stale Jobs deleted
+by uid).
+
+Jobs are cached by their component label only (never every Job of the cluster). A Job is never
+updated: a new spec gets a Job of a new name (its name carries a digest of what it fetches).
+"""
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
+
+import structlog
+
+from llmkube.api.constants import LABEL_COMPONENT
+from llmkube.controllers.resources import JOBS, PERSISTENT_VOLUME_CLAIMS
+from llmkube.kube.cache.store import Store
+from llmkube.kube.errors import AlreadyExists, Conflict, NotFound
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.types import Obj
+from llmkube.plan.model.decision import PrefetchPlan
+from llmkube.plan.model.facts import PrefetchJob, PrefetchPhase
+from llmkube.plan.model.prefetch import (
+    CACHE_CLAIM,
+    COMPONENT,
+    LABEL_PREFETCH,
+    downloader_words,
+    progress_of,
+    running_downloader,
+)
+
+log = structlog.get_logger("llmkube.controllers.model")
+
+PREFETCH_SELECTOR = f"{LABEL_COMPONENT}={COMPONENT}"
+CACHE_CLAIM_SELECTOR = f"metadata.name={CACHE_CLAIM}"
+#: The Job's pods carry its digest label (the template's); the Job controller adds the Job's name.
+PREFETCH_PODS_SELECTOR = LABEL_PREFETCH
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+def _condition(job: Obj, kind: str) -> Obj | None:
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return dict(condition)
+    return None
+
+
+def prefetch_job_fact(job: Obj) -> PrefetchJob:
+    """Succeeded once the Job is Complete, Failed once it Failed (with the Job controller's reason
+    and message: BackoffLimitExceeded, or the podFailurePolicy rule a permanent failure matched),
+    else Running."""
+    metadata = job.get("metadata") or {}
+    phase: PrefetchPhase = "Running"
+    message = ""
+    if _condition(job, "Complete") is not None:
+        phase = "Succeeded"
+    elif (failed := _condition(job, "Failed")) is not None:
+        phase = "Failed"
+        message = ": ".join(str(part) for part in (failed.get("reason"), failed.get("message")) if part)
+    return PrefetchJob(
+        name=str(metadata.get("name") or ""), uid=str(metadata.get("uid") or ""), phase=phase, message=message
+    )
+
+
+LogReader = Callable[[str, str], Awaitable[str | None]]  # (namespace, pod) -> the log's last lines
+
+
+async def prefetch_jobs_of(
+    jobs: Iterable[Obj], pods: Iterable[Obj], model_uid: str, read_log: LogReader
+) -> tuple[PrefetchJob, ...]:
+    """The cached prefetch Jobs the Model owns (its uid as their controller), by name, with what
+    their pods say: a finished downloader's last words (its termination message, from the pod
+    cache: the server's own refusal, a checksum mismatch, `done: ...`), and while one runs, the
+    bytes its last progress line counted (one short log read)."""
+    pods = list(pods)
+    found = []
+    for job in jobs:
+        metadata = job.get("metadata") or {}
+        if not any(
+            ref.get("uid") == model_uid and ref.get("controller")
+            for ref in metadata.get("ownerReferences") or []
+        ):
+            continue
+        fact = prefetch_job_fact(job)
+        own = [
+            p
+            for p in pods
+            if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) == fact.name
+        ]
+        if fact.phase != "Running":
+            words = downloader_words(own)
+            found.append(replace(fact, message=words or fact.message))
+            continue
+        running = running_downloader(own)
+        if running is None:
+            found.append(fact)
+            continue
+        received, total = progress_of(await read_log(str(metadata.get("namespace") or ""), running))
+        found.append(replace(fact, received=received, total=total))
+    return tuple(sorted(found, key=lambda job: job.name))
+
+
+async def carry_out(
+    client: ApiClient,
+    plan: PrefetchPlan,
+    namespace: str,
+    *,
+    claims: Store,
+    claim_intent: Callable[[str], Obj] | None,
+) -> None:
+    """Delete the stale Jobs (by uid: never a newer Job of the same name; their pods with them),
+    then create the wanted one, after the cache claim it mounts."""
+    for name, uid in plan.deletes:
+        try:
+            await client.delete(JOBS, name, namespace, uid=uid, propagation_policy="Background")
+            log.info("prefetch job deleted", namespace=namespace, name=name)
+        except (NotFound, Conflict):
+            pass  # gone already, or another Job of that name now
+    if plan.job is None:
+        return
+    if claim_intent is not None and claims.get_object(namespace, CACHE_CLAIM) is None:
+        try:
+            await client.create(PERSISTENT_VOLUME_CLAIMS, claim_intent(namespace), namespace)
+            log.info("model cache PVC created", namespace=namespace, name=CACHE_CLAIM)
+        except AlreadyExists:
+            pass
+    try:
+        await client.create(JOBS, plan.job, namespace)
+        log.info("prefetch job created", namespace=namespace, name=plan.job["metadata"]["name"])
+    except AlreadyExists:
+        pass  # created by an earlier reconcile; the cache shows it soon

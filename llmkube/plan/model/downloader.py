@@ -1,0 +1,104 @@
+"""The model downloader container: what the inference pods' `model-downloader` init container and a
+Model's prefetch Job run (the same script, the same environment, the same place in the cache).
+
+The container gets the Model's `sourceSecretRef` as environment (`envFrom`): HF_TOKEN, AWS_* go
+to this container only, never to the inference container. The variables we set ourselves are
+listed under `env`, which Kubernetes lets win over `envFrom`, so no key of the Secret can change
+what is fetched or where it goes.
+"""
+
+from dataclasses import dataclass
+
+from llmkube.api.base import KubeObject
+from llmkube.plan.model.download_scripts import downloader_script
+from llmkube.plan.model.remote import RemoteSource
+from llmkube.plan.model.source import SourceKind
+
+NAME = "model-downloader"
+MODELS_MOUNT = "/models"  # where the model volume sits in the downloader and the inference container
+CA_MOUNT = "/custom-certs"
+CA_VOLUME = "custom-ca-cert"
+#: It asks for little and is capped: curl streams to disk.
+RESOURCES: KubeObject = {
+    "requests": {"cpu": "100m", "memory": "64Mi"},
+    "limits": {"memory": "512Mi"},
+}
+_KIND_NAMES = {SourceKind.HTTP: "http", SourceKind.HF: "hf", SourceKind.S3: "s3"}
+
+
+@dataclass(frozen=True)
+class DownloadTarget:
+    """What one download stages, and where."""
+
+    remote: RemoteSource
+    source: str  # spec.source, for the log lines
+    cache_dir: str  # the Model's directory: /models/<cacheKey> (or /models in an emptyDir)
+    sha256: str | None  # spec.sha256: the model file's
+    on_change: bool  # refreshPolicy OnChange
+    hf_endpoint: str
+
+
+def model_files_value(remote: RemoteSource) -> str:
+    """MODEL_FILES: `<path below the Model's directory><TAB><URL or S3 path>`, the model file first.
+    Neither part can hold a tab or a newline (plan/model/fileset.py, URLs are quoted)."""
+    return "\n".join(f"{file.dest}\t{file.location}" for file in remote.files)
+
+
+def download_env(target: DownloadTarget) -> list[KubeObject]:
+    env: list[KubeObject] = [
+        {"name": "DOWNLOAD_KIND", "value": _KIND_NAMES[target.remote.kind]},
+        {"name": "MODEL_SOURCE", "value": target.source},
+        {"name": "CACHE_DIR", "value": target.cache_dir},
+        {"name": "MODEL_FILES", "value": model_files_value(target.remote)},
+    ]
+    if target.sha256:
+        env.append({"name": "MODEL_SHA256", "value": target.sha256.lower()})
+    if target.on_change:
+        env.append({"name": "ON_CHANGE", "value": "1"})
+    if target.remote.kind is SourceKind.HF:
+        # What the Hub's own tools read: the URLs above already point there.
+        env.append({"name": "HF_ENDPOINT", "value": target.hf_endpoint})
+    return env
+
+
+def secret_env_from(remote: RemoteSource) -> list[KubeObject]:
+    return [{"secretRef": {"name": remote.secret}}] if remote.secret else []
+
+
+def downloader_container(
+    *,
+    image: str,
+    env: list[KubeObject],
+    env_from: list[KubeObject],
+    mounts: list[KubeObject],
+    security_context: KubeObject,
+    local_source: bool = False,
+    custom_ca: bool = False,
+    name: str = NAME,
+) -> KubeObject:
+    container: KubeObject = {
+        "name": name,
+        "image": image,
+        "command": ["sh", "-c", downloader_script(local_source=local_source, custom_ca=custom_ca)],
+        "env": env,
+    }
+    if env_from:
+        container["envFrom"] = env_from
+    container.update(
+        {
+            "volumeMounts": mounts,
+            "securityContext": security_context,
+            "resources": RESOURCES,
+            # Its last line (or curl's error) becomes the container's status message.
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+        }
+    )
+    return container
+
+
+def ca_volume(configmap: str) -> KubeObject:
+    return {"name": CA_VOLUME, "configMap": {"name": configmap}}
+
+
+def ca_mount() -> KubeObject:
+    return {"name": CA_VOLUME, "mountPath": CA_MOUNT, "readOnly": True}
