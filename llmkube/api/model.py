@@ -15,7 +15,7 @@ SHA256_PATTERN = r"^[a-fA-F0-9]{64}$"
 
 RefreshPolicy = Literal["IfNotPresent", "OnChange"]
 ModelFormat = Literal["gguf", "mlx", "safetensors", "pytorch", "custom"]
-Accelerator = Literal["cpu", "metal", "cuda", "rocm", "intel"]
+Accelerator = Literal["cpu", "metal", "cuda", "rocm", "vulkan", "intel"]
 GPUVendor = Literal["nvidia", "amd", "intel"]
 ShardingStrategy = Literal["layer", "tensor", "row", "pipeline", "none"]
 ModelPhase = Literal["Pending", "Downloading", "Copying", "Ready", "Failed"]

@@ -55,7 +55,7 @@ from llmkube.plan.tenancy import namespace_policy
 
 log = structlog.get_logger("llmkube.controllers.model")
 
-_GPU_ACCELERATORS = ("cuda", "rocm", "intel")
+_GPU_ACCELERATORS = ("cuda", "rocm", "vulkan", "intel")
 
 
 def gpu_capacity(nodes: Iterable[Obj]) -> dict[str, int]:

@@ -1,10 +1,11 @@
 """What `llmkube deploy` creates: a Model and an InferenceService from the command's options (pure).
 
 The reference CLI's choices where they still hold (reference §10.1): both objects share one name,
-a GPU deployment gets the Model's `hardware.gpu` and the service's `resources.gpu`, and llama.cpp on
-a GPU gets the llama.cpp image built for that vendor. Unlike the reference, the name comes from the
-source when none is given, and nothing is filled in that the user did not ask for: the API server
-applies the schema's defaults, the controller its own.
+a GPU deployment gets the Model's `hardware.gpu` and the service's `resources.gpu`. Unlike the
+reference, the name comes from the source when none is given, and nothing is filled in that the
+user did not ask for: the API server applies the schema's defaults, the controller its own (the
+llama.cpp image built for the Model's GPU among them, plan/inferenceservice/images.py, so a
+service deployed here and one applied as YAML run the same image).
 """
 
 import re
@@ -18,12 +19,6 @@ from llmkube.plan.model.source import SourceKind, classify_source
 
 GPUVendor = Literal["nvidia", "amd", "intel"]
 
-# llama.cpp's published server images per GPU vendor; the controller's default is the CPU build.
-LLAMACPP_GPU_IMAGES: dict[str, str] = {
-    "nvidia": "ghcr.io/ggml-org/llama.cpp:server-cuda13",
-    "amd": "ghcr.io/ggml-org/llama.cpp:server-rocm",
-    "intel": "ghcr.io/ggml-org/llama.cpp:server-intel",
-}
 ACCELERATOR_OF_VENDOR: dict[str, str] = {"nvidia": "cuda", "amd": "rocm", "intel": "intel"}
 
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
@@ -133,10 +128,6 @@ def build_manifests(options: DeployOptions) -> tuple[dict[str, Any], dict[str, A
             }
         ),
     }
-    runtime = options.runtime or "llamacpp"
-    image = options.image
-    if image is None and runtime == "llamacpp" and options.gpus > 0:
-        image = LLAMACPP_GPU_IMAGES[options.gpu_vendor]
     autoscaling = None
     if options.max_replicas is not None:
         autoscaling = _compact({"minReplicas": options.min_replicas, "maxReplicas": options.max_replicas})
@@ -157,7 +148,7 @@ def build_manifests(options: DeployOptions) -> tuple[dict[str, Any], dict[str, A
             {
                 "modelRef": name,
                 "runtime": options.runtime,
-                "image": image,
+                "image": options.image,
                 "replicas": options.replicas,
                 "autoscaling": autoscaling,
                 "resources": resources,

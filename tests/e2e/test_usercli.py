@@ -218,7 +218,6 @@ async def test_dry_run_prints_objects_for_gitops_and_creates_nothing(
     assert (model["kind"], service["kind"]) == ("Model", "InferenceService")
     assert service["spec"] == {
         "modelRef": "tiny-chat",
-        "image": "ghcr.io/ggml-org/llama.cpp:server-cuda13",
         "resources": {"gpu": 1},
         "contextSize": 8192,
     }

@@ -34,6 +34,8 @@ class OperatorConfig:
     intel_gpu_resource: str = DEFAULT_GPU_RESOURCES["intel"]
     # Per-vendor extended-resource names (decision #4); a vendor listed here wins over the defaults.
     gpu_resource_overrides: Mapping[GPUVendorName, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Images by `--runtime-images` key (plan/inferenceservice/images.py), replacing the pinned defaults.
+    runtime_images: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # What tenants may ask for: Pod Security, PriorityClasses, Service types, host paths.
     tenancy: TenancyPolicy = field(default_factory=TenancyPolicy)
 
