@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from llmkube.api.constants import API_VERSION, MODEL_KIND
 from llmkube.api.constants import ISVC_KIND as SERVICE_KIND
+from llmkube.api.inferenceservice import InferenceResources
 from llmkube.plan.inferenceservice.names import MAX_LABEL_VALUE_LENGTH
+from llmkube.plan.inferenceservice.resources import quantity_errors
 from llmkube.plan.model.source import SourceKind, classify_source
 
 GPUVendor = Literal["nvidia", "amd", "intel"]
@@ -164,4 +166,25 @@ def build_manifests(options: DeployOptions) -> tuple[dict[str, Any], dict[str, A
             }
         ),
     }
+    _check_quantities(service)
     return model, service
+
+
+# The flag behind each field the controller would refuse (plan/inferenceservice/resources.py).
+_FLAG_OF_FIELD = {
+    "spec.resources.cpu": "--cpu",
+    "spec.resources.memory": "--memory",
+    "spec.resources.gpuMemory": "--gpu-memory",
+}
+
+
+def _check_quantities(service: dict[str, Any]) -> None:
+    """The controller's own check of the quantities (it would set the service Failed/InvalidSpec):
+    made here, so a mistake is refused before anything is applied, whether or not the cluster has
+    the admission policy that refuses it at apply time."""
+    try:
+        resources = InferenceResources.model_validate(service["spec"].get("resources") or {})
+    except ValueError:
+        return  # what the schema refuses, the API server says (deploy's dry run)
+    for path, message in quantity_errors(resources):
+        raise DeployError(f"{_FLAG_OF_FIELD.get(path, path)}: {message}")

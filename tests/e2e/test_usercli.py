@@ -112,7 +112,8 @@ async def test_deploy_list_status_chat_curl_logs_delete(
     admin = full_cluster.admin()
     assert admin.get_or_none(API, "InferenceService", "tiny-chat", ns) is None
     empty = await llmkube(kc, "list", "-n", ns)
-    assert empty.out.strip() == f'No InferenceServices found in namespace "{ns}".'
+    assert (empty.code, empty.out) == (0, "")  # as kubectl: the note goes to stderr
+    assert empty.err.strip() == f'No InferenceServices found in namespace "{ns}".'
 
 
 async def test_queue_lists_waiting_services_by_priority_with_reason_and_blank_queue_elsewhere(

@@ -42,5 +42,5 @@ def test_a_bad_value_names_the_key(text: str, message: str) -> None:
 
 def test_no_default_floats() -> None:
     for key, image in DEFAULT_RUNTIME_IMAGES.items():
-        name, _, tag = image.rpartition("/")[2].partition(":")
+        _, _, tag = image.rpartition("/")[2].partition(":")
         assert tag and tag != "latest" and not tag.startswith("server-cuda13"), (key, image)
