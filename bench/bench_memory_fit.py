@@ -1,6 +1,6 @@
 """How close is llmkube's memory-fit estimate to what llama.cpp really allocates?
 
-Writes synthetic llama GGUFs (llmkube.testing.synthetic_gguf), reads their headers the way the Model
+Writes synthetic llama GGUFs (llmkube.testing.llama_gguf), reads their headers the way the Model
 controller does, starts a real `llama-server` with the arguments llmkube's llama.cpp runtime builds
 for each service shape, reads the buffer sizes llama.cpp logs (model, KV cache, compute, output),
 and prints them next to plan.memory_fit's estimate as JSON lines (MiB), with the relative error of
@@ -27,7 +27,7 @@ from llmkube.api.model import Model
 from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
 from llmkube.plan.inferenceservice.memory_fit import MIB, PROCESS_MARGIN, estimate_memory
 from llmkube.plan.model.size import format_size
-from llmkube.testing.synthetic_gguf import Shape, write
+from llmkube.testing.llama_gguf import Shape, write_llama_gguf
 
 MODELS = {
     "tiny-f32": Shape(128, 2, 4, 2, 256, 512, type="f32"),
@@ -129,7 +129,7 @@ def main() -> int:
         path = work / f"{name}.gguf"
         if not path.exists():
             print(f"writing {path} ...", file=sys.stderr, flush=True)
-            write(path, shape)
+            write_llama_gguf(path, shape)
         size = path.stat().st_size
         model = Model.model_validate(
             {

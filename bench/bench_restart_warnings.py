@@ -1,7 +1,7 @@
 """A restart against warned services: how many mutating requests (Events included) does a freshly
 started controller make against N services that each carry a warning it already announced?
-(issue 11, item 5: the warnings live in conditions, and their Events are announced only when a
-condition changes, so the answer should be 0.)
+(The warnings live in conditions, and their Events are announced only when a condition changes,
+so the answer should be 0.)
 
 Creates N Models and N InferenceServices on a real kube-apiserver (tier "api"): a third with an
 ignored setting (IgnoredSetting), a third with an invalid quantity (InvalidSpec), a third with CPU

@@ -20,8 +20,8 @@ status and PriorityClass bodies, computed by llmkube's pure planners before the 
 
 An operator to compare with is given as a command line with {kubeconfig}, {metrics_port} and
 {health_port} placeholders, its CRDs and its RBAC; every ClusterRole/Role in the RBAC is bound to the
-identity the operator runs as. Without one, the table shows the reference figures from issue 14
-(LLMKube v0.8.7 measured on the full tier; not re-run here).
+identity the operator runs as. Without one, the table shows the reference figures of an earlier
+side-by-side measurement (LLMKube v0.8.7 on the full tier; not re-run here).
 
 Usage:
   .venv/bin/python bench/bench_scale.py --services 1000 [--repeat 3] [--floor-concurrency 16]
@@ -97,7 +97,7 @@ from llmkube.plan.model.events import model_events
 from llmkube.plan.model.facts import ModelFacts, ProbeFailure, ProbeOutcome
 from llmkube.plan.model.planner import plan_model
 
-#: Issue 14's side-by-side measurement of the Go reference (LLMKube v0.8.7, full tier), per N.
+#: An earlier side-by-side measurement of the Go reference (LLMKube v0.8.7, full tier), per N.
 REFERENCE_FIGURES = {
     200: {"writes_per_service": "16-57", "idle_writes_60s": "9,900-17,200", "peak_rss_mib": 72,
           "restart_cpu_s": 1.0},
@@ -405,7 +405,7 @@ def table(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]]) -> st
     reference = REFERENCE_FIGURES.get(args.services) if "reference" not in runs else None
     header = ["metric", *names]
     if reference is not None:
-        header.append("reference (issue 14)")
+        header.append("reference (v0.8.7)")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for key, label in ROWS:
         cells = [label]

@@ -2,22 +2,16 @@
 """Write manifests/crd/*.yaml (from llmkube.api.crds) and manifests/priorityclasses (from
 llmkube.plan.inferenceservice.priority): the only way those files change.
 
-When ../shared/spec/inferenceservice.schema.json exists, first refresh the vendored copy of the
-contract from it, so a contract change flows into the CRD in one step.
+The InferenceService CRD's schema is the contract in llmkube/api/contract/, which never changes.
 """
 
-import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_CONTRACT = ROOT.parent / "shared" / "spec" / "inferenceservice.schema.json"
-VENDORED_CONTRACT = ROOT / "llmkube" / "api" / "contract" / "inferenceservice.schema.json"
 
 
 def main() -> int:
-    if SHARED_CONTRACT.is_file():
-        shutil.copyfile(SHARED_CONTRACT, VENDORED_CONTRACT)
     from llmkube.api.crds import inferenceservice_crd, model_crd
     from llmkube.api.manifests import to_yaml
 

@@ -149,9 +149,9 @@ def rbac_files() -> dict[Path, str]:
         RBAC / "cluster_role.yaml": _documents(
             _role("ClusterRole", "llmkube-controller", None, everywhere),
             comment=[
-                "# Exactly what the controller calls, in every namespace (design decision 17). The e2e suite",
-                "# runs the controller under it and counts 403s (there must be none); a scenario test fails",
-                "# on any verb here that the controller never uses.",
+                "# Exactly what the controller calls, in every namespace (events.k8s.io Events included).",
+                "# The e2e suite runs the controller under it and counts 403s (there must be none); a",
+                "# scenario test fails on any verb here that the controller never uses.",
             ],
         ),
         RBAC / "leader_election_role.yaml": _documents(

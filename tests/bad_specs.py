@@ -239,7 +239,7 @@ CORPUS: list[BadSpec] = [
         'Not found: "cfg"',
     ),
     BadSpec(
-        "env names repeated (item 4: not a 500 loop)",
+        "env names repeated (not a 500 loop)",
         {"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]},
         "spec.env[1].name",
         'Duplicate value: "A"',
@@ -252,7 +252,7 @@ CORPUS: list[BadSpec] = [
     ),
     # -- image pull secrets ----------------------------------------------------------------------
     BadSpec(
-        "imagePullSecrets repeated (item 4: not a 500 loop)",
+        "imagePullSecrets repeated (not a 500 loop)",
         {"imagePullSecrets": [{"name": "regcred"}, {"name": "regcred"}]},
         "spec.imagePullSecrets[1].name",
         'Duplicate value: "regcred"',
@@ -438,7 +438,7 @@ CORPUS: list[BadSpec] = [
     ),
     # -- autoscaling -------------------------------------------------------------------------------
     BadSpec(
-        "HPA metric no adapter can serve (item 6)",
+        "HPA metric no adapter can serve",
         {
             "autoscaling": {
                 "maxReplicas": 3,
@@ -481,7 +481,7 @@ CORPUS: list[BadSpec] = [
         "spec.autoscaling.metrics[0].targetAverageUtilization",
         "0 must be greater than 0",
     ),
-    # -- silently accepted values (item 6): now said ---------------------------------------------
+    # -- values the reference operator accepted without a word: now said --------------------------
     BadSpec(
         "vLLM tensorParallelSize zero",
         {"runtime": "vllm", "vllmConfig": {"tensorParallelSize": 0}},

@@ -1,6 +1,6 @@
 """Names that clients, dashboards and scripts match on: group, version, labels, annotations.
 
-They follow the reference operator exactly (reference-behaviour.md §3, §4.6); changing one is a
+They are the reference operator's, letter for letter (docs/compatibility.md); changing one is a
 breaking change for users.
 """
 
@@ -24,8 +24,8 @@ CATEGORIES: Final = ("llmkube",)
 
 # Server-side apply's field manager for everything the controller writes.
 FIELD_MANAGER: Final = "llmkube-controller"
-# `reportingController` of the controller's Events, as the reference names its recorder (§1): what
-# `kubectl describe` shows under From, and what scripts filter events by.
+# `reportingController` of the controller's Events, the name of the reference operator's recorder:
+# what `kubectl describe` shows under From, and what scripts filter events by.
 EVENT_REPORTER: Final = "inferenceservice-controller"
 
 # Labels on everything we create for an InferenceService.
@@ -39,7 +39,7 @@ MANAGED_BY_VALUE: Final = "llmkube"
 LABEL_NAME: Final = "app.kubernetes.io/name"
 LABEL_COMPONENT: Final = "app.kubernetes.io/component"
 
-# Metal path (reference §3.8).
+# The metal path: the Apple Silicon host agent's EndpointSlices carry these.
 ANNOTATION_AGENT_HEARTBEAT: Final = "llmkube.ai/agent-heartbeat"
 LABEL_METAL_MANAGED_BY: Final = "llmkube.ai/managed-by"
 METAL_AGENT_VALUE: Final = "metal-agent"

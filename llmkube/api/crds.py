@@ -1,8 +1,9 @@
 """The CustomResourceDefinitions, built from code (never edited by hand in manifests/crd).
 
 InferenceService: its schema *is* the API contract, converted to the structural form
-(`schema_convert.to_structural`). Model: its schema is written here from reference §7.1/§7.2,
-and a test keeps it in step with the pydantic types in `llmkube.api.model`.
+(`schema_convert.to_structural`). Model: its schema is written here, the reference operator's
+v0.8.7 Model with our compatible additions, and a test keeps it in step with the pydantic types in
+`llmkube.api.model`.
 """
 
 import json
@@ -16,7 +17,7 @@ CONTRACT_FILE = "inferenceservice.schema.json"
 
 
 def contract_schema() -> Schema:
-    """The InferenceService contract (a vendored copy of shared/spec, checked equal by a test)."""
+    """The InferenceService contract, `llmkube/api/contract/` (the CRD is checked equal by a test)."""
     text = resources.files("llmkube.api.contract").joinpath(CONTRACT_FILE).read_text()
     schema: Schema = json.loads(text)
     return schema
@@ -101,7 +102,7 @@ def inferenceservice_crd() -> dict[str, Any]:
     )
 
 
-# -- Model schema (reference §7.1, §7.2) ----------------------------------------------------------
+# -- Model schema ----------------------------------------------------------------------------------
 
 
 def _s(description: str, **extra: Any) -> Schema:

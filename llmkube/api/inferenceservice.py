@@ -1,4 +1,4 @@
-"""InferenceService (`isvc`): field for field the contract in shared/spec/inferenceservice.schema.json.
+"""InferenceService (`isvc`): field for field the contract, llmkube/api/contract/.
 
 Enums, ranges and defaults are the contract's; the API server applies the same defaults, so a
 document read back from the cluster and one parsed here agree. Kubernetes sub-objects (env,
@@ -6,29 +6,27 @@ tolerations, probes, security contexts) stay plain dicts: the API server validat
 """
 
 from datetime import datetime
-from typing import Literal
 
 from pydantic import Field
 
 from llmkube.api.base import ApiModel, KubeObject
 from llmkube.api.constants import API_VERSION, ISVC_KIND
+from llmkube.api.enums import (
+    AttentionBackend,
+    CacheType,
+    MetricType,
+    Phase,
+    Priority,
+    RopeScalingType,
+    Runtime,
+    ServiceType,
+    TGIDtype,
+    TGIQuantize,
+    VLLMDtype,
+    VLLMKVCacheDtype,
+    VLLMQuantization,
+)
 from llmkube.api.meta import Condition, ObjectMeta
-
-Runtime = Literal["llamacpp", "personaplex", "vllm", "tgi", "generic"]
-Priority = Literal["critical", "high", "normal", "low", "batch"]
-ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
-CacheType = Literal["f16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]
-RopeScalingType = Literal["linear", "yarn", "longrope"]
-MetricType = Literal["Pods", "Resource"]
-Phase = Literal["Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed"]
-VLLMQuantization = Literal["awq", "gptq", "squeezellm", "fp8", "nvfp4", "compressed-tensors"]
-VLLMDtype = Literal["auto", "float16", "bfloat16"]
-VLLMKVCacheDtype = Literal["auto", "fp8_e5m2", "fp8_e4m3"]
-AttentionBackend = Literal[
-    "FLASH_ATTN", "FLASHINFER", "XFORMERS", "flashinfer", "flash_attn", "xformers", "torch_sdpa"
-]
-TGIQuantize = Literal["bitsandbytes", "gptq", "awq", "eetq"]
-TGIDtype = Literal["float16", "bfloat16"]
 
 INT32_MAX = 2**31 - 1
 

@@ -1,24 +1,17 @@
-"""Model (`mdl`): where the weights come from (reference-behaviour.md §7.1, §7.2)."""
+"""Model (`mdl`): where the weights come from, and what the controller found there."""
 
 from datetime import datetime
-from typing import Literal
 
 from pydantic import Field
 
 from llmkube.api.base import ApiModel
 from llmkube.api.constants import API_VERSION, MODEL_KIND
+from llmkube.api.enums import Accelerator, GPUVendor, ModelFormat, ModelPhase, RefreshPolicy, ShardingStrategy
 from llmkube.api.meta import Condition, ObjectMeta
 
 # http(s)://, file://, pvc://, an absolute path without whitespace, or a HuggingFace repo id.
 SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|/\S*|[a-zA-Z0-9][\w\-./]+)$"
 SHA256_PATTERN = r"^[a-fA-F0-9]{64}$"
-
-RefreshPolicy = Literal["IfNotPresent", "OnChange"]
-ModelFormat = Literal["gguf", "mlx", "safetensors", "pytorch", "custom"]
-Accelerator = Literal["cpu", "metal", "cuda", "rocm", "vulkan", "intel"]
-GPUVendor = Literal["nvidia", "amd", "intel"]
-ShardingStrategy = Literal["layer", "tensor", "row", "pipeline", "none"]
-ModelPhase = Literal["Pending", "Downloading", "Copying", "Ready", "Failed"]
 
 
 class ShardingSpec(ApiModel):

@@ -1,7 +1,7 @@
 """Between the API contract's JSON-Schema form and a CRD's structural OpenAPI v3 schema.
 
-The contract (shared/spec/inferenceservice.schema.json) is the CRD schema as `openapi2jsonschema
---strict` renders it for client-side validators (kubeconform, the CRDs catalog):
+The contract (llmkube/api/contract/inferenceservice.schema.json) is the CRD schema as
+`openapi2jsonschema --strict` renders it for client-side validators (kubeconform, the CRDs catalog):
 
 - a property that is not `required` gets `type: [T, "null"]`;
 - every object with `properties`, except the root, gets `additionalProperties: false`;

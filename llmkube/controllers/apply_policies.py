@@ -1,7 +1,8 @@
 """How each kind we write is applied beyond a plain forced server-side apply (field_policy.py).
 
 * Deployment: the selector is immutable, so a change is answered by delete + recreate (pods restart
-  once; the planner normally does this itself for pre-0.8 selectors, #606). The strategy is ours
+  once; the planner normally does this itself for the `{app}` selectors of the reference operator
+  before 0.8: https://github.com/defilantech/LLMKube/issues/606). The strategy is ours
   alone: the intent spells out the server's RollingUpdate default for CPU services and `Recreate`
   for GPU ones, so switching removes a `rollingUpdate` block whoever wrote or defaulted it (the
   server refuses `rollingUpdate` next to `Recreate`). `spec.replicas` goes to the HPA through a
@@ -13,7 +14,8 @@ The Deployment, Service and HPA adopt the fields of the reference operator (cont
 default field manager `manager`, create/update calls): once ours, fields it set and we do not (an
 annotation removed from `podAnnotations`, a non-default `sessionAffinity`) are removed by our next
 apply instead of staying for ever. Only objects that the InferenceService controls are ever
-applied (decision 10), so adoption cannot take over anyone else's object.
+applied (an object of that name with another controller is never touched), so adoption cannot take
+over anyone else's object.
 """
 
 from llmkube.kube.apply.field_policy import FieldPolicy

@@ -1,4 +1,4 @@
-"""The GPU queue as the cache shows it (design decision 6), kept in step with the cache.
+"""The GPU queue as the cache shows it, kept in step with the cache.
 
 A service is in the queue while its stored phase is WaitingForGPU; its rank comes from its stored
 effectivePriority and its creationTimestamp (ordering in `llmkube.plan.inferenceservice.queue`).

@@ -280,8 +280,8 @@ class InferenceServiceController:
                         "namespace is terminating: its services are not converged", namespace=key.namespace
                     )
                 return None
-            # Report it, in the service's terms, once in status and in an Event series (decision #19:
-            # and retry with backoff by re-raising).
+            # Report it, in the service's terms, once in status and in an Event series, and retry
+            # with backoff by re-raising (the reference operator never retried a failed create).
             failure = describe_write_failure(isvc, failed_write)
             self.host.recorder.event(raw, "Warning", failure.event_reason, failure.message)
             failed = failed_status(
@@ -398,7 +398,7 @@ class InferenceServiceController:
     ) -> ApplyResult:
         if current is None:
             # The cache only holds objects with our managed-by label: one made by someone else
-            # under this name is invisible to it. Never take one over (decision 10).
+            # under this name is invisible to it. Never take one over.
             current = await refuse_foreign(
                 self.host.client,
                 resource,

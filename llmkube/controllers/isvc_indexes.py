@@ -28,7 +28,7 @@ def _namespaced(obj: Obj, value: str) -> tuple[str, ...]:
 
 def service_name_index(obj: Obj) -> Iterable[str]:
     # EndpointSlices name the Service (dots replaced by dashes); this maps back to every service
-    # with that Service name, dots included (decision #14).
+    # with that Service name, dots included (the reference operator's mapping missed those).
     return _namespaced(obj, service_name((obj.get("metadata") or {}).get("name") or ""))
 
 

@@ -1,5 +1,5 @@
-"""llmkube's own metrics (reference §8.1): the names dashboards query, each counting what its name
-and help say, with the reference's defects fixed (design decisions 6 and 11): the queue-depth gauge
+"""llmkube's own metrics, the reference operator's names that dashboards query, each counting what
+its name and help say, with the reference's defects fixed (docs/differences.md): the queue-depth gauge
 is the number of services waiting, a phase gauge has exactly one series at 1 per object, phase
 labels are spelled as status.phase, and every series of a deleted object goes.
 

@@ -1,4 +1,5 @@
-"""Keeps the five `llmkube-*` PriorityClasses in place (design decision 21).
+"""Keeps the five `llmkube-*` PriorityClasses in place (the reference operator only shipped them as
+manifests).
 
 They are cluster-scoped and cannot be owned by a namespaced InferenceService, so they are ensured
 by name: at start, and whenever one of them changes or disappears. `value` and

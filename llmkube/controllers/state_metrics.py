@@ -30,8 +30,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pydantic import ValidationError
 
-from llmkube.api.inferenceservice import InferenceService, Phase
-from llmkube.api.model import Model, ModelPhase
+from llmkube.api.enums import ModelPhase, Phase
+from llmkube.api.inferenceservice import InferenceService
+from llmkube.api.model import Model
 from llmkube.kube.cache.store import Store
 from llmkube.kube.exposition import escape_label_value, family_header
 from llmkube.kube.types import Obj

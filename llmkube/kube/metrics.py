@@ -1,6 +1,6 @@
-"""Prometheus metrics with controller-runtime's exact names, labels and buckets
-(controller-semantics.md §1.9), registered once in the default registry like controller-runtime's
-global ``metrics.Registry``."""
+"""Prometheus metrics with controller-runtime's exact names, labels and buckets (its reconcile,
+workqueue and REST client metrics), registered once in the default registry like
+controller-runtime's global ``metrics.Registry``."""
 
 from __future__ import annotations
 

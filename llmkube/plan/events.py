@@ -1,10 +1,11 @@
-"""Events the controller should emit for a plan (reference §2 step 7, decision #13).
+"""Events the controller should emit for a plan: the reference operator's warnings
+(`MissingMemoryRequest`, `MissingSkipModelInit`) and ours for input it would have crashed or spun on.
 
 Every warning is also kept in a condition (`Degraded` for an invalid spec, `SpecValid` for a setting
 without effect or a piece of advice), and its Event is announced only when that condition changes
 (`announced`): once per problem and generation, not once per reconcile, so a restarted controller,
-which finds the conditions already stored, announces nothing again (issue 11, item 5). The reference
-re-emitted them on every reconcile.
+which finds the conditions already stored, announces nothing again. The reference re-emitted them
+on every reconcile.
 """
 
 from collections.abc import Iterable, Sequence

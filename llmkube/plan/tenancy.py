@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmkube.api.inferenceservice import Priority
+from llmkube.api.enums import Priority
 from llmkube.plan.apiserver.pod_security import ENFORCE_LABEL, Level, parse_level
 
 POLICY_VIOLATION = "PolicyViolation"

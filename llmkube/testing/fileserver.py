@@ -4,7 +4,8 @@ Range requests; the model-downloader init container sends conditional requests).
 
     python -m llmkube.testing.fileserver DIRECTORY [--port 8080]
 
-Standard library only: a pod runs it from the controller image, which has no test dependencies.
+Standard library only: a pod runs it as a script with the controller image's Python (the image has
+neither the test dependencies nor `llmkube.testing`).
 """
 
 import argparse

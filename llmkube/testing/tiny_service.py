@@ -2,10 +2,12 @@
 
 Two parts, both plain objects to apply:
 - `model_server(namespace, files)`: a Deployment + Service that serve the tiny test GGUF over HTTP
-  (with byte ranges) from the controller image, so a Model's source is an ordinary http URL inside
-  the cluster and nothing is downloaded from outside. The file is written on the host
-  (`write_model_files`: the `gguf` writer is a test dependency the controller image does not
-  have) and reaches the pod through a read-only hostPath volume: the node is this machine;
+  (with byte ranges), so a Model's source is an ordinary http URL inside the cluster and nothing is
+  downloaded from outside. The file and the server (`llmkube/testing/fileserver.py`, standard
+  library only) are written on the host (`write_model_files`: the `gguf` writer is a test
+  dependency, and the controller image carries no `llmkube.testing`) and reach the pod through a
+  read-only hostPath volume (the node is this machine); the pod runs the server with the Python of
+  the controller image;
 - `tiny_llamacpp(namespace, name, source)`: a Model for that URL and an InferenceService with the
   llamacpp runtime on the locally built llama-server image. The model-downloader init container
   fetches the file into the namespace's model cache and llama-server loads it.
@@ -15,12 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from llmkube.api.constants import API_VERSION
+from llmkube.testing import fileserver
 from llmkube.testing.images import CONTROLLER, LLAMA_SERVER
 from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 MODEL_SERVER = "tiny-model-server"
 MODEL_FILE = "tiny-llama.gguf"
 MODEL_SERVER_PORT = 8080
+#: the file server, beside the files it serves (a name no Model asks for)
+SERVER_SCRIPT = ".fileserver.py"
 
 Obj = dict[str, Any]
 
@@ -31,6 +36,9 @@ def write_model_files(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o755)
     write_tiny_gguf(directory / MODEL_FILE).chmod(0o644)
+    server = directory / SERVER_SCRIPT
+    server.write_text(Path(fileserver.__file__).read_text())
+    server.chmod(0o644)
     return directory
 
 
@@ -39,7 +47,7 @@ def model_server(
 ) -> list[Obj]:
     """The objects that serve the files in the host directory `files` (see `write_model_files`)."""
     labels = {"app.kubernetes.io/name": MODEL_SERVER}
-    command = ["python", "-m", "llmkube.testing.fileserver", "/srv", "--port", str(MODEL_SERVER_PORT)]
+    command = ["python", f"/srv/{SERVER_SCRIPT}", "/srv", "--port", str(MODEL_SERVER_PORT)]
     deployment: Obj = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -1,25 +1,24 @@
 """What `llmkube deploy` creates: a Model and an InferenceService from the command's options (pure).
 
-The reference CLI's choices where they still hold (reference §10.1): both objects share one name,
-a GPU deployment gets the Model's `hardware.gpu` and the service's `resources.gpu`. Unlike the
-reference, the name comes from the source when none is given, and nothing is filled in that the
-user did not ask for: the API server applies the schema's defaults, the controller its own (the
-llama.cpp image built for the Model's GPU among them, plan/inferenceservice/images.py, so a
-service deployed here and one applied as YAML run the same image).
+The reference CLI's choices where they still hold: both objects share one name, a GPU deployment
+gets the Model's `hardware.gpu` and the service's `resources.gpu`. Unlike the reference, the name
+comes from the source when none is given, and nothing is filled in that the user did not ask for:
+the API server applies the schema's defaults, the controller its own (the llama.cpp image built for
+the Model's GPU among them, plan/inferenceservice/images.py, so a service deployed here and one
+applied as YAML run the same image).
 """
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from llmkube.api.constants import API_VERSION, MODEL_KIND
 from llmkube.api.constants import ISVC_KIND as SERVICE_KIND
+from llmkube.api.enums import GPUVendor
 from llmkube.api.inferenceservice import InferenceResources
 from llmkube.plan.inferenceservice.names import MAX_LABEL_VALUE_LENGTH
 from llmkube.plan.inferenceservice.resources import quantity_errors
 from llmkube.plan.model.source import SourceKind, classify_source
-
-GPUVendor = Literal["nvidia", "amd", "intel"]
 
 ACCELERATOR_OF_VENDOR: dict[str, str] = {"nvidia": "cuda", "amd": "rocm", "intel": "intel"}
 

@@ -8,8 +8,9 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
+from llmkube.api.enums import CacheType, GPUVendor, Priority, Runtime
 from llmkube.kube.errors import ApiError
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.kinds import MODEL_KINDS, SERVICE_KINDS
@@ -19,9 +20,11 @@ if TYPE_CHECKING:
 
 Command = Callable[["Session", argparse.Namespace], Awaitable[int]]
 
-CACHE_TYPES = ("f16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
-RUNTIMES = ("llamacpp", "vllm", "tgi", "personaplex", "generic")
-PRIORITIES = ("critical", "high", "normal", "low", "batch")
+# The schema's own enums: a value the CRD would refuse is refused here, before any request.
+CACHE_TYPES: tuple[str, ...] = get_args(CacheType)
+RUNTIMES: tuple[str, ...] = get_args(Runtime)
+PRIORITIES: tuple[str, ...] = get_args(Priority)
+GPU_VENDORS: tuple[str, ...] = get_args(GPUVendor)
 
 
 def later(module: str, name: str) -> Command:
@@ -171,7 +174,7 @@ def _deploy(sub: Any) -> None:
     p.add_argument("--gpu", type=int, default=0, metavar="N", help="GPUs per replica (default: 0, CPU)")
     p.add_argument(
         "--gpu-vendor",
-        choices=("nvidia", "amd", "intel"),
+        choices=GPU_VENDORS,
         default="nvidia",
         help="GPU vendor (default: nvidia)",
     )

@@ -22,7 +22,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 
 
 def ready_status(source: str) -> ModelStatus:
-    """What the Model controller writes for sources the workload resolves (reference §7.4)."""
+    """What the Model controller writes for sources the workload resolves (http(s), HF repo ids)."""
     remote = classify_source(source) is SourceKind.HTTP
     return ModelStatus.model_validate(
         {"phase": "Ready", "path": "", "size": "0", "cacheKey": cache_key(source) if remote else ""}
@@ -76,7 +76,7 @@ def test_every_planned_object_of_a_sample_is_accepted_by_the_api_server(
     assert [(c["name"], c.get("args")) for c in stored_containers] == [
         (c["name"], c.get("args")) for c in planned_containers
     ]
-    # The HPA only with autoscaling; the cache claim only when an init container fills it (decision 12).
+    # The HPA only with autoscaling; the cache claim only when an init container fills it.
     docs = {doc["kind"]: doc for doc in load_yaml_documents(sample)}
     spec = docs["InferenceService"]["spec"]
     cached = classify_source(docs["Model"]["spec"]["source"]) is SourceKind.HTTP and not spec.get(

@@ -1,6 +1,6 @@
 """Warnings reach users as events.k8s.io Events (the controller's RBAC allows them: the reference's
-did not, #910), and bad input the schema cannot catch gives a clear Failed status, an Event, and
-no hot loop."""
+did not, https://github.com/defilantech/LLMKube/issues/910), and bad input the schema cannot catch
+gives a clear Failed status, an Event, and no hot loop."""
 
 import asyncio
 from typing import Any

@@ -1,5 +1,5 @@
 """GPUs on the kwok nodes (kwok-gpu-0: 2, kwok-gpu-1: 1, both tainted): a service that fits runs
-on a GPU node; one that cannot fit waits in the GPU queue, ranked by priority then age (decision 6);
+on a GPU node; one that cannot fit waits in the GPU queue, ranked by priority then age;
 freeing GPUs lets a waiting service schedule and moves everybody behind it up."""
 
 from datetime import UTC, datetime
@@ -140,7 +140,7 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
             )
         finally:
             watch.stop()
-        # Decision 6: the position is right on the very first WaitingForGPU write.
+        # The position is right on the very first WaitingForGPU write (the reference's said 0).
         urgent_history = [s for s in watch.statuses if s.get("phase") == "WaitingForGPU"]
         assert urgent_history and {s["queuePosition"] for s in urgent_history} == {1}
 
@@ -217,7 +217,7 @@ async def test_the_queue_follows_priority_changes_and_services_leaving_the_middl
     operator: RunningController, full_namespace: str
 ) -> None:
     """Transitions of a running queue: a waiting service's priority changes, one in the middle is
-    deleted, another in the middle is stopped; every other service's position follows (decision 6).
+    deleted, another in the middle is stopped; every other service's position follows.
     Four GPUs fit on no node, so these services wait whatever else runs."""
     admin = operator.cluster.admin()
     ns = full_namespace

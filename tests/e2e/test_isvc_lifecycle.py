@@ -126,7 +126,7 @@ async def test_cpu_service_goes_pending_creating_ready(
         "Creating",
         "Creating inference service (0/1 replicas ready)",
     )
-    assert conditions(creating)["Available"]["status"] == "False"  # decision 8: never a stale True
+    assert conditions(creating)["Available"]["status"] == "False"  # never a stale True
 
     assert {k: v for k, v in ready.items() if k not in ("conditions", "lastUpdated")} == {
         "phase": "Ready",
@@ -182,7 +182,7 @@ async def test_cpu_service_goes_pending_creating_ready(
     assert pod_spec["priorityClassName"] == "llmkube-normal"
     (pod,) = admin.list("v1", "Pod", ns, label_selector="inference.llmkube.dev/service=tiny")
     assert pod["spec"]["nodeName"] == "kwok-cpu-0"
-    # Decision 12: a pvc:// source mounts its own claim, so no namespace cache claim is made.
+    # A pvc:// source mounts its own claim, so no namespace cache claim is made.
     assert admin.get_or_none("v1", "PersistentVolumeClaim", "llmkube-model-cache", ns) is None
     service = admin.get("v1", "Service", "tiny", ns)
     http = {"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"}
@@ -225,7 +225,7 @@ async def test_missing_model_fails_then_the_model_alone_heals_it(
         what="orphan Ready after its Model appeared",
     )
     assert condition_triple(ready, "Available") == ("True", "InferenceReady", READY_MESSAGE)
-    # Decision 8: cleared once the cause is gone; kept, and False (one condition rule for both kinds).
+    # Cleared once the cause is gone: kept, and False (one condition rule for both kinds).
     assert condition_triple(ready, "Degraded") == (
         "False",
         "Recovered",

@@ -25,7 +25,7 @@ from e2e_support import (
 )
 from usercli_support import llmkube
 
-from llmkube.testing.synthetic_gguf import Shape, write
+from llmkube.testing.llama_gguf import Shape, write_llama_gguf
 
 # Their Models come from local files: the test namespaces allow them, as an admin would.
 pytestmark = pytest.mark.local_sources
@@ -39,7 +39,7 @@ ENFORCE = {"inference.llmkube.dev/memory-fit": "enforce"}
 @pytest.fixture(scope="module")
 def gguf_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("memory-fit") / "shaped-f16.gguf"
-    write(path, SHAPE)
+    write_llama_gguf(path, SHAPE)
     yield path
 
 

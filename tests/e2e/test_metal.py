@@ -1,5 +1,5 @@
-"""The metal path (reference §3.8): no Deployment, readiness from the host agent's EndpointSlices,
-including for names with dots (decision 14)."""
+"""The metal path: no Deployment, readiness from the host agent's EndpointSlices, including for
+names with dots."""
 
 from datetime import UTC, datetime
 from typing import Any

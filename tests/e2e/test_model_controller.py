@@ -1,4 +1,4 @@
-"""The Model controller end to end (reference §7, decision 11): local files copied into the
+"""The Model controller end to end, with standard condition semantics: local files copied into the
 controller's cache and described (size, sha256, GGUF metadata), integrity and missing-file
 failures without a hot loop, http(s) sources fingerprinted on a real local server, pvc:// sources
 waiting for their claim, and accelerator readiness from the kwok nodes."""
@@ -211,7 +211,7 @@ async def test_a_missing_local_file_fails_without_a_hot_loop(
     before_version = admin.get("inference.llmkube.dev/v1alpha1", "Model", "ghost", full_namespace)[
         "metadata"
     ]["resourceVersion"]
-    # Unrecoverable (ENOENT): retried on a fixed 5-minute interval, never through the fast backoff (#405).
+    # Unrecoverable (ENOENT): retried on a fixed 5-minute interval, never through the fast backoff.
     await asyncio.sleep(3)  # an observation window: a hot loop would reconcile many times in it
     assert reconciles(key) == before_count
     assert models.queue.num_requeues(key) == 0
@@ -328,7 +328,7 @@ async def test_pvc_sources_wait_for_their_claim(operator: RunningController, ful
 async def test_accelerator_ready_follows_the_nodes_capacity(
     operator: RunningController, full_namespace: str, accelerator: str, ready: bool
 ) -> None:
-    """The kwok GPU nodes advertise nvidia.com/gpu; no node has amd.com/gpu (reference §7.5)."""
+    """The kwok GPU nodes advertise nvidia.com/gpu; no node has amd.com/gpu."""
     admin = operator.cluster.admin()
     admin.create(hf_model("m", hardware={"accelerator": accelerator}), namespace=full_namespace)
     status = await eventually(phase_is(admin, "Model", "m", full_namespace, "Ready"))

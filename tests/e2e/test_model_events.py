@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from e2e_support import RunningController, eventually, model, phase_is
 
-from llmkube.testing.synthetic_gguf import Shape, write
+from llmkube.testing.llama_gguf import Shape, write_llama_gguf
 
 # Their Models come from local files: the test namespaces allow them, as an admin would.
 pytestmark = pytest.mark.local_sources
@@ -28,7 +28,8 @@ async def test_a_copied_model_reports_start_and_ready_and_a_missing_file_a_failu
 ) -> None:
     admin, ns = operator.cluster.admin(), full_namespace
     source = tmp_path / "events.gguf"
-    write(source, Shape(embedding=64, layers=1, heads=4, kv_heads=4, feed_forward=64, vocab=300, type="f32"))
+    shape = Shape(embedding=64, layers=1, heads=4, kv_heads=4, feed_forward=64, vocab=300, type="f32")
+    write_llama_gguf(source, shape)
     admin.create(model("copied", source=f"file://{source}"), namespace=ns)
     await eventually(phase_is(admin, "Model", "copied", ns, "Ready"), what="copied Ready")
 

@@ -1,4 +1,4 @@
-"""A Model cannot make the controller read files outside --model-local-roots (issue 11, item 7).
+"""A Model cannot make the controller read files outside --model-local-roots.
 
 The session's controller may read local models only under the tests' temporary directory. Files
 elsewhere (a stand-in for the service-account token, another tenant's weights), `..` paths, links

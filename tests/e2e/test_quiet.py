@@ -1,4 +1,4 @@
-"""Idempotent and quiet (design principles, decision 18): once converged, reconciling every service
+"""Idempotent and quiet (docs/architecture.md): once converged, reconciling every service
 again makes no write at all, and neither does a freshly started controller."""
 
 import asyncio

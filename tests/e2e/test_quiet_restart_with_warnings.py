@@ -1,4 +1,4 @@
-"""Issue 11, item 5: a restarted controller does not announce again what it already announced.
+"""A restarted controller does not announce again what it already announced.
 
 Services with every kind of warning the planner reports (an invalid spec, an ignored setting, a
 missing memory request, a HuggingFace source given to the init container) get their Events once.

@@ -6,7 +6,7 @@ reference set and we do not (an annotation a user has since removed from `podAnn
 var, a non-default `sessionAffinity`) would stay for ever. The controller adopts the reference's
 fields once (its Update entries become part of our Apply entry), after which our apply removes what
 we do not set. The objects carry the InferenceService as their controller owner, which is what
-lets the controller take them over at all (decision 10)."""
+lets the controller take them over at all: an object with another controller is never touched."""
 
 from datetime import UTC, datetime
 from typing import Any
@@ -50,7 +50,7 @@ def owner(created: dict[str, Any]) -> dict[str, Any]:
 
 
 def reference_deployment(created: dict[str, Any]) -> dict[str, Any]:
-    """What the reference (v0.8.7) creates for a CPU llama.cpp service (reference §3.1, Appendix B),
+    """What the reference (v0.8.7) creates for a CPU llama.cpp service with an http source and defaults,
     plus fields of its own making that we do not set."""
     name = created["metadata"]["name"]
     labels = {
@@ -223,7 +223,7 @@ async def test_objects_of_the_reference_operator_are_adopted_and_their_stray_fie
 async def test_an_object_of_the_reference_owned_by_another_service_is_not_adopted(
     operator: RunningController, full_namespace: str
 ) -> None:
-    """Adoption never widens decision 10: the reference's object controlled by a different
+    """Adoption never takes over what another controls: the reference's object controlled by a different
     InferenceService is refused, not taken over."""
     admin = operator.cluster.admin()
     ns = full_namespace

@@ -1,11 +1,11 @@
 """A write the API server keeps refusing, for a reason the planner cannot see (here a cluster
 policy, a ValidatingAdmissionPolicy that denies our Deployments): the service says Failed with the
-server's reason, the controller retries with backoff, the retries write no new status (issue 11,
-item 2: written once, its transition times do not move), and each refusal is one Warning Event,
-the repeats aggregated into its series (item 3).
+server's reason, the controller retries with backoff, the retries write no new status (it is
+written once, its transition times do not move), and each refusal is one Warning Event, the repeats
+aggregated into its series.
 
-And the safety net of item 1: a refusal the planner did not foresee names the InferenceService's
-field, not the Deployment's."""
+And the safety net: a refusal the planner did not foresee names the InferenceService's field, not
+the Deployment's."""
 
 import asyncio
 import uuid

@@ -1,6 +1,6 @@
 """A service naming a RuntimeClass that does not exist says so (Failed/InvalidSpec and an Event),
 and heals when the class appears: the controller watches RuntimeClasses (names only) with the RBAC
-of manifests/rbac (issue 11, item 6)."""
+of manifests/rbac."""
 
 import uuid
 

@@ -150,7 +150,7 @@ async def test_the_hpa_owns_the_replica_count_while_autoscaling_is_on(
         subresource="scale",
         field_manager="horizontal-pod-autoscaler",
     )
-    # Decision 9: "desired" is the HPA's choice, and Ready means all of those are ready.
+    # "desired" is the HPA's choice, and Ready means all of those are ready.
     await eventually_equal(
         lambda: replica_counts(admin, "auto", ns), ("Ready", 3, 3, 3), what="auto Ready at 3"
     )
@@ -176,7 +176,8 @@ async def test_the_hpa_owns_the_replica_count_while_autoscaling_is_on(
 async def test_an_hpa_we_do_not_own_is_never_taken_over_or_deleted(
     operator: RunningController, full_namespace: str, labels: dict[str, str] | None
 ) -> None:
-    """Decision 10. With our managed-by label the controller's cache sees it; without, it does not."""
+    """Only what the service owns is deleted. With our managed-by label the controller's cache sees
+    it; without, it does not."""
     admin = operator.cluster.admin()
     ns = full_namespace
     controller = operator.controllers.inference_services.controller

@@ -3,9 +3,7 @@ each with the phase, condition (type, status, reason), message and Warning Event
 and no hot loop: the reconciles of each object stay bounded over an observation window once it has
 settled. All cases run at once against the session's controller.
 
-This is the harness of issue 11's semantically-bad corpus with the cases that hold today; more
-cases (and the Events Models do not emit yet) come with the planner validation of that issue. Add a
-row to CASES; `event=None` says no Event is expected (yet). The schema-invalid corpus is
+Add a row to CASES; `event=None` says no Event is expected. The schema-invalid corpus is
 tests/faults/test_schema_invalid_corpus.py."""
 
 from __future__ import annotations

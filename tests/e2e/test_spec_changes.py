@@ -1,6 +1,7 @@
-"""Spec changes reach the owned objects (decisions 2, 15, 16): args, env, resources, endpoint port and
-type, pod labels and annotations removed; other managers' annotations (`kubectl rollout restart`)
-survive our applies; fields we own edited by hand are put back."""
+"""Spec changes reach the owned objects, the Service and the Deployment's own labels included: args,
+env, resources, endpoint port and type, pod labels and annotations removed; other managers'
+annotations (`kubectl rollout restart`) survive our applies; fields we own edited by hand are put
+back."""
 
 from typing import Any
 
@@ -112,7 +113,7 @@ async def test_spec_changes_reach_the_owned_objects(operator: RunningController,
         what="resources",
     )
 
-    # endpoint: the Service's port and type follow (decision 2), so do the container port and the URL
+    # endpoint: the Service's port and type follow, so do the container port and the URL
     patch_isvc(admin, "gen", ns, {"endpoint": {"port": 9090, "type": "NodePort"}})
     await eventually_equal(lambda: service_spec(admin, ns), ("NodePort", http_port(9090)), what="Service")
     assert container(admin, ns)["ports"] == [{"name": "http", "containerPort": 9090, "protocol": "TCP"}]
@@ -134,7 +135,7 @@ async def test_spec_changes_reach_the_owned_objects(operator: RunningController,
         {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}},
         field_manager="kubectl-rollout",
     )
-    # ...then a label and an annotation are removed from the spec (decision 16) and we apply again.
+    # ...then a label and an annotation are removed from the spec and we apply again.
     patch_isvc(admin, "gen", ns, {"podLabels": {"tier": None}, "podAnnotations": None})  # merge patch
     assert admin.get(API, "InferenceService", "gen", ns)["spec"]["podLabels"] == {"team": "search"}
 
@@ -186,8 +187,8 @@ async def test_spec_changes_reach_the_owned_objects(operator: RunningController,
 async def test_changing_the_model_reference_rolls_the_labels_but_keeps_the_selector(
     operator: RunningController, full_namespace: str
 ) -> None:
-    """modelRef is mutable (#301): the selector holds no model label; the model label is refreshed on
-    the Deployment itself too (decision 15)."""
+    """modelRef is mutable: the selector holds no model label; the model label is refreshed on the
+    Deployment itself too."""
     admin = operator.cluster.admin()
     ns = full_namespace
     admin.create(hf_model("first"), namespace=ns)

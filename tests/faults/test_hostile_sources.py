@@ -73,7 +73,7 @@ def counting(controller: Controller) -> Callable[[ObjectKey], int]:
     return lambda key: counts[key]
 
 
-# -- the servers ---------------------------------------------------------------------------------
+# -- the servers ------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -179,7 +179,7 @@ def other_namespace(fault_cluster: LocalCluster, request: pytest.FixtureRequest)
     yield from fresh_namespace(fault_cluster, request)
 
 
-# -- item 4: hostile headers ---------------------------------------------------------------------
+# -- hostile headers --------------------------------------------------------------------------------
 
 #: Model name -> (source path, phase, Degraded reason or None)
 HOSTILE_MODELS = {
@@ -252,7 +252,7 @@ async def test_hostile_headers_get_a_status_once_and_are_never_fetched_again(
         assert dict(file_host.requests) == one_attempt
 
 
-# -- item 5: the controller fetches only what it may --------------------------------------------
+# -- the controller fetches only what it may --------------------------------------------------------
 
 
 async def test_sources_the_controller_must_not_reach_are_refused_without_a_connection(
@@ -311,7 +311,7 @@ async def test_the_api_server_is_refused_even_where_loopback_is_allowed(
         await eventually(lambda: listener.connections > 0, within=30, what="the allowed listener fetched")
 
 
-# -- item 6: fairness ----------------------------------------------------------------------------
+# -- fairness ---------------------------------------------------------------------------------------
 
 
 async def test_hanging_sources_in_one_namespace_do_not_delay_another(

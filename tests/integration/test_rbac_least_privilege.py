@@ -1,4 +1,4 @@
-"""Least privilege, proven on a real API server with the RBAC authorizer (issue 11, item 8).
+"""Least privilege, proven on a real API server with the RBAC authorizer.
 
 The controller runs in-process as a fresh ServiceAccount bound to nothing but the generated roles,
 once per install shape (cluster-wide: the ClusterRole; namespace-scoped: a Role in the watched

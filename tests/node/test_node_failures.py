@@ -5,13 +5,22 @@ import time
 from typing import Any
 
 from conftest import ModelSource
-from node_support import API, controller_metrics, controller_pods, metric_samples, wait_for
+from node_support import (
+    API,
+    CONTROLLER_SELECTOR,
+    controller_metrics,
+    controller_pods,
+    metric_samples,
+    wait_for,
+)
 
 from llmkube.testing.node import NodeCluster
 from llmkube.testing.rest import KubeRest
 from llmkube.testing.tiny_service import tiny_llamacpp
 
 MISSING_IMAGE = "localhost/llmkube-missing:1"
+#: Services that never serve need little CPU: four of the tiny default (500m) fill the node's two cores
+SMALL = {"resources": {"cpu": "100m", "memory": "256Mi"}}
 
 
 def status(admin: KubeRest, name: str, namespace: str) -> dict[str, Any]:
@@ -45,19 +54,37 @@ def test_each_failure_names_its_real_cause_without_a_hot_loop(
         # Not on the node, and no registry to pull from (InferenceService has no pull policy: the
         # kubelet tries, fails, and backs off).
         "missing-image": (
-            tiny_llamacpp(ns, "missing-image", url, image=MISSING_IMAGE),
+            tiny_llamacpp(ns, "missing-image", url, image=MISSING_IMAGE, **SMALL),
             ("ErrImagePull", "ImagePullBackOff"),
             [MISSING_IMAGE],
         ),
         # llama-server rejects the flag and exits: its last words land in the status.
         "bad-args": (
-            tiny_llamacpp(ns, "bad-args", url, extraArgs=["--no-such-flag"]),
+            tiny_llamacpp(ns, "bad-args", url, extraArgs=["--no-such-flag"], **SMALL),
             ("CrashLoopBackOff",),
             ["exit code 1", "--no-such-flag"],
         ),
+        # A Secret the spec names does not exist: the kubelet never starts the container, and says
+        # which one (the controller has no right to Secrets: it reports what the kubelet found).
+        "missing-secret": (
+            tiny_llamacpp(
+                ns,
+                "missing-secret",
+                url,
+                env=[
+                    {
+                        "name": "HF_TOKEN",
+                        "valueFrom": {"secretKeyRef": {"name": "no-such-secret", "key": "t"}},
+                    }
+                ],
+                **SMALL,
+            ),
+            ("CreateContainerConfigError",),
+            ['"no-such-secret" not found'],
+        ),
         # The URL answers 404: curl in the model-downloader init container says so and exits 22.
         "download-404": (
-            tiny_llamacpp(ns, "download-404", model_source.url("missing.gguf")),
+            tiny_llamacpp(ns, "download-404", model_source.url("missing.gguf"), **SMALL),
             ("ModelDownloadFailed",),
             ["model-downloader", "exit code 22", "404"],
         ),
@@ -67,13 +94,26 @@ def test_each_failure_names_its_real_cause_without_a_hot_loop(
             admin.apply(obj)
 
     for name, (_, reasons, words) in cases.items():
+        last: dict[str, Any] = {}
 
-        def failed(name: str = name, reasons: tuple[str, ...] = reasons) -> dict[str, Any] | None:
+        def failed(
+            name: str = name, reasons: tuple[str, ...] = reasons, last: dict[str, Any] = last
+        ) -> dict[str, Any] | None:
             state = status(admin, name, ns)
+            last["status"] = state
             available = condition(state, "Available")
             return state if state.get("phase") == "Failed" and available and available[1] in reasons else None
 
-        state = wait_for(failed, within=180, what=f"{name}: Failed with {reasons}")
+        try:
+            state = wait_for(failed, within=180, what=f"{name}: Failed with {reasons}")
+        except TimeoutError as err:  # say where it stood, and what its pods said
+            pods = admin.list("v1", "Pod", ns, label_selector=f"app={name}")
+            logs = node_cluster.kubectl_run(
+                "logs", "-n", controller, "-l", CONTROLLER_SELECTOR, "--tail=80", "--prefix"
+            )
+            raise AssertionError(
+                {"status": last.get("status"), "pods": [p.get("status") for p in pods], "controller": logs}
+            ) from err
         _, reason, message = condition(state, "Degraded") or ("", "", "")
         print(f"{name}: phase {state['phase']}, Degraded {reason}: {message}")
         assert reason in reasons, state

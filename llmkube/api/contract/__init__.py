@@ -1,1 +1,1 @@
-"""The vendored API contract (a copy of shared/spec/inferenceservice.schema.json)."""
+"""The API contract: the InferenceService schema of the reference operator (v0.8.1 to v0.8.7), fixed."""

@@ -1,4 +1,4 @@
-"""The files of one Model in the controller cache `<cache>/<cacheKey>/` (reference §7.4, §3.3 b)."""
+"""The files of one Model in the controller cache `<cache>/<cacheKey>/`, the reference operator's layout."""
 
 import contextlib
 import errno

@@ -1,4 +1,4 @@
-"""Fingerprint probes for drift detection (reference §7.7): HEAD for http(s), stat for local paths.
+"""Fingerprint probes for drift detection: HEAD for http(s), stat for local paths.
 
 Every failure comes back as a typed, indeterminate ProbeOutcome; nothing raises.
 """

@@ -1,4 +1,4 @@
-"""Copy a local model file into the controller cache, and verify a file already there (reference §7.4).
+"""Copy a local model file into the controller cache, and verify a file already there.
 
 Blocking file work: the async wrappers run it in a stoppable thread (`llmkube.kube.blocking`): a
 copy or a hash checks its StopFlag between chunks, so cancelling the reconcile (a lost lease, a

@@ -7,16 +7,17 @@ the API server would store them.  Equal means the server already holds our inten
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
+import functools
+from fractions import Fraction
 from typing import Any
 
 import orjson
 
+from llmkube.apimachinery.quantity import Quantity, QuantityError, parse_quantity
 from llmkube.kube.managed_fields import owned_fields, prune_to_owned
 from llmkube.kube.types import Obj
 
-__all__ = ["clean_intent", "differences", "needs_apply", "normalise", "parse_quantity", "strip_identity"]
+__all__ = ["clean_intent", "differences", "needs_apply", "normalise", "quantity_value", "strip_identity"]
 
 #: Empty maps whose mere presence means something (an emptyDir volume, "select everything");
 #: every other empty map or list is dropped, as the server drops it (``omitempty``).
@@ -29,40 +30,36 @@ QUANTITY_FIELDS = frozenset({(None, "sizeLimit"), ("target", "averageValue"), ("
 #: IntOrString fields: a numeric string and the number are the same port/count.
 INT_OR_STRING_FIELDS = frozenset({"targetPort", "port", "maxSurge", "maxUnavailable", "minAvailable"})
 
-_QUANTITY = re.compile(
-    r"^([+-]?[0-9]*\.?[0-9]+|[+-]?[0-9]+\.)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
-)
-_SUFFIX = {
-    "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30, "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60, "n": Decimal("1e-9"), "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"), "": Decimal(1), "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"),
-    "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"),
-}  # fmt: skip
 
-
-def parse_quantity(value: Any) -> Decimal | None:
-    """The numeric value of a Kubernetes quantity, or None when it is not one."""
-    if isinstance(value, bool):
+def _quantity(value: Any) -> Quantity | None:
+    """A quantity as the API server reads it from JSON (a string, surrounding spaces trimmed, or a
+    number), or None when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    match = _QUANTITY.match(value.strip())
-    if match is None:
-        return None
-    number, suffix = match.group(1), match.group(2) or ""
     try:
-        if suffix[:1] in ("e", "E"):
-            return Decimal(number) * (Decimal(10) ** int(suffix[1:]))
-        return Decimal(number) * _SUFFIX[suffix]
-    except (InvalidOperation, KeyError):
+        return parse_quantity(value.strip() if isinstance(value, str) else str(value))
+    except QuantityError:
         return None
+
+
+def quantity_value(value: Any) -> Fraction | None:
+    """The numeric value of a Kubernetes quantity, or None when it is not one."""
+    quantity = _quantity(value)
+    return None if quantity is None else quantity.value
+
+
+@functools.lru_cache(maxsize=4096)  # every compare meets the same few quantities again
+def _quantity_key(value: str | int | float) -> str | None:
+    quantity = _quantity(value)
+    return None if quantity is None else f"quantity:{quantity.plain()}"
 
 
 def _canonical_quantity(value: Any) -> Any:
-    parsed = parse_quantity(value)
-    return value if parsed is None else f"quantity:{parsed.normalize():f}"
+    # Equal values compare equal whatever their spelling ("500m" and "0.5", "1Gi" and "1024Mi").
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return value
+    key = _quantity_key(value)
+    return value if key is None else key
 
 
 def _int_or_string(value: Any) -> Any:

@@ -1,6 +1,6 @@
 """Read your own applies: after we apply an object, the cache shows the version from before that
 write until the watch delivers ours, and a reconcile in between would compare the plan with the old
-copy and apply the same body again (issue 11, item 10). So the applier remembers, per object, the
+copy and apply the same body again, a write nobody needs. So the applier remembers, per object, the
 body it last applied and the resourceVersions older than that write; while the cache still shows one
 of them and the plan asks for the very same body, there is nothing to send.
 

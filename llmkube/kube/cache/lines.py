@@ -1,8 +1,9 @@
 """Split a watch response (newline-delimited JSON) into lines, whatever their length.
 
 aiohttp's ``readline`` refuses lines over its buffer's high-water mark (the "Line is too long"
-failures of kopf #275 / aiohttp #4453 on 43 KB Secrets); here chunks are joined only when a line
-spans several of them, with an explicit upper bound instead of an accidental one.
+failures on 43 KB Secrets: https://github.com/nolar/kopf/issues/275,
+https://github.com/aio-libs/aiohttp/issues/4453); here chunks are joined only when a line spans
+several of them, with an explicit upper bound instead of an accidental one.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The reflector: LIST, then WATCH from the list's resourceVersion, forever (client-go
-``tools/cache/reflector.go``, controller-semantics.md §1.1 and §2.6).
+``tools/cache/reflector.go``).
 
 * LIST pages of 500 with a consistent read (RV "") at first (RV "0" is served whole from the watch
   cache, the limit ignored); later relists ask for the last RV we synced to (served

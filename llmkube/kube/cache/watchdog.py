@@ -2,7 +2,8 @@
 injected clock), the body of the ``async with`` is cancelled and :class:`WatchInactive` raised.
 
 The socket read timeout already catches a dead TCP connection; this also catches a connection that
-stays alive (a load balancer keeping its half open, kopf #232/#810) without delivering events.
+stays alive (a load balancer keeping its half open) without delivering events, as kopf users met:
+https://github.com/nolar/kopf/issues/232, https://github.com/nolar/kopf/issues/810.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The controller runner: N workers take keys from a workqueue and call ``reconcile(key)``.
 
-Semantics follow controller-runtime's ``reconcileHandler`` (controller-semantics.md §1.6):
+Semantics follow controller-runtime's ``reconcileHandler`` (``pkg/internal/controller``):
 
 * an exception -> rate-limited requeue (per-key exponential backoff); counted as an error;
   unexpected exception types (bugs, not API or network failures) also count as panics;

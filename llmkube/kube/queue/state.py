@@ -1,6 +1,6 @@
 """The workqueue's bookkeeping as a synchronous state machine, driven by explicit times.
 
-This is the client-go workqueue contract (controller-semantics.md §1.4) merged with the delaying
+This is the client-go workqueue contract (``util/workqueue``) merged with the delaying
 queue and controller-runtime's priority queue, with no I/O and no clock of its own, so every rule
 is a table-driven test:
 

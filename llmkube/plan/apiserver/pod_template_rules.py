@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from llmkube.apimachinery.quantity import QuantityError, parse_quantity
 from llmkube.plan.apiserver.field_errors import (
     FieldError,
     duplicate,
@@ -43,7 +44,6 @@ from llmkube.plan.apiserver.kube_syntax import (
     is_valid_port_name,
     is_valid_port_num,
 )
-from llmkube.plan.apiserver.quantity import QuantityError, parse_quantity
 
 TEMPLATE = "spec.template"
 NEGATIVE = "must be greater than or equal to 0"

@@ -1,12 +1,13 @@
-"""The per-namespace model cache PVC `llmkube-model-cache` (reference §3.6, decision #12).
+"""The per-namespace model cache PVC `llmkube-model-cache`, named and labelled as the reference's.
 
 Shared by every InferenceService of the namespace, so it has no owner and outlives them all; it is
-planned only when a workload really mounts it (cached mode).
+planned only when a workload really mounts it (cached mode), never for a `pvc://` or metal Model,
+for which the reference operator made one nobody used.
 """
 
 from llmkube.api.base import KubeObject
 from llmkube.api.constants import LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME
-from llmkube.plan.apiserver.quantity import canonical_quantity
+from llmkube.apimachinery.quantity import canonical_quantity
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.inferenceservice.objects import compact

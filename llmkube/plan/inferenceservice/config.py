@@ -1,4 +1,4 @@
-"""Operator-level settings the InferenceService planner reads (reference-behaviour.md §1.2).
+"""Operator-level settings the InferenceService planner reads: the reference operator's flags.
 
 The process layer fills this from flags and environment; planning only ever sees the frozen value,
 so a plan is a function of its arguments and nothing else.
@@ -7,24 +7,23 @@ so a plan is a function of its arguments and nothing else.
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
 
+from llmkube.api.enums import GPUVendor
 from llmkube.plan.tenancy import TenancyPolicy
 
-GPUVendorName = Literal["nvidia", "amd", "intel"]
-
-DEFAULT_GPU_RESOURCES: Mapping[GPUVendorName, str] = MappingProxyType(
+DEFAULT_GPU_RESOURCES: Mapping[GPUVendor, str] = MappingProxyType(
     {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "gpu.intel.com/i915"}
 )
 
 
 @dataclass(frozen=True)
 class OperatorConfig:
-    # A non-empty cache path turns on "cached mode" for workloads (§3.3 b).
+    # A non-empty cache path turns on "cached mode" for workloads: they mount the namespace's cache
+    # claim and find the model under `<path>/<cacheKey>/`.
     model_cache_path: str = "/models"
     model_cache_size: str = "100Gi"
     model_cache_storage_class: str = ""
-    # Only the literal "ReadWriteMany" gives RWX; anything else is RWO (§1.2).
+    # Only the literal "ReadWriteMany" gives RWX; anything else is RWO, as the reference's flag does.
     model_cache_access_mode: str = "ReadWriteOnce"
     ca_cert_configmap: str = ""
     init_container_image: str = "docker.io/curlimages/curl:8.18.0"
@@ -32,14 +31,15 @@ class OperatorConfig:
     default_fsgroup: int = 102
     # LLMKUBE_INTEL_GPU_RESOURCE; kept as its own setting for parity with the reference flag.
     intel_gpu_resource: str = DEFAULT_GPU_RESOURCES["intel"]
-    # Per-vendor extended-resource names (decision #4); a vendor listed here wins over the defaults.
-    gpu_resource_overrides: Mapping[GPUVendorName, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Per-vendor extended-resource names (the reference asked for nvidia.com/gpu even on AMD); a
+    # vendor listed here wins over the defaults.
+    gpu_resource_overrides: Mapping[GPUVendor, str] = field(default_factory=lambda: MappingProxyType({}))
     # Images by `--runtime-images` key (plan/inferenceservice/images.py), replacing the pinned defaults.
     runtime_images: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # What tenants may ask for: Pod Security, PriorityClasses, Service types, host paths.
     tenancy: TenancyPolicy = field(default_factory=TenancyPolicy)
 
-    def gpu_resource(self, vendor: GPUVendorName) -> str:
+    def gpu_resource(self, vendor: GPUVendor) -> str:
         override = self.gpu_resource_overrides.get(vendor)
         if override:
             return override
@@ -48,7 +48,8 @@ class OperatorConfig:
         return DEFAULT_GPU_RESOURCES[vendor]
 
     def known_gpu_resources(self) -> tuple[str, ...]:
-        """Every resource name a scheduler message may call a GPU (§4.5, decision #4), deduplicated."""
+        """Every resource name a scheduler message may call a GPU (`Insufficient <name>`), AMD's
+        included, deduplicated."""
         names = [
             *DEFAULT_GPU_RESOURCES.values(),
             "gpu.intel.com/xe",

@@ -1,9 +1,10 @@
-"""The Deployment intent (reference §3.1 with decisions #1, #3, #15, #16).
+"""The Deployment intent: the reference operator's Deployment, field for field, but for its defects.
 
 Server-side apply replaces the reference's read-modify-write: the intent holds only the fields we
 own. Pod-template labels and annotations other managers add (`kubectl rollout restart`, sidecar
-injectors) survive, keys the user removes from podLabels/podAnnotations disappear, and `replicas`
-is left out when an HPA owns the count.
+injectors) survive, keys the user removes from podLabels/podAnnotations disappear, the
+Deployment's own labels follow a new `modelRef`, and `replicas` is left out when an HPA owns the
+count. Tolerations and the node selector apply to every service, not only GPU ones.
 """
 
 from dataclasses import dataclass
@@ -113,7 +114,8 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
 
 def pod_spec(inputs: WorkloadInputs) -> KubeObject:
     spec = inputs.isvc.spec
-    # Decision #1: the user's tolerations and nodeSelector apply to every service, GPU or not.
+    # The user's tolerations and nodeSelector apply to every service, GPU or not (the reference
+    # operator dropped them for CPU services).
     # (Tolerations are an atomic list, not keyed: a toleration listed twice is legal.)
     tolerations = [gpu_toleration(inputs.gpu_resource)] if inputs.gpu_count > 0 else []
     tolerations += spec.tolerations or []

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmkube.plan.inferenceservice.storage import INIT_CONTAINER_NAME
+from llmkube.plan.model.size import format_size
 
 # Re-plan this often while a download runs, so the figures in status move.
 DOWNLOAD_REQUEUE_SECONDS = 10.0
@@ -30,15 +31,9 @@ class Download:
             return f"Downloading the model (pod {self.pod})"
         if self.total:
             percent = min(100, self.received * 100 // self.total)
-            return f"Downloading the model: {_size(self.received)} of {_size(self.total)} ({percent}%)"
-        return f"Downloading the model: {_size(self.received)} so far"
-
-
-def _size(num: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if num >= scale:
-            return f"{num / scale:.1f} {unit}"
-    return f"{num} B"
+            got, total = format_size(self.received), format_size(self.total)
+            return f"Downloading the model: {got} of {total} ({percent}%)"
+        return f"Downloading the model: {format_size(self.received)} so far"
 
 
 def downloading_pod(pods: Sequence[Mapping[str, Any]]) -> str | None:

@@ -1,9 +1,10 @@
-"""GPU count, vendor and extended-resource name (reference §3.1, decisions #1, #4, #5)."""
+"""GPU count, vendor and extended-resource name; the count is the same everywhere it is used."""
 
 from llmkube.api.base import KubeObject
+from llmkube.api.enums import GPUVendor
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
-from llmkube.plan.inferenceservice.config import GPUVendorName, OperatorConfig
+from llmkube.plan.inferenceservice.config import OperatorConfig
 
 
 def effective_gpu_count(spec: InferenceServiceSpec, model: Model) -> int:
@@ -16,8 +17,9 @@ def effective_gpu_count(spec: InferenceServiceSpec, model: Model) -> int:
     return max(service_count, 0)
 
 
-def gpu_vendor(model: Model) -> GPUVendorName:
-    """Intel when accelerator or vendor says so, then AMD (ROCm), else NVIDIA (decision #4)."""
+def gpu_vendor(model: Model) -> GPUVendor:
+    """Intel when accelerator or vendor says so, then AMD (ROCm), else NVIDIA (the reference
+    operator asked AMD models for NVIDIA GPUs)."""
     hardware = model.spec.hardware
     accelerator = (hardware.accelerator or "").lower() if hardware else ""
     vendor = (hardware.gpu.vendor or "").lower() if hardware and hardware.gpu else ""

@@ -1,4 +1,4 @@
-"""The hardening defaults of inference pods (issue 11, item 9), what each runtime needs to keep
+"""The hardening defaults of inference pods, what each runtime needs to keep
 working under them, and how the user overrides them. docs/behaviour.md#pod-hardening tells users.
 
 - No ServiceAccount token in the pod (`automountServiceAccountToken: false`): no runtime talks to
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceResources
-from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 
 HOME = "/tmp"
 #: The user and group inference pods run as by default (plan/inferenceservice/deployment.py).

@@ -1,4 +1,4 @@
-"""The HorizontalPodAutoscaler intent, autoscaling/v2 (reference §5).
+"""The HorizontalPodAutoscaler intent, autoscaling/v2, shaped as the reference operator's.
 
 With no explicit metrics the runtime's own load metric is used as a Pods metric with an average
 target of 2. Metrics that would make the API server reject the HPA (a Pods metric without a
@@ -12,7 +12,7 @@ import re
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import AutoscalingSpec, InferenceService, MetricSpec
-from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 from llmkube.plan.inferenceservice.names import managed, selector_labels
 from llmkube.plan.inferenceservice.objects import object_metadata, owner_reference
 

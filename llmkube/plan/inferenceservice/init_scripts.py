@@ -1,4 +1,5 @@
-"""Shell scripts of the `model-downloader` init container (reference §3.3).
+"""Shell scripts of the `model-downloader` init container: copy a local file, or fetch a remote one
+(with an ETag check under `refreshPolicy: OnChange`), into the model's place in the pod.
 
 Every user-controlled value (the source URL, the cache directory, the file path) reaches the
 script through the environment variables MODEL_SOURCE, CACHE_DIR and MODEL_PATH: the script texts

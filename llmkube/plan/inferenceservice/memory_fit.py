@@ -16,14 +16,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
-from llmkube.api.meta import Condition
+from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.api.model import GGUFMetadata, GPUSpec, Model
-from llmkube.plan.apiserver.quantity import QuantityError, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, parse_quantity
 from llmkube.plan.conditions.standard import remove_condition, set_condition, update_condition_if_present
 from llmkube.plan.inferenceservice.runtimes.llamacpp import gpu_layers, split_mode, tensor_split
+from llmkube.plan.model.size import parse_size
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -96,25 +97,10 @@ def _weights(model: Model, gguf: GGUFMetadata) -> tuple[int | None, str | None]:
     status = model.status
     if status is not None and status.source_content_length:
         return status.source_content_length, "weights taken as the file size"
-    size = parse_human_size(status.size if status else None)
+    size = parse_size(status.size if status else None)
     if size:
         return size, "weights taken as the file size"
     return None, None
-
-
-def parse_human_size(text: str | None) -> int | None:
-    """`status.size` ("4.6 GiB", "512 B") back to bytes (to one decimal of the unit)."""
-    if not text:
-        return None
-    number, _, unit = text.strip().partition(" ")
-    powers = {"B": 0, "KiB": 1, "MiB": 2, "GiB": 3, "TiB": 4, "PiB": 5, "EiB": 6}
-    try:
-        value = float(number)
-    except ValueError:
-        return None
-    if unit not in powers or value <= 0:
-        return None
-    return int(value * 1024 ** powers[unit])
 
 
 def context_cells(spec: InferenceServiceSpec, gguf: GGUFMetadata) -> int:
@@ -215,12 +201,10 @@ ENFORCE_ANNOTATION = "inference.llmkube.dev/memory-fit"
 ENFORCE_VALUE = "enforce"
 INSUFFICIENT_MEMORY = "InsufficientMemory"
 
-FitStatus = Literal["True", "False", "Unknown"]
-
 
 @dataclass(frozen=True)
 class FitVerdict:
-    status: FitStatus
+    status: ConditionStatus
     reason: str
     message: str
     estimate: MemoryEstimate | None = None

@@ -1,4 +1,4 @@
-"""Readiness of a metal (Apple Silicon host agent) service from its EndpointSlices (reference §3.8).
+"""Readiness of a metal (Apple Silicon host agent) service from its EndpointSlices.
 
 The host's metal-agent registers the slices and stamps a heartbeat annotation on them; a heartbeat
 older than three minutes means the host is treated as offline. Slices without any heartbeat come

@@ -1,4 +1,4 @@
-"""Names and labels of everything planned for an InferenceService (reference §3, §3.4, §13.1).
+"""Names and labels of everything planned for an InferenceService (docs/compatibility.md).
 
 Clients match on these, so they follow the reference exactly: the Deployment and HPA carry the raw
 service name, the Service the name with dots replaced by dashes (a Service name is a DNS label).
@@ -23,7 +23,8 @@ def service_name(isvc_name: str) -> str:
 
 
 def selector_labels(isvc_name: str) -> dict[str, str]:
-    """The stable, immutable Deployment selector: no model label, so `modelRef` stays mutable (#301)."""
+    """The stable, immutable Deployment selector: no model label, so `modelRef` stays mutable (with
+    it a change failed as "field is immutable": https://github.com/defilantech/LLMKube/issues/301)."""
     return {LABEL_APP: isvc_name, LABEL_SERVICE: isvc_name}
 
 

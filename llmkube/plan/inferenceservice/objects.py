@@ -58,7 +58,7 @@ class ObjectRef:
 
 def owner_reference(isvc: InferenceService) -> KubeObject:
     # blockOwnerDeletion stays false like the reference: it needs no extra RBAC on the owner's
-    # finalizers and never blocks a foreground delete (§3).
+    # finalizers and never blocks a foreground delete.
     return {
         "apiVersion": API_VERSION,
         "kind": ISVC_KIND,
@@ -83,7 +83,8 @@ def object_metadata(
 
 
 def controlled_by(obj: Mapping[str, Any], isvc: InferenceService) -> bool:
-    """True when `obj` has this InferenceService as its controller (decision #10)."""
+    """True when `obj` has this InferenceService as its controller: only such objects are ever
+    changed or deleted (the reference operator deleted an HPA by name, whoever owned it)."""
     group = API_VERSION.split("/")[0]
     for ref in obj.get("metadata", {}).get("ownerReferences") or ():
         if (

@@ -1,5 +1,6 @@
 """Plan an InferenceService: (service, Model, observed facts, operator config) -> desired objects,
-deletions, status, events and requeue (reference §2, in that order of decisions).
+deletions, status, events and requeue, decided in the reference operator's order: the Model gate,
+the cache claim, the metal path, warnings, the Deployment, the Service, the HPA, then the status.
 
 The controller applies every non-None intent with server-side apply, deletes exactly the objects in
 `deletes` (with their uid as a precondition), writes `status` when `status_changed` says so, emits
@@ -11,7 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmkube.api.base import KubeObject
-from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus, Phase
+from llmkube.api.enums import Phase
+from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.meta import Condition
 from llmkube.api.model import Model
 from llmkube.plan.events import IGNORED_SETTING, INVALID_SPEC, PlannedEvent, announced
@@ -79,8 +81,8 @@ from llmkube.plan.inferenceservice.storage import NO_STORAGE, ModelStorage, Stor
 from llmkube.plan.inferenceservice.validation import Issue, ValidationInputs, validate
 from llmkube.plan.tenancy import POLICY_VIOLATION, PolicyIssue
 
-# After deleting a Deployment whose selector changed (pre-0.8 objects, #606), the new one can only
-# be created once the old one is gone.
+# After deleting a Deployment whose selector changed (the `{app}` selector of the reference operator
+# before 0.8), the new one can only be created once the old one is gone.
 SELECTOR_MIGRATION_REQUEUE_SECONDS = 2.0
 
 
@@ -126,7 +128,7 @@ def plan_inference_service(
         priority=effective_priority(class_name, observed.priority_classes),
         running=running_pod_count(observed.pods),
     )
-    # The Model gate (§2 step 3): nothing is applied or deleted until the Model is Ready.
+    # The Model gate: nothing is applied or deleted until the Model is Ready.
     if model is None:
         missing = f'Model "{isvc.spec.model_ref}" not found in namespace "{ctx.namespace}"'
         return _model_gate(ctx, "Failed", MODEL_NOT_FOUND_REASON, missing)
@@ -363,7 +365,7 @@ def _invalid(
 def _metal_plan(
     ctx: _Context, conditions: list[Condition], events: list[PlannedEvent]
 ) -> InferenceServicePlan:
-    """The host agent serves the model: no Deployment, Service or HPA of ours may exist (§3.8)."""
+    """The host agent serves the model: no Deployment, Service or HPA of ours may exist."""
     readiness = metal_readiness(
         ctx.observed.endpoint_slices, ctx.namespace, service_name(ctx.name), ctx.observed.now
     )
@@ -433,7 +435,8 @@ def _workload_plan(
     )
     live = observed.deployment
     deletes: list[ObjectRef] = []
-    # The selector is immutable: a Deployment from before 0.8 (selector {app}) is replaced (#606).
+    # The selector is immutable: a Deployment from before 0.8 (selector {app}) is replaced, which the
+    # reference operator learnt from a hot loop: https://github.com/defilantech/LLMKube/issues/606.
     migrate = live is not None and _selector(live) != selector_labels(ctx.name)
     if live is not None and migrate:
         deletes.append(object_ref(live))
@@ -445,7 +448,8 @@ def _workload_plan(
     if hpa_owns_replicas and autoscaling is not None:
         first = initial_replicas(replicas, autoscaling)
         initial = {"spec": {"replicas": first}}
-        # Decision #9: the HPA's choice, as carried by the Deployment, is what "all ready" means.
+        # The HPA's choice, as carried by the Deployment, is what "all ready" means (so a scale-out
+        # is Ready once its replicas are, not Progressing for ever).
         desired = _int_at(current, "spec", "replicas", default=first)
     else:
         desired = replicas
@@ -499,7 +503,7 @@ def _workload_plan(
 
 
 def _ownership_conflicts(ctx: _Context) -> list[Issue]:
-    """An object with our name that another owner controls is never taken over (decision #10)."""
+    """An object with our name that another owner controls is never taken over."""
     wanted = [
         ("Deployment", ctx.observed.deployment),
         ("Service", ctx.observed.service),

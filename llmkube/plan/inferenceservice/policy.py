@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 from llmkube.api.base import KubeObject
-from llmkube.api.inferenceservice import InferenceServiceSpec, Priority, ServiceType
+from llmkube.api.enums import Priority, ServiceType
+from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.plan.apiserver.pod_security import ENFORCE_LABEL, Level, violations
 from llmkube.plan.inferenceservice.field_origins import describe
 from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES, is_llmkube_class

@@ -1,9 +1,10 @@
-"""Priority: the five llmkube PriorityClasses, the class a pod uses, the effective value (§4.6).
+"""Priority: the five llmkube PriorityClasses, the class a pod uses, the effective value.
 
-Decision #7: the effective priority is the value of the class the pod really uses, read from the
-cluster, so a custom `priorityClassName` is honoured and a missing one is reported.
-Decision #21: the controller itself ensures the five classes exist with the documented values,
-unless `--manage-priority-classes=false` leaves them to the installer (GitOps, Helm).
+The effective priority is the value of the class the pod really uses, read from the cluster, so a
+custom `priorityClassName` is honoured and a missing one is reported (the reference operator read
+`spec.priority` whatever class the pod used). The controller itself ensures the five classes exist
+with the documented values, unless `--manage-priority-classes=false` leaves them to the installer
+(GitOps, Helm).
 """
 
 from collections.abc import Mapping

@@ -1,5 +1,5 @@
-"""Container probes (reference §3.2): the same timings for every runtime, HTTP `/health` or TCP
-on the container port, each replaced wholesale by its `probeOverrides` entry when given."""
+"""Container probes, the reference operator's: the same timings for every runtime, HTTP `/health`
+or TCP on the container port, each replaced wholesale by its `probeOverrides` entry when given."""
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import ProbeOverrides

@@ -1,4 +1,4 @@
-"""The GPU queue (reference §4.7, decision #6).
+"""The GPU queue (the reference operator's was first come, first served, whatever the priority).
 
 Services waiting for GPUs are ordered by effective priority (highest first), then by creation
 time (oldest first), then by namespace/name so ties never flap. The service being planned is

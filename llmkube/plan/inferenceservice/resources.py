@@ -1,4 +1,4 @@
-"""Container resources (reference §3.1) and the validation of the service's quantity strings.
+"""Container resources and the validation of the service's quantity strings.
 
 GPU services get `limits: {<gpu resource>: <count>}`; `cpu` becomes a CPU request and `hostMemory`
 (else `memory`) the memory request, and the memory limit too unless the memory-limit annotation
@@ -8,7 +8,7 @@ says otherwise (plan/inferenceservice/hardening.py; the reference set no limits)
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceResources
-from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 from llmkube.plan.inferenceservice.objects import compact
 
 QUANTITY_FIELDS = ("cpu", "memory", "host_memory", "gpu_memory")

@@ -1,4 +1,4 @@
-"""Why pods do not run, from pod conditions (reference §4.5, decisions #4, #5).
+"""Why pods do not run, read from pod conditions, as the reference operator does (not from Events).
 
 The first Pending pod whose PodScheduled condition is False explains the wait. An insufficient GPU
 of any known vendor makes the service WaitingForGPU, with `waitingFor` naming the resource and the
@@ -27,7 +27,8 @@ def _live(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def running_pod_count(pods: Sequence[Mapping[str, Any]]) -> int:
-    """`status.replicas` (decision #20): pods that are Running and not terminating."""
+    """`status.replicas`, as the schema describes it: pods that are Running and not terminating
+    (the reference operator wrote the desired count)."""
     return sum(1 for p in _live(pods) if p.get("status", {}).get("phase") == "Running")
 
 

@@ -1,7 +1,9 @@
-"""The Service intent and the endpoint URL (reference §3.4, §4.4, decision #2).
+"""The Service intent and the endpoint URL.
 
 Reconciled like every owned object, and its targetPort is the container's named port `http`, so
-the Service reaches the container whatever port the runtime listens on.
+the Service reaches the container whatever port the runtime listens on (the reference operator
+created the Service once, aimed at the endpoint port: vLLM, TGI and PersonaPlex were unreachable
+without an explicit `endpoint.port`).
 """
 
 from llmkube.api.base import KubeObject

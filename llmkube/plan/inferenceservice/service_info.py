@@ -18,7 +18,7 @@ class ServiceInfo:
     runtime: str
     #: the Model's `hardware.accelerator` ("" when it names none or the Model is missing)
     accelerator: str
-    #: GPUs each replica requests: the Model's count first, then the service's (decision #5)
+    #: GPUs each replica requests: the Model's count first, then the service's
     gpus_per_replica: int
     #: state -> count, from the written status; empty before the first status
     replicas: dict[str, int]

@@ -1,4 +1,4 @@
-"""Phase and status of an InferenceService (reference §4.1-§4.3 with decisions #8, #9, #18, #20).
+"""Phase and status of an InferenceService: the reference operator's phases, reasons and messages.
 
 Conditions describe the present: `Available` is True only while replicas serve, `Progressing` is
 False once settled, `Degraded` turns False and `GPUAvailable` True when their cause is gone (never
@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from llmkube.api.inferenceservice import InferenceServiceSpec, InferenceServiceStatus, Phase
+from llmkube.api.enums import Phase
+from llmkube.api.inferenceservice import InferenceServiceSpec, InferenceServiceStatus
 from llmkube.api.meta import Condition, ConditionStatus
 from llmkube.plan.conditions.standard import (
     find_condition,
@@ -88,7 +89,8 @@ def reason_column(facts: StatusFacts) -> str:
 
 
 def determine_phase(ready: int, desired: int, scheduling: SchedulingInfo | None) -> Phase:
-    """§4.1 in order. Pending and Failed are decided before (model gate, validation)."""
+    """The reference operator's precedence. Pending and Failed are decided before (model gate,
+    validation)."""
     if ready == desired and ready > 0:
         return "Ready"
     if ready > 0:
@@ -283,7 +285,7 @@ def spec_conditions(
     generation: int | None,
     now: datetime,
 ) -> list[Condition]:
-    """VLLMSpecValid (§4.3) and SpecValid: False with every setting that has no effect
+    """VLLMSpecValid and SpecValid: False with every setting that has no effect
     (IgnoredSettings) and every piece of advice about the spec (MissingMemoryRequest,
     MissingSkipModelInit; the reason names the first kind)."""
     conditions = list(previous or ())
@@ -314,7 +316,8 @@ def spec_conditions(
 
 
 def status_changed(old: InferenceServiceStatus | None, new: InferenceServiceStatus) -> bool:
-    """True when anything but `lastUpdated` differs (decision #18): only then is a write needed."""
+    """True when anything but `lastUpdated` differs: only then is a write needed (so a status write
+    does not wake the controller again, as every write of the reference operator did)."""
     if old is None:
         return True
     return old.model_dump(exclude={"last_updated"}) != new.model_dump(exclude={"last_updated"})
@@ -329,13 +332,13 @@ def failed_status(
     now: datetime,
     reason: str = FAILED_REASON,
 ) -> InferenceServiceStatus:
-    """The status to write when applying the plan failed (decision #19): Failed with the error, the
+    """The status to write when applying the plan failed: Failed with the error, the
     observed counts kept. The controller retries with backoff; the next success clears it.
 
     The conditions the phase decides start from the stored ones (`previous`), not from the plan's:
     the plan was made for the phase the service would have (Creating, say, which turns Progressing
     True), and reporting the failure turns them back, so starting from the plan would stamp new
-    transition times on every retry and write the same failure again and again (issue 11, item 2).
+    transition times on every retry and write the same failure again and again.
     Conditions the phase does not decide (SpecValid, VLLMSpecValid) are the plan's; the summary
     conditions (Ready, Reconciling, Stalled) follow the phase too."""
     decided = PHASE_CONDITIONS | SUMMARY_CONDITIONS

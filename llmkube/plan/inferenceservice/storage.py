@@ -1,4 +1,4 @@
-"""Where the model file lives inside the pod (reference §3.3, decision #12).
+"""Where the model file lives inside the pod.
 
 Storage is only planned for runtimes that read a local model file (llama.cpp, vLLM) and only when
 `skipModelInit` is not true. Exactly one mode applies, in this order:

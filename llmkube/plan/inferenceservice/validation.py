@@ -1,4 +1,5 @@
-"""What the contract schema cannot express, checked before anything is applied (decision #13).
+"""What the contract schema cannot express, checked before anything is applied: bad input never
+crashes the controller nor makes it retry for ever.
 
 An *error* makes the service Failed with a message naming the field and the value, and nothing is
 applied (the running workload is left as it is). A *warning* is a setting that has no effect in
@@ -12,9 +13,9 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
+from llmkube.apimachinery.quantity import QuantityError, parse_quantity
 from llmkube.plan.apiserver.kube_syntax import is_dns1123_subdomain
 from llmkube.plan.apiserver.labels import label_map_errors
-from llmkube.plan.apiserver.quantity import QuantityError, parse_quantity
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.hardening import memory_limit
 from llmkube.plan.inferenceservice.hpa import hpa_errors

@@ -1,4 +1,4 @@
-"""What to tell the user when writing one of a service's objects failed (issue 11, items 1 and 3).
+"""What to tell the user when writing one of a service's objects failed.
 
 The planner checks what it builds (plan/inferenceservice/object_checks.py), so the API server
 refusing a write is either something the planner could not know (a cluster's admission policy, an

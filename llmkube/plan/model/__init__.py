@@ -1,4 +1,4 @@
-"""The Model controller's decisions (reference §7), as pure functions over plain data."""
+"""The Model controller's decisions, as pure functions over plain data."""
 
 from llmkube.plan.model.accelerator import accelerator_ready, accelerator_resource
 from llmkube.plan.model.cache_layout import LEGACY_BASENAME, CacheLayout, cache_layout, is_controller_cached

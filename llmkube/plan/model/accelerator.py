@@ -1,4 +1,4 @@
-"""`status.acceleratorReady` (reference §7.5): is the requested accelerator present on some Node?"""
+"""`status.acceleratorReady`: is the requested accelerator present on some Node?"""
 
 from collections.abc import Mapping
 

@@ -1,4 +1,5 @@
-"""Where a local-source Model lives in the controller's cache (reference §7.4 step 3, §3.3 b).
+"""Where a local-source Model lives in the controller's cache: `<cache path>/<cacheKey>/<name>.gguf`,
+the reference operator's layout, which the workloads' cached mode reads.
 
 The planner and the directory observation both use this, so they always look at the same place.
 """

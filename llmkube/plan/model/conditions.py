@@ -1,5 +1,5 @@
-"""Model conditions: types, reasons and messages as the reference writes them (§7.4), with standard
-semantics (design decision 11): `lastTransitionTime` moves only on a flip, and the three primary
+"""Model conditions: types, reasons and messages as the reference operator writes them, with standard
+semantics (not the reference's): `lastTransitionTime` moves only on a flip, and the three primary
 conditions always describe the present — Progressing and Degraded turn False/Superseded once the Model
 is Ready (never removed: the rule in plan/conditions/standard.py), Available is False whenever it is not.
 `Ready`, `Reconciling` and `Stalled` summarize them for tools (plan/conditions/summary.py, `model_summary`).
@@ -19,7 +19,7 @@ PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
 SOURCE_DRIFTED = "SourceDrifted"
 
-# Reasons (reference §7.4).
+# Reasons, the reference operator's.
 PVC_NOT_FOUND = "PVCNotFound"
 PVC_NOT_BOUND = "PVCNotBound"
 PVC_MODEL_READY = "PVCModelReady"
@@ -43,7 +43,7 @@ SUPERSEDED = "Superseded"
 IN_SYNC = "InSync"
 UPSTREAM_CHANGED = "UpstreamChanged"
 
-# Messages (reference §7.4, §7.7).
+# Messages, the reference operator's.
 MSG_RUNTIME_RESOLVED = "Source is runtime-resolved (e.g., HuggingFace repo ID); runtime will fetch at startup"
 MSG_WORKLOAD_RESOLVED = (
     "Source is a remote URL; the InferenceService Pod's init container will fetch the model "

@@ -1,4 +1,4 @@
-"""Drift detection (reference §7.7): has the upstream source changed since the cache was filled?"""
+"""Drift detection: has the upstream source changed since the cache was filled?"""
 
 import enum
 from dataclasses import dataclass

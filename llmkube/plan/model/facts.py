@@ -41,7 +41,7 @@ class ProbeFailure(enum.Enum):
 class ProbeOutcome:
     """The result of one fingerprint probe (HTTP HEAD or a local stat).
 
-    A failed probe is *indeterminate*: it never counts as drift (reference §7.7).
+    A failed probe is *indeterminate*: it never counts as drift.
     """
 
     fingerprint: Fingerprint | None = None
@@ -105,7 +105,8 @@ class RemoteHeader:
 
 @dataclass(frozen=True)
 class CachedFile:
-    """A `*.gguf` file found in the Model's cache directory (chosen as the reference does, §7.4)."""
+    """A `*.gguf` file found in the Model's cache directory (chosen as the reference operator does:
+    the canonical name, else the legacy `model.gguf`, else the first by name)."""
 
     path: str
     size: int

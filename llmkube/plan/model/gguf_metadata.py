@@ -1,4 +1,4 @@
-"""From GGUF header key/values to `status.gguf` (reference §7.2): quantization names and licenses."""
+"""From GGUF header key/values to `status.gguf`: quantization names and licenses."""
 
 import re
 from collections.abc import Mapping

@@ -1,11 +1,11 @@
-"""plan_model: the Model reconcile (reference §7.4 to §7.7) as one pure function.
+"""plan_model: the Model reconcile as one pure function.
 
 The controller runs a short loop: observe → `plan_model` → perform the returned action with the
 `modelsource` helpers → add the result to the facts → `plan_model` again, until the action is NONE.
 Every status the loop produces is final or honestly provisional (`Copying`), and the loop ends
 because an action is never requested once its result is among the facts.
 
-Where llmkube differs from the reference (design decisions 11, 13, 18):
+Where llmkube differs from the reference operator (docs/differences.md#models):
 * conditions follow standard semantics (Progressing/Degraded cleared once Ready, lastTransitionTime
   only on flips) and are written in one status update, not one per condition;
 * the state is re-derived on every reconcile (level-triggered): a Ready PVC model whose claim
@@ -67,7 +67,7 @@ PVC_BOUND = "Bound"
 PVC_MOUNT_ROOT = "/model-source"
 
 # Copy failures that will not fix themselves: retried on a fixed interval, never through the rate
-# limiter, whose first retries come milliseconds apart (issue #405).
+# limiter, whose first retries come milliseconds apart.
 _UNRECOVERABLE = frozenset({FetchFailure.NOT_FOUND, FetchFailure.PERMISSION_DENIED, FetchFailure.NOT_A_FILE})
 # A failed verification of a cached file that a fresh copy repairs (the helper already removed it).
 _RECOPY_AFTER_VERIFY = frozenset({FetchFailure.NOT_FOUND, FetchFailure.INTEGRITY_MISMATCH})
@@ -257,7 +257,6 @@ def _plan_pvc(inputs: _Inputs) -> ModelDecision:
     if phase is None:
         namespace = inputs.model.metadata.namespace or ""
         message = cond.msg_pvc_not_found(source.claim, namespace)
-        # The reference counts nothing on the PVC waiting paths (§8.1).
         return _failed(inputs, base, cond.PVC_NOT_FOUND, message, Requeue(after=PVC_NOT_FOUND_REQUEUE))
     if phase != PVC_BOUND:
         message = cond.msg_pvc_not_bound(source.claim, phase)

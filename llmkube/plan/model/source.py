@@ -1,4 +1,4 @@
-"""Where a Model's weights come from (reference-behaviour.md §7.3): one classification, used by
+"""Where a Model's weights come from (the reference operator's classification): one, used by
 the Model controller, the storage planner and the warnings alike, so they can never disagree.
 """
 
@@ -65,7 +65,8 @@ def sanitize_filename(name: str) -> str:
 
 
 def canonical_basename(model_name: str, gguf_model_name: str | None = None) -> str:
-    """`<sanitized gguf general.name, else sanitized Model name, else "model">.gguf` (§3.3 b)."""
+    """`<sanitized gguf general.name, else sanitized Model name, else "model">.gguf`, the file name
+    of a model in the cache (the reference operator's)."""
     for candidate in (gguf_model_name, model_name):
         if candidate and (clean := sanitize_filename(candidate)):
             return f"{clean}.gguf"

@@ -1,5 +1,6 @@
 """When is a Model status worth writing? Only when something besides `lastUpdated` changed
-(design decision 18): an unchanged reconcile makes no write and so triggers no watch event.
+(the reference operator wrote one on every reconcile): an unchanged reconcile makes no write and
+so triggers no watch event.
 """
 
 from typing import Any

@@ -142,7 +142,10 @@ def test_one_owner_for_the_priority_classes(
     helm_env: dict[str, str], owner: str, classes: int, flag: str, writer_role: bool
 ) -> None:
     docs = template(helm_env, f"priorityClasses.managedBy={owner}")
-    assert len([d for d in docs if d["kind"] == "PriorityClass"]) == classes
+    inference_classes = [
+        d for d in docs if d["kind"] == "PriorityClass" and d["metadata"]["name"] != "llmkube-controller"
+    ]
+    assert len(inference_classes) == classes
     env = {
         e["name"]: e.get("value")
         for e in the_deployment(docs)["spec"]["template"]["spec"]["containers"][0]["env"]
@@ -150,6 +153,24 @@ def test_one_owner_for_the_priority_classes(
     assert env["LLMKUBE_MANAGE_PRIORITY_CLASSES"] == flag
     names = {d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRole"}
     assert ("llmkube-priorityclass-writer" in names) is writer_role
+
+
+@pytest.mark.parametrize("critical", [False, True])
+def test_the_controller_runs_above_every_inference_priority(helm_env: dict[str, str], critical: bool) -> None:
+    """The pods the controller creates for InferenceServices must never preempt it: with no class
+    it ran at 0, and on a full node the scheduler evicted it for a tenant's llmkube-normal pod."""
+    docs = template(helm_env, f"criticalPriority.enabled={str(critical).lower()}")
+    spec = the_deployment(docs)["spec"]["template"]["spec"]
+    classes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PriorityClass"}
+    if critical:
+        assert spec["priorityClassName"] == "system-cluster-critical"
+        assert "llmkube-controller" not in classes
+        return
+    assert spec["priorityClassName"] == "llmkube-controller"
+    ours = classes.pop("llmkube-controller")
+    assert classes and all(ours["value"] > c["value"] for c in classes.values()), ours
+    assert ours["value"] < 1_000_000_000  # a user class, below the system-* ones
+    assert ours["preemptionPolicy"] == "PreemptLowerPriority"
 
 
 def test_an_unknown_priority_class_owner_is_refused_with_a_message(

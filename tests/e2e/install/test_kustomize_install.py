@@ -77,7 +77,12 @@ def test_the_install_comes_up_under_restricted_pod_security(cluster: LocalCluste
     assert len(pods) == 2 and all(p["status"]["phase"] == "Running" for p in pods)
     # Both replicas on the one CPU node: the anti-affinity is a preference, not a requirement.
     assert {p["spec"]["nodeName"] for p in pods} == {"kwok-cpu-0"}
-    assert "priorityClassName" not in deployment["spec"]["template"]["spec"]
+    # Its own class, above every inference priority: the pods it creates never preempt it.
+    assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "llmkube-controller"
+    ours = admin.get("scheduling.k8s.io/v1", "PriorityClass", "llmkube-controller")["value"]
+    assert all(p["spec"]["priority"] == ours for p in pods)
+    inference = admin.get("scheduling.k8s.io/v1", "PriorityClass", "llmkube-critical")["value"]
+    assert ours > inference
     pdb = wait_until(
         lambda: (
             (found := admin.get("policy/v1", "PodDisruptionBudget", "llmkube-controller", NAMESPACE))
@@ -196,7 +201,9 @@ async def test_with_the_component_the_controller_owns_and_repairs_the_classes(
     write (same values), repairs a change, recreates a deleted class, and a restart writes nothing."""
     admin = cluster.admin()
     docs = documents(kustomize_overlay(tmp_path, "components/controller-owns-priorityclasses"))
-    assert not [d for d in docs if d["kind"] == "PriorityClass"]
+    # Only the controller's own class stays in the install: the controller cannot create the class
+    # its own pods need before they run.
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "PriorityClass"] == ["llmkube-controller"]
     server_side_apply(admin, docs, field_manager="argocd-controller", force=True)  # the overlay, synced
     deployment = the_deployment(docs)
     assert cluster.controller_kubeconfig is not None

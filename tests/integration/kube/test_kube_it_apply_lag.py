@@ -1,4 +1,4 @@
-"""Issue 11, item 10: right after we apply an object, a reconcile whose cache still shows the
+"""Right after we apply an object, a reconcile whose cache still shows the
 version from before that write sends nothing (the same body is on its way to the cache); one that
 asks for something else, or sees the object changed by someone since, applies as usual."""
 

@@ -23,8 +23,16 @@ def controller_container() -> dict[str, Any]:
     return container
 
 
-def test_the_controller_needs_no_critical_priority_class() -> None:
-    assert "priorityClassName" not in deployment()["spec"]["template"]["spec"]
+def test_the_controller_runs_above_every_inference_class_without_a_critical_one() -> None:
+    """Its own class, installed with it: above every llmkube-* class, below the system ones."""
+    assert deployment()["spec"]["template"]["spec"]["priorityClassName"] == "llmkube-controller"
+    (ours,) = documents("manager/priority_class.yaml")
+    assert ours["metadata"]["name"] == "llmkube-controller"
+    inference = documents("priorityclasses/priority_classes.yaml")
+    assert len(inference) == 5 and all(ours["value"] > c["value"] for c in inference)
+    assert ours["value"] < 1_000_000_000 and ours["preemptionPolicy"] == "PreemptLowerPriority"
+    # not one of the classes the controller keeps (and the owner component removes)
+    assert "app.kubernetes.io/managed-by" not in ours["metadata"]["labels"]
     quota = documents("components/critical-priority/resource_quota.yaml")[0]
     assert quota["spec"]["scopeSelector"]["matchExpressions"] == [
         {"scopeName": "PriorityClass", "operator": "In", "values": ["system-cluster-critical"]}

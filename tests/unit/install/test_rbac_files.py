@@ -71,7 +71,7 @@ def test_the_leader_election_role_is_a_role_in_the_controllers_namespace() -> No
 
 
 def test_no_core_events_and_no_unused_verbs_of_the_old_role() -> None:
-    """What the role used to grant and the controller never used (issue 11, item 8)."""
+    """What the role used to grant and the controller never used."""
     everything = grants("rbac/cluster_role.yaml", *ALWAYS)
     for unused in [
         ("create", "", "events"),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.apply.compare import clean_intent, differences, needs_apply, normalise, parse_quantity
+from llmkube.kube.apply.compare import clean_intent, differences, needs_apply, normalise, quantity_value
 from llmkube.kube.managed_fields import owned_fields, prune_to_owned
 
 ME = "llmkube-controller"
@@ -299,6 +299,9 @@ NORMALISE = {
                                               {"targetPort": 8080, "port": "http"}),
     "strings elsewhere are left alone": ({"env": [{"name": "N", "value": "0.5"}]},
                                          {"env": [{"name": "N", "value": "0.5"}]}),
+    # Compared as the API server stores them: rounded up to 1n, and a value it cannot hold is text.
+    "finer than 1n": ({"limits": {"cpu": "0.0000000001"}}, {"limits": {"cpu": "quantity:0.000000001"}}),
+    "an exponent no quantity has": ({"limits": {"cpu": "1e999999999"}}, {"limits": {"cpu": "1e999999999"}}),
     "HPA target quantities": ({"target": {"type": "AverageValue", "averageValue": "100m"}},
                               {"target": {"type": "AverageValue", "averageValue": "quantity:0.1"}}),
 }  # fmt: skip
@@ -330,8 +333,8 @@ def test_normalise(value: Any, expected: Any) -> None:
         (None, None),
     ],
 )
-def test_parse_quantity(text: Any, expected: Decimal | None) -> None:
-    assert parse_quantity(text) == expected
+def test_quantity_value(text: Any, expected: Decimal | None) -> None:
+    assert quantity_value(text) == expected
 
 
 def test_differences_reports_paths_types_and_lengths() -> None:

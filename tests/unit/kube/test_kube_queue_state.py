@@ -1,4 +1,5 @@
-"""The workqueue contract (controller-semantics.md §1.4-§1.6) as a table of scripted operations."""
+"""The workqueue contract (client-go's, with controller-runtime's priorities) as a table of scripted
+operations."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Local sources are opened without following a symbolic link out of --model-local-roots (issue 11,
-item 7), against the real file system: links, `..`, absolute paths outside, a stand-in for the
-service-account token, and the race where a directory is swapped for a link while it is opened."""
+"""Local sources are opened without following a symbolic link out of --model-local-roots, against
+the real file system: links, `..`, absolute paths outside, a stand-in for the service-account
+token, and the race where a directory is swapped for a link while it is opened."""
 
 import os
 from collections.abc import Callable
@@ -62,7 +62,7 @@ def test_a_root_that_is_itself_a_link_is_followed(layout: dict[str, Path], tmp_p
         lambda layout: layout["root"] / "models" / ".." / ".." / "outside" / "other-tenant.gguf",
         # an absolute path outside
         lambda layout: layout["outside"] / "other-tenant.gguf",
-        # a link to the real service-account token location, as in the issue
+        # a link to the real service-account token location: the controller's own credentials
         lambda layout: _link(
             layout["root"] / "sa.gguf", Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
         ),

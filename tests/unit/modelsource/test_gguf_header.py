@@ -18,7 +18,7 @@ from llmkube.controllers.modelsource import (
 )
 from llmkube.controllers.modelsource.ggufheader import GGML_BLOCK_SIZES, read_gguf_fields
 from llmkube.plan.model.gguf_metadata import TENSOR_BYTES_FIELD, TOKEN_COUNT_FIELD
-from llmkube.testing.synthetic_gguf import Shape, write
+from llmkube.testing.llama_gguf import Shape, TensorType, write_llama_gguf
 
 
 def test_reads_every_status_field(make_gguf: GGUFFactory) -> None:
@@ -45,7 +45,7 @@ def test_reads_what_the_memory_fit_estimate_needs(make_gguf: GGUFFactory, tmp_pa
     index (never converted), and the weights' bytes from the tensor infos."""
     path = tmp_path / "shaped.gguf"
     shape = Shape(embedding=64, layers=2, heads=4, kv_heads=2, feed_forward=128, vocab=300, type="f16")
-    write(path, shape)
+    write_llama_gguf(path, shape)
     metadata = read_gguf_metadata(str(path))
     assert (metadata.head_count, metadata.head_count_kv, metadata.vocab_size) == (4, 2, 300)
     assert (metadata.key_length, metadata.value_length) == (None, None)  # the header leaves them out
@@ -202,9 +202,10 @@ def test_the_tensor_type_sizes_are_the_gguf_packages() -> None:
 
 
 @pytest.mark.parametrize("kind", ["f32", "f16", "q8_0"])
-def test_the_weights_bytes_are_what_the_gguf_package_counts(tmp_path: Path, kind: str) -> None:
+def test_the_weights_bytes_are_what_the_gguf_package_counts(tmp_path: Path, kind: TensorType) -> None:
     path = tmp_path / f"{kind}.gguf"
-    write(path, Shape(embedding=64, layers=2, heads=4, kv_heads=2, feed_forward=128, vocab=300, type=kind))
+    shape = Shape(embedding=64, layers=2, heads=4, kv_heads=2, feed_forward=128, vocab=300, type=kind)
+    write_llama_gguf(path, shape)
     reference = gguf.GGUFReader(str(path))
     _, fields = read_gguf_fields(str(path))
     assert fields[TENSOR_BYTES_FIELD] == sum(int(tensor.n_bytes) for tensor in reference.tensors)

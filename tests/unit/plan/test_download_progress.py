@@ -60,3 +60,8 @@ def test_a_service_whose_pod_downloads_says_how_far_and_comes_back_to_update_it(
 
 def test_download_messages() -> None:
     assert Download("p", 5, 0).message() == "Downloading the model: 5 B so far"
+    # The units of status.size, TiB included (a 1.5 TiB checkpoint is not "1536.0 GiB").
+    assert (
+        Download("p", 1536 * 1024**3, 3 * 1024**4).message()
+        == "Downloading the model: 1.5 TiB of 3.0 TiB (50%)"
+    )

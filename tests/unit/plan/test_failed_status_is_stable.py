@@ -1,4 +1,4 @@
-"""Item 2 of issue 11: while an apply keeps failing, each retry plans again and reports the failure
+"""While an apply keeps failing, each retry plans again and reports the failure
 again; the status it writes must be the one already stored (no write, no new transition time)."""
 
 from datetime import timedelta

@@ -1,5 +1,5 @@
 """Warnings are announced as Events when the condition that carries them changes: once per problem
-and generation, never again on a later reconcile or after a restart (issue 11, item 5)."""
+and generation, never again on a later reconcile or after a restart."""
 
 from typing import Any
 

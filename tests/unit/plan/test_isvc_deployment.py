@@ -1,4 +1,5 @@
-"""The Deployment intent for every field that shapes it (reference §3.1, decisions #1, #2, #15, #16)."""
+"""The Deployment intent for every field that shapes it: tolerations and node selectors on every
+service, the named port, labels kept current, removed pod labels and annotations gone."""
 
 import itertools
 from typing import Any
@@ -42,7 +43,7 @@ def test_model_ref_is_not_in_the_selector_so_it_stays_mutable() -> None:
     deployment = plan({"modelRef": "other"}, make_model(name="other")).deployment
     assert deployment is not None
     assert deployment["spec"]["selector"]["matchLabels"] == SELECTOR
-    assert deployment["metadata"]["labels"]["inference.llmkube.dev/model"] == "other"  # decision #15
+    assert deployment["metadata"]["labels"]["inference.llmkube.dev/model"] == "other"  # refreshed
 
 
 def test_runtime_label_follows_the_runtime() -> None:
@@ -188,7 +189,7 @@ USER_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "ml", "effe
 @pytest.mark.parametrize(
     ("model", "expected"),
     [
-        (make_model(), [USER_TOLERATION]),  # decision #1: applied to CPU services too
+        (make_model(), [USER_TOLERATION]),  # applied to CPU services too
         (
             gpu_model(1),
             [

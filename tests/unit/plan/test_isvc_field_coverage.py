@@ -53,7 +53,7 @@ EFFECTS: dict[str, list[str]] = {
     "spec.autoscaling": [
         "test_isvc_service_hpa_pvc.py::test_hpa_intent",
         "test_isvc_plan.py::test_owned_hpa_is_deleted_when_autoscaling_is_removed",
-        "test_isvc_status.py::test_desired_with_autoscaling_decision_9",
+        "test_isvc_status.py::test_desired_with_autoscaling",
     ],
     "spec.autoscaling.maxReplicas": ["test_isvc_service_hpa_pvc.py::test_hpa_intent", HPA_ERRORS],
     "spec.autoscaling.minReplicas": [
@@ -152,7 +152,7 @@ EFFECTS: dict[str, list[str]] = {
     "spec.probeOverrides.readiness": ["test_isvc_deployment.py::test_probe_override_replaces_only_its_probe"],
     "spec.skipModelInit": [
         "test_isvc_storage.py::test_no_storage_when_the_runtime_needs_no_model_file_or_init_is_skipped",
-        "test_isvc_runtime_llamacpp.py::test_no_model_flag_without_a_model_path_decision_3",
+        "test_isvc_runtime_llamacpp.py::test_no_model_flag_without_a_model_path",
         "test_isvc_validation.py::test_missing_skip_model_init_event",
     ],
     "spec.personaPlexConfig": [PERSONAPLEX, IGNORED],
@@ -223,10 +223,10 @@ EFFECTS: dict[str, list[str]] = {
     ],
     "spec.priorityClassName": [
         "test_isvc_gpu_priority.py::test_priority_class_name",
-        "test_isvc_validation.py::test_existing_custom_priority_class_is_used_decision_7",
+        "test_isvc_validation.py::test_existing_custom_priority_class_is_used",
         QUANTITY_ERRORS,  # an unknown class fails the service
     ],
-    # Read only by the metal-agent's eviction watchdog (reference §14): the plan does not change.
+    # Read only by the metal-agent's eviction watchdog: the plan does not change.
     "spec.evictionProtection": ["test_isvc_plan.py::test_eviction_protection_has_no_effect_on_the_plan"],
     "spec.podSecurityContext": [
         "test_isvc_deployment.py::test_pod_security_context",

@@ -1,4 +1,5 @@
-"""GPU count and resource names (§3.1, decisions #4, #5) and priority (§4.6, decisions #7, #21)."""
+"""GPU count and resource names (per vendor; the Model's count first) and priority (the class the
+pods really use; the five classes the controller keeps)."""
 
 from types import MappingProxyType
 from typing import Any
@@ -138,7 +139,7 @@ def test_unknown_priority_maps_to_normal() -> None:
     [
         ("llmkube-high", {}, 100_000),  # our own class, not yet observed: the documented value
         ("llmkube-high", {"llmkube-high": 123}, 123),  # what the cluster really has
-        ("team-gold", {"team-gold": 500_000}, 500_000),  # decision #7: a custom class counts
+        ("team-gold", {"team-gold": 500_000}, 500_000),  # a custom class counts
         ("team-gold", {}, None),  # missing: reported by validation
     ],
 )

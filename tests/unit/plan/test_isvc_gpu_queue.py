@@ -1,4 +1,4 @@
-"""GPU queue order (decision #6): priority first, then age, then namespace/name."""
+"""GPU queue order: priority first, then age, then namespace/name."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -1,6 +1,6 @@
 """The downloader scripts, run for real with `sh` and `curl` against a local HTTP server.
 
-The scripts are data the planner emits; these tests prove that data does what §3.3 says: download
+The scripts are data the planner emits; these tests prove that data does what it should: download
 once, keep a cached file, conditional GET with ETags for OnChange, offline tolerance, no partial
 files left behind.
 """

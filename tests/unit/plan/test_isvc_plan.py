@@ -1,5 +1,5 @@
-"""The planner as a whole: what it applies, what it deletes, when it requeues (§2, §3.8, decisions
-#10, #12, #14, #15)."""
+"""The planner as a whole: what it applies, what it deletes, when it requeues, on the metal path
+too: only owned objects deleted, the cache claim only when mounted, names with dots."""
 
 from datetime import timedelta
 from typing import Any
@@ -24,7 +24,7 @@ def test_owned_hpa_is_deleted_when_autoscaling_is_removed() -> None:
     )
 
 
-def test_foreign_hpa_is_never_deleted_decision_10() -> None:
+def test_foreign_hpa_is_never_deleted() -> None:
     result = plan(observed=observe(hpa=FOREIGN_HPA))
     assert result.deletes == () and result.status.phase == "Creating"
 
@@ -81,7 +81,7 @@ def test_no_requeue_in_the_steady_state() -> None:
     assert plan(observed=observe(deployment=live_deployment(ready=1))).requeue_after is None
 
 
-def test_names_with_dots_work_end_to_end_decision_14() -> None:
+def test_names_with_dots_work_end_to_end() -> None:
     result = plan(isvc=make_isvc(name="llama.3.2"))
     assert result.service is not None and result.service["metadata"]["name"] == "llama-3-2"
     assert result.status.endpoint == "http://llama-3-2.ai.svc.cluster.local:8080/v1/chat/completions"
@@ -98,7 +98,7 @@ def test_gpu_memory_has_no_effect_on_the_workload_when_valid() -> None:
     assert with_memory.deployment == without.deployment and with_memory.status == without.status
 
 
-METAL = make_model(hardware={"accelerator": "metal"})  # with a cacheKey: still no cache PVC (decision #12)
+METAL = make_model(hardware={"accelerator": "metal"})  # with a cacheKey: still no cache PVC
 
 
 def slice_(heartbeat_age: timedelta | None, ready: bool = True, service: str = "demo") -> dict[str, Any]:

@@ -396,7 +396,7 @@ def test_no_planned_object_has_two_entries_with_one_merge_key(data: st.DataObjec
             continue
         repeated = duplicate_merge_keys(obj)
         if own_repeats:
-            continue  # the user's mistake: issue 11 reports it before anything is applied
+            continue  # the user's mistake: validation reports it before anything is applied
         assert repeated == [], repeated
     if result.deployment is not None and not own_repeats:
         (container,) = result.deployment["spec"]["template"]["spec"]["containers"]

@@ -1,4 +1,4 @@
-"""A runtimeClassName that names no RuntimeClass (issue 11, item 6): every pod would be refused at
+"""A runtimeClassName that names no RuntimeClass: every pod would be refused at
 admission with nothing said on the service; it is Failed/InvalidSpec instead."""
 
 from isvc_factories import observe

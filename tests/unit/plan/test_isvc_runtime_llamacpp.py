@@ -1,4 +1,4 @@
-"""llama.cpp arguments (reference §3.2.1), flag by flag: present, absent, zero and false."""
+"""llama.cpp arguments, flag by flag: present, absent, zero and false."""
 
 from typing import Any
 
@@ -12,7 +12,7 @@ from llmkube.plan.inferenceservice.runtimes.llamacpp import gpu_layers, split_mo
 FLAGS: list[tuple[str, dict[str, Any], int, list[str], list[str]]] = [
     ("context size", {"contextSize": 8192}, 0, ["--ctx-size", "8192"], []),
     ("no context size", {}, 0, [], ["--ctx-size"]),
-    ("parallel 1 is honoured (#339)", {"parallelSlots": 1}, 0, ["--parallel", "1"], []),
+    ("parallel 1 is honoured", {"parallelSlots": 1}, 0, ["--parallel", "1"], []),
     ("parallel 4", {"parallelSlots": 4}, 0, ["--parallel", "4"], []),
     ("flash attention with a GPU", {"flashAttention": True}, 1, ["--flash-attn", "on"], []),
     ("flash attention without a GPU is skipped", {"flashAttention": True}, 0, [], ["--flash-attn"]),
@@ -125,7 +125,7 @@ def test_base_arguments_in_order_and_metrics_last() -> None:
     assert args == ["--model", "/models/k/tiny.gguf", "--host", "0.0.0.0", "--port", "9090", "--metrics"]
 
 
-def test_no_model_flag_without_a_model_path_decision_3() -> None:
+def test_no_model_flag_without_a_model_path() -> None:
     args = arg_list(run_builder("llamacpp", {"extraArgs": ["-hf", "org/repo"]}, model_path=""))
     assert "--model" not in args and "" not in args
     assert args[:4] == ["--host", "0.0.0.0", "--port", "8080"]

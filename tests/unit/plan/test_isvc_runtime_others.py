@@ -1,4 +1,4 @@
-"""TGI (§3.2.3), PersonaPlex (§3.2.4) and generic (§3.2.5) processes, and the runtime table (§3.2)."""
+"""TGI, PersonaPlex and generic processes, and the runtime table."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""vLLM arguments and env (reference §3.2.2), flag by flag."""
+"""vLLM arguments and env, flag by flag."""
 
 import json
 from typing import Any

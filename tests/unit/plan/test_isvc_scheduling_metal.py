@@ -1,4 +1,5 @@
-"""Scheduling diagnosis from pod conditions (§4.5, decisions #4, #5) and metal readiness (§3.8)."""
+"""Scheduling diagnosis from pod conditions (every vendor's GPU, the effective GPU count) and metal
+readiness."""
 
 from datetime import timedelta
 from typing import Any
@@ -20,9 +21,7 @@ GPU_MESSAGE = "0/3 nodes are available: 3 Insufficient {res}. preemption: 0/3 no
 def test_insufficient_gpu_of_any_vendor(resource: str) -> None:
     message = GPU_MESSAGE.format(res=resource)
     info = diagnose_scheduling([pod("p", "Pending", unschedulable=message)], GPUS, 2)
-    assert info == SchedulingInfo(
-        "InsufficientGPU", message, f"{resource}: 2"
-    )  # decision #5: effective count
+    assert info == SchedulingInfo("InsufficientGPU", message, f"{resource}: 2")  # the effective count
 
 
 def test_configured_resource_name_is_recognised() -> None:

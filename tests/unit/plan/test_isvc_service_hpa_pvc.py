@@ -1,4 +1,5 @@
-"""Service (§3.4, decision #2), endpoint URL (§4.4), HPA (§5, decisions #9, #10), cache PVC (§3.6, #12)."""
+"""Service (targetPort the named container port), endpoint URL, HPA (only our own deleted), cache
+PVC (only when mounted)."""
 
 from typing import Any
 
@@ -70,7 +71,7 @@ def test_service_type_and_port(endpoint: dict[str, Any] | None, service_type: st
 
 
 @pytest.mark.parametrize("runtime", ["vllm", "tgi"])
-def test_target_port_is_the_named_container_port_decision_2(runtime: str) -> None:
+def test_target_port_is_the_named_container_port(runtime: str) -> None:
     # vLLM listens on 8000 and TGI on 80 while the Service port is 8080: the name bridges them.
     result = plan({"runtime": runtime})
     assert result.service is not None and result.deployment is not None
@@ -245,7 +246,7 @@ def test_hpa_errors(autoscaling: dict[str, Any], errors: list[str]) -> None:
     assert hpa_errors(None) == []
 
 
-def test_cache_pvc_planned_only_when_mounted_decision_12() -> None:
+def test_cache_pvc_planned_only_when_mounted() -> None:
     assert plan().cache_pvc is not None
     assert plan(model=make_model("pvc://weights/x.gguf")).cache_pvc is None
     assert plan(model=make_model(cache_key="")).cache_pvc is None

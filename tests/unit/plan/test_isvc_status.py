@@ -1,4 +1,4 @@
-"""Phases, conditions and the other status fields (§4, decisions #5-#9, #18, #20), as tables."""
+"""Phases, conditions and the other status fields, as tables."""
 
 from datetime import timedelta
 from typing import Any
@@ -210,7 +210,7 @@ def test_model_gate_status_fields() -> None:
             "",
             False,
         )
-        assert status.replicas == 1  # decision #20: the pod is running, whatever the phase
+        assert status.replicas == 1  # the pod is running, whatever the phase
         assert status.effective_priority == 10_000
         assert (result.deployment, result.service, result.hpa, result.cache_pvc, result.deletes) == (
             None,
@@ -230,7 +230,7 @@ def test_status_fields_when_creating() -> None:
     assert status.last_updated == NOW
 
 
-def test_replicas_are_running_pods_decision_20() -> None:
+def test_replicas_are_running_pods() -> None:
     pods = (pod("a"), pod("b"), pod("c", "Pending"), pod("d", deleting=True))
     status = plan(
         {"replicas": 3}, observed=observe(pods=pods, deployment=live_deployment(ready=2, replicas=3))
@@ -274,7 +274,7 @@ def test_replicas_are_running_pods_decision_20() -> None:
         ),
     ],
 )
-def test_desired_with_autoscaling_decision_9(
+def test_desired_with_autoscaling(
     spec: dict[str, Any], live: dict[str, Any] | None, desired: int, phase: str
 ) -> None:
     status = plan(spec, observed=observe(deployment=live)).status
@@ -292,14 +292,14 @@ def test_waiting_for_gpu_fields_and_queue() -> None:
     assert status.queue_position == 3
 
 
-def test_waiting_for_amd_gpu_decision_4() -> None:
+def test_waiting_for_amd_gpu() -> None:
     amd_pod = pod("p", "Pending", unschedulable="0/1 nodes are available: 1 Insufficient amd.com/gpu.")
     model = make_model(hardware={"accelerator": "rocm", "gpu": {"count": 1}})
     status = plan(model=model, observed=observe(pods=(amd_pod,))).status
     assert (status.phase, status.waiting_for) == ("WaitingForGPU", "amd.com/gpu: 1")
 
 
-def test_waiting_for_uses_the_model_gpu_count_decision_5() -> None:
+def test_waiting_for_uses_the_model_gpu_count() -> None:
     status = plan({"resources": {"gpu": 1}}, gpu_model(4), observed=observe(pods=(GPU_POD,))).status
     assert status.waiting_for == "nvidia.com/gpu: 4"
 
@@ -370,7 +370,7 @@ def cond(type_: str, status: str, reason: str, at: str = "2026-01-01T00:00:00Z")
     return {"type": type_, "status": status, "reason": reason, "message": "old", "lastTransitionTime": at}
 
 
-# Transitions (decision #8): conditions always describe the present, and a condition once written
+# Transitions: conditions always describe the present, and a condition once written
 # is never removed because its cause went away (the rule in plan/conditions/standard.py): it says so instead.
 RECOVERED = ("False", "Recovered")
 NOT_WAITING = ("True", "NotWaitingForGPU")

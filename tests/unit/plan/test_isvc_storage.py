@@ -1,4 +1,4 @@
-"""Model storage (reference §3.3, decision #12): the three modes, the init container, the CA bundle."""
+"""Model storage: the three modes, the init container, the CA bundle."""
 
 from typing import Any
 

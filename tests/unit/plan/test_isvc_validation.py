@@ -1,4 +1,4 @@
-"""Validation the schema cannot express (decision #13), warnings, events and the spec conditions."""
+"""Validation the schema cannot express, warnings, events and the spec conditions."""
 
 from typing import Any
 
@@ -168,7 +168,7 @@ def test_ready_is_zero_when_failing_without_a_workload() -> None:
     assert plan({"resources": {"cpu": "x"}}).status.ready_replicas == 0
 
 
-def test_existing_custom_priority_class_is_used_decision_7() -> None:
+def test_existing_custom_priority_class_is_used() -> None:
     result = plan(
         {"priorityClassName": "team-gold"},
         observed=observe(priority_classes={"team-gold": 500_000}),

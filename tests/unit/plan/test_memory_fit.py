@@ -18,9 +18,9 @@ from llmkube.plan.inferenceservice.memory_fit import (
     estimate_memory,
     judge_memory_fit,
     node_gpu_memory,
-    parse_human_size,
     size_text,
 )
+from llmkube.plan.model.size import parse_size
 
 # TinyLlama 1.1B's shape: 22 layers, 2048 wide, 32 heads of 64, 4 KV heads, 32000 tokens.
 TINYLLAMA = {
@@ -81,7 +81,7 @@ def test_without_kv_heads_the_estimate_assumes_full_attention_and_says_so() -> N
     estimate = estimate_memory(model(old_status), spec(contextSize=4096), gpu_count=0)
     assert estimate is not None
     assert estimate.kv_cache == 22 * 4096 * 2048 * 4  # 8x the GQA figure: an upper bound
-    assert estimate.weights == parse_human_size("1.1 GiB")
+    assert estimate.weights == parse_size("1.1 GiB")
     assert estimate.assumptions == (
         "KV heads unknown: assumed equal to attention heads (an upper bound)",
         "weights taken as the file size",
@@ -91,14 +91,6 @@ def test_without_kv_heads_the_estimate_assumes_full_attention_and_says_so() -> N
 def test_no_metadata_no_estimate() -> None:
     assert estimate_memory(model(None), spec(), gpu_count=0) is None
     assert estimate_memory(model({"architecture": "llama"}), spec(), gpu_count=0) is None
-
-
-@pytest.mark.parametrize(
-    ("text", "size"),
-    [("4.6 GiB", int(4.6 * GIB)), ("512 B", 512), ("1.0 KiB", 1024), ("0", None), ("", None), ("x", None)],
-)
-def test_human_sizes(text: str, size: int | None) -> None:
-    assert parse_human_size(text) == size
 
 
 def test_size_text() -> None:

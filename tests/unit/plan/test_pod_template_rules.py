@@ -64,7 +64,7 @@ def messages(found: list[Any]) -> list[str]:
                             "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}},
                         },
                         {"name": "E", "valueFrom": {"fieldRef": {"fieldPath": "spec.host"}}},
-                        {"name": "weird but fine: #1", "value": ""},
+                        {"name": "weird but fine: #one", "value": ""},
                     ],
                 }
             ],

@@ -1,5 +1,5 @@
-"""A failed write of one of our objects, told in the terms of the InferenceService (item 1's safety
-net and item 3's Event text)."""
+"""A failed write of one of our objects, told in the terms of the InferenceService (the safety net
+for refusals the planner did not foresee, and the Event text)."""
 
 from isvc_factories import make_isvc
 from isvc_planning import plan

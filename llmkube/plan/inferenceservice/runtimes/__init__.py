@@ -1,4 +1,4 @@
-"""Runtime backends by name (reference §3.2): defaults and process builders.
+"""Runtime backends by name: defaults and process builders.
 
 An empty runtime means llama.cpp, as in the CRD default.
 """

@@ -1,8 +1,9 @@
-"""What every runtime backend provides: its defaults (§3.2 table) and a process builder.
+"""What every runtime backend provides: its defaults (container name, image, port, probes, HPA
+metric) and a process builder.
 
 A builder is a pure function from `RuntimeInputs` to `ContainerProcess` (command, args, env); the
 Deployment planner wraps that into a container. Each backend lives in its own module so its
-argument list can be read, and tested flag by flag, next to the reference section it implements.
+argument list can be read, and tested flag by flag, in the reference operator's order.
 """
 
 from collections.abc import Callable, Sequence

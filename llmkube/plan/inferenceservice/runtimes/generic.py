@@ -1,4 +1,4 @@
-"""Any container (reference §3.2.5): the user's image, command and args, nothing generated."""
+"""Any container: the user's image, command and args, nothing generated."""
 
 from llmkube.plan.inferenceservice.runtimes.base import ContainerProcess, RuntimeDefaults, RuntimeInputs
 

@@ -1,7 +1,8 @@
-"""llama.cpp `llama-server` (reference §3.2.1): the exact argument order, with decision #3.
+"""llama.cpp `llama-server`: the reference operator's exact argument order.
 
 Only `--parallel` and `--rope-scaling` are checked against extraArgs (the user's value wins), and
-`--metrics` is appended last unless the user already passed it (the reference duplicated it, #1384).
+`--metrics` is appended last unless the user already passed it (the reference passed it twice:
+https://github.com/defilantech/LLMKube/issues/1384). No `--model ""` when there is no model file.
 """
 
 import re
@@ -34,7 +35,7 @@ _LAYER_RANGE = re.compile(r"^\s*([0-9]+)\s*-\s*([0-9]+)\s*$")
 def build(inputs: RuntimeInputs) -> ContainerProcess:
     spec, gpus = inputs.spec, inputs.gpu_count
     extra = spec.extra_args or []
-    # Decision #3: no `--model ""` when there is no local file; users bring their own -m in extraArgs.
+    # No `--model ""` when there is no local file; users bring their own -m in extraArgs.
     args: list[str] = ["--model", inputs.model_path] if inputs.model_path else []
     args += ["--host", "0.0.0.0", "--port", str(inputs.port)]
     if gpus > 0:

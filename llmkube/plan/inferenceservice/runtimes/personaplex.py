@@ -1,4 +1,4 @@
-"""PersonaPlex / Moshi speech-to-speech server (reference §3.2.4). No default image: the user must
+"""PersonaPlex / Moshi speech-to-speech server. No default image: the user must
 set `spec.image` (validation reports it otherwise)."""
 
 from llmkube.plan.inferenceservice.runtimes.base import (

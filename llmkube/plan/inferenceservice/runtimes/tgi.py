@@ -1,4 +1,4 @@
-"""HuggingFace Text Generation Inference (reference §3.2.3).
+"""HuggingFace Text Generation Inference.
 
 Unlike the reference, which ignored them, `parallelSlots` maps to TGI's own
 `--max-concurrent-requests` and `extraArgs` are appended last, as the schema documents for

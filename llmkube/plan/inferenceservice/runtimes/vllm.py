@@ -1,4 +1,4 @@
-"""vLLM OpenAI server (reference §3.2.2): positional model, then host/port, then `vllmConfig`.
+"""vLLM OpenAI server: positional model, then host/port, then `vllmConfig`.
 
 One deliberate difference: speculative decoding is passed as `--speculative-config <json>`. The
 reference's `--speculative-model`/`--num-speculative-tokens` flags were removed from vLLM long
@@ -95,6 +95,6 @@ def kv_cache_dtype(config: VLLMConfig) -> str:
 
 
 def speculative_missing_model(spec: InferenceServiceSpec) -> bool:
-    """speculative.enabled with no draft model: the flags are skipped (VLLMSpecValid=False, §4.3)."""
+    """speculative.enabled with no draft model: the flags are skipped (VLLMSpecValid=False)."""
     speculative = spec.vllm_config.speculative if spec.vllm_config else None
     return bool(speculative and speculative.enabled and not speculative.model)

@@ -1,4 +1,4 @@
-"""Local sources are confined to --model-local-roots (issue 11, item 7): the lexical rule and what
+"""Local sources are confined to --model-local-roots: the lexical rule and what
 the planner makes of it."""
 
 from datetime import UTC, datetime, timedelta

@@ -1,4 +1,5 @@
-"""plan_model, branch by branch (reference §7.4 to §7.7, design decisions 11, 13, 18)."""
+"""plan_model, branch by branch: standard condition semantics, bad input without a hot loop, no
+write for an unchanged status."""
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -120,7 +121,7 @@ PVC_SRC = "pvc://models/llama/x.gguf"
                 "InvalidSource",
                 'spec.source "pvc://models" is not a valid PVC source: expected pvc://<claim>/<path/in/claim>',
             ),
-            Requeue(),  # bad input: no retry until the spec changes (design decision 13)
+            Requeue(),  # bad input: no retry until the spec changes
         ),
         (
             PVC_SRC,

@@ -1,6 +1,11 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llmkube.plan.model import format_size
+from llmkube.plan.model.size import parse_size
+
+GIB = 1024**3
 
 
 @pytest.mark.parametrize(
@@ -21,3 +26,18 @@ from llmkube.plan.model import format_size
 )
 def test_format_size_matches_the_reference_units(num_bytes: int, expected: str) -> None:
     assert format_size(num_bytes) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("4.6 GiB", int(4.6 * GIB)), ("512 B", 512), ("1.0 KiB", 1024), ("0", None), ("", None), ("x", None)],
+)
+def test_parse_size(text: str, size: int | None) -> None:
+    assert parse_size(text) == size
+
+
+@given(st.integers(min_value=1, max_value=2**62))
+def test_parse_size_reads_format_size_back_to_one_decimal_of_its_unit(num_bytes: int) -> None:
+    text = format_size(num_bytes)
+    unit = 1024 ** (["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"].index(text.split()[1]))
+    assert abs((parse_size(text) or 0) - num_bytes) <= unit * 0.05 + 1

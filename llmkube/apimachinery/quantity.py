@@ -1,9 +1,9 @@
 """Kubernetes resource quantities (apimachinery `resource.Quantity`): parse, validate, canonicalise.
 
-The reference operator parsed user quantities with a panicking parser (decision #13). Here a bad
-string is a `QuantityError` the planner turns into a status message, and a good one is written in
-the canonical form the API server itself would store ("0.5" -> "500m", "1024Mi" -> "1Gi"), so an
-apply of an unchanged object compares equal to what the server holds.
+The reference operator parsed user quantities with a panicking parser (`cpu: "two"` crashed it).
+Here a bad string is a `QuantityError` the planner turns into a status message, and a good one is
+written in the canonical form the API server itself would store ("0.5" -> "500m", "1024Mi" ->
+"1Gi"), so an apply of an unchanged object compares equal to what the server holds.
 """
 
 import functools
@@ -49,6 +49,13 @@ class Quantity:
             return _binary_canonical(int(self.value))
         # Small or fractional binary values are shown in decimal so no precision is lost.
         return _decimal_canonical(self.value, self.format == "DecimalExponent")
+
+    def plain(self) -> str:
+        """The value in plain decimal notation ("0.5", "1073741824"): equal values, equal text."""
+        nanos = int(self.value * _NANO)  # exact: every value is rounded to 1n
+        whole, fraction = divmod(abs(nanos), _NANO)
+        digits = f"{fraction:09d}".rstrip("0")
+        return ("-" if nanos < 0 else "") + (f"{whole}.{digits}" if digits else str(whole))
 
 
 @functools.lru_cache(maxsize=4096)  # every reconcile parses the same few strings again

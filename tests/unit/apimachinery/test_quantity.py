@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmkube.plan.apiserver.quantity import QuantityError, canonical_quantity, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 
 
 @pytest.mark.parametrize(
@@ -85,3 +85,30 @@ def test_canonical_form_is_a_fixed_point_with_the_same_value(whole: int, fractio
     canonical = canonical_quantity(text)
     assert canonical_quantity(canonical) == canonical
     assert parse_quantity(canonical).value == parse_quantity(text).value
+
+
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ("500m", "0.5"),
+        ("0.5", "0.5"),
+        ("1Gi", "1073741824"),
+        ("1024Mi", "1073741824"),
+        ("1e3", "1000"),
+        ("1n", "0.000000001"),
+        ("0.0000000001", "0.000000001"),  # rounded up to 1n, as the server stores it
+        ("-1536Mi", "-1610612736"),
+        ("-0", "0"),
+        ("8Ei", "9223372036854775807"),
+    ],
+)
+def test_plain_is_the_value_in_decimal_notation(text: str, plain: str) -> None:
+    assert parse_quantity(text).plain() == plain
+
+
+@given(st.integers(min_value=-(10**6), max_value=10**6), st.integers(min_value=0, max_value=999), _suffix)
+def test_equal_values_have_equal_plain_text(whole: int, fraction: int, suffix: str) -> None:
+    text = f"{whole}.{fraction:03d}{suffix}"
+    quantity = parse_quantity(text)
+    assert parse_quantity(quantity.canonical()).plain() == quantity.plain()
+    assert Fraction(quantity.plain()) == quantity.value
