@@ -15,6 +15,7 @@ import orjson
 import pytest
 import structlog
 from kube_fakes import FakeApiServer, fail_once, is_watch, make_client
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.kube.cache.transform import keep_only
@@ -173,9 +174,17 @@ async def test_full_run_against_the_fake_server() -> None:
         async with http.get(manager.http.url("health") + "/healthz") as response:
             assert response.status == 200
         async with http.get(manager.http.url("metrics") + "/metrics") as response:
+            assert response.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
             families = {
                 family.name: family for family in text_string_to_metric_families(await response.text())
             }
+        # What Prometheus sends when it prefers OpenMetrics: the same families in that format.
+        accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+        async with http.get(manager.http.url("metrics") + "/metrics", headers={"Accept": accept}) as response:
+            assert response.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+            openmetrics = {family.name: family for family in openmetrics_families(await response.text())}
+    assert any(sample.labels == {"controller": "fake-run", "result": "success"} and sample.value >= 1
+               for sample in openmetrics["controller_runtime_reconcile"].samples)  # fmt: skip
     reconciles = families["controller_runtime_reconcile"]
     assert any(sample.labels == {"controller": "fake-run", "result": "success"} and sample.value >= 1
                for sample in reconciles.samples)  # fmt: skip
