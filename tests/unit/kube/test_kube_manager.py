@@ -72,20 +72,23 @@ def test_json_lines_by_default_with_context_variables() -> None:
     configure_logging("info", "auto", sink)
     try:
         with structlog.contextvars.bound_contextvars(
-            controller="c", namespace="ns", name="n", reconcile_id="r"
+            controller="c", controllerKind="Model", namespace="ns", name="n", reconcileID="r"
         ):
-            structlog.get_logger("t").info("reconciled", changed=1)
-        structlog.get_logger("t").debug("hidden")
-        (line,) = sink.buffer.getvalue().splitlines()
+            structlog.get_logger("llmkube.t").info("reconciled", changed=1)
+        structlog.get_logger("llmkube.t").debug("hidden")
+        structlog.get_logger().info("unnamed")
+        line, unnamed = sink.buffer.getvalue().splitlines()
         record = orjson.loads(line)
-        # controller-runtime's keys: ts, level, msg.
-        keys = ("msg", "level", "controller", "namespace", "name", "reconcile_id")
+        # controller-runtime's keys: ts, level, msg, logger (zap's logger name), the object's.
+        keys = ("msg", "level", "logger", "controller", "controllerKind", "namespace", "name", "reconcileID")
         assert "event" not in record and "timestamp" not in record
         assert {key: record[key] for key in keys} == {
-            "msg": "reconciled", "level": "info", "controller": "c", "namespace": "ns", "name": "n",
-            "reconcile_id": "r",
+            "msg": "reconciled", "level": "info", "logger": "llmkube.t", "controller": "c",
+            "controllerKind": "Model", "namespace": "ns", "name": "n", "reconcileID": "r",
         }  # fmt: skip
+        assert list(record)[:3] == ["ts", "level", "msg"]
         assert record["ts"].endswith("Z")
+        assert "logger" not in orjson.loads(unnamed)
     finally:
         structlog.reset_defaults()
 
@@ -168,6 +171,7 @@ async def test_full_run_against_the_fake_server() -> None:
     await asyncio.wait_for(manager.controllers_started.wait(), 5)
     await asyncio.wait_for(reconciled.wait(), 5)
     assert seen == [ObjectKey("team", "a")]
+    assert manager.controller("fake-run").kind == "ConfigMap"  # its logs' controllerKind
     async with aiohttp.ClientSession() as http:
         async with http.get(manager.http.url("health") + "/readyz") as response:
             assert (response.status, await response.text()) == (200, "ok\n")
