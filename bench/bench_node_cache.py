@@ -1,13 +1,15 @@
 """Memory the Node cache costs per Node: the whole object (as cached before) vs only what is read.
 
-The Model controller caches Nodes only to sum their GPU capacity. A real GPU node's JSON is tens of
-KiB (container images, conditions, GPU feature-discovery labels, managedFields); this builds such a
+The controllers cache Nodes only for their GPUs (capacity, allocatable) and GPU memory. A real GPU
+node's JSON is tens of KiB (container images, conditions, GPU feature-discovery labels,
+managedFields); this builds such a
 node (modelled on a kubelet-registered GPU node with NVIDIA's feature discovery; sizes printed),
 parses it with orjson as the client does, runs it through a transform, keeps it in an informer
 store, and measures the retained Python heap per Node with tracemalloc:
 
 - whole:   the informers' default transform (drops managedFields and kubectl's last-applied copy);
-- trimmed: the Node informer's transform (identity and status.capacity only).
+- trimmed: the Node informer's transform (identity, status.capacity and status.allocatable, the
+  GPU memory label).
 
 Usage: .venv/bin/python bench/bench_node_cache.py [--nodes 500]
 Prints one JSON object.

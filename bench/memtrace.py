@@ -1,6 +1,7 @@
 """Run a Python program under tracemalloc and write where its memory is at each new high.
 
-A prefix for `bench_scale.py --llmkube-prefix` (the controller's own process is traced):
+A prefix for `bench_scale.py --llmkube-prefix` (the controller's own process is traced), or for
+`bench_write_storms.py --memtrace` (with `--diff-on`: what grew from one storm to the next):
 
     .venv/bin/python bench/bench_scale.py --services 5000 --no-floor --changes 0 \
         --llmkube-prefix '.venv/bin/python bench/memtrace.py --out /tmp/memtrace/{start} --'
@@ -60,12 +61,7 @@ def malloc_summary() -> str:
 
 
 def report(out: Path, number: int, top: int, frames: int) -> None:
-    snapshot = tracemalloc.take_snapshot().filter_traces(
-        [
-            tracemalloc.Filter(False, tracemalloc.__file__),
-            tracemalloc.Filter(False, "<frozen importlib._bootstrap>"),
-        ]
-    )
+    snapshot = _snapshot()
     current, peak = tracemalloc.get_traced_memory()
     lines = [
         f"traced {current / 2**20:.1f} MiB (peak {peak / 2**20:.1f}), RSS {rss_mib():.1f} MiB, "
@@ -78,11 +74,53 @@ def report(out: Path, number: int, top: int, frames: int) -> None:
     (out / f"{number:03d}-{current / 2**20:.0f}MiB.txt").write_text("\n".join(lines) + "\n")
 
 
-def watch(out: Path, interval: float, step: float, top: int, frames: int) -> None:
+def _snapshot() -> tracemalloc.Snapshot:
+    return tracemalloc.take_snapshot().filter_traces(
+        [
+            tracemalloc.Filter(False, tracemalloc.__file__),
+            tracemalloc.Filter(False, "<frozen importlib._bootstrap>"),
+        ]
+    )
+
+
+class Differ:
+    """What was allocated and not freed since the previous diff, by allocation site: written to
+    `<out>/diff-<n>.txt` each time the file `trigger` appears (the caller creates it, e.g. after
+    each write storm; it is removed once the diff is written)."""
+
+    def __init__(self, out: Path, trigger: Path, top: int, frames: int) -> None:
+        self.out, self.trigger, self.top, self.frames = out, trigger, top, frames
+        self.previous: tracemalloc.Snapshot | None = None
+        self.number = 0
+
+    def poll(self) -> None:
+        if not self.trigger.exists():
+            return
+        snapshot = _snapshot()
+        group = "traceback" if self.frames > 1 else "lineno"
+        current = tracemalloc.get_traced_memory()[0]
+        lines = [f"traced {current / 2**20:.1f} MiB, RSS {rss_mib():.1f} MiB; {malloc_summary()}"]
+        if self.previous is not None:
+            stats = snapshot.compare_to(self.previous, group)
+            grown = sum(stat.size_diff for stat in stats)
+            lines.append(f"since the previous diff: {grown / 2**20:+.2f} MiB traced")
+            for stat in stats[: self.top]:
+                lines.append(f"{stat.size_diff / 2**10:+10.1f} KiB {stat.count_diff:+8d} blocks")
+                # Sites only: formatting with source lines would fill linecache, growing what it measures.
+                lines += [f"      {frame.filename}:{frame.lineno}" for frame in stat.traceback]
+        self.number += 1
+        (self.out / f"diff-{self.number:03d}.txt").write_text("\n".join(lines) + "\n")
+        self.previous = snapshot
+        self.trigger.unlink(missing_ok=True)
+
+
+def watch(out: Path, interval: float, step: float, top: int, frames: int, differ: Differ | None) -> None:
     reported = 0.0
     number = 0
     while True:
         time.sleep(interval)
+        if differ is not None:
+            differ.poll()
         current = tracemalloc.get_traced_memory()[0] / 2**20
         if current > reported + step:
             number += 1
@@ -99,13 +137,17 @@ def main() -> None:
     parser.add_argument("--step", type=float, default=16.0, help="MiB above the last report to report again")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--frames", type=int, default=1, help="stack frames per allocation site")
+    parser.add_argument(
+        "--diff-on", type=Path, help="write what grew since the last diff whenever this file appears"
+    )
     parser.add_argument("program", nargs=argparse.REMAINDER, help="-- script [arguments]")
     args = parser.parse_args()
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     args.out.mkdir(parents=True, exist_ok=True)
     tracemalloc.start(args.frames)
+    differ = Differ(args.out, args.diff_on, args.top, args.frames) if args.diff_on else None
     threading.Thread(
-        target=watch, args=(args.out, args.interval, args.step, args.top, args.frames), daemon=True
+        target=watch, args=(args.out, args.interval, args.step, args.top, args.frames, differ), daemon=True
     ).start()
     sys.argv = program
     try:

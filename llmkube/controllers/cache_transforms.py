@@ -47,13 +47,19 @@ def service_cache(field_manager: str) -> Transform:
     return keep_owned(field_manager, ("spec", "ports"))
 
 
-#: Pods (never written): what the scheduling and pod-failure diagnosis and the running count read.
+#: Pods (never written): what the scheduling and pod-failure diagnosis and the running count read,
+#: and a preemptor's priority (controllers/preemptions.py).
 POD_CACHE: Transform = keep_only(
     ("metadata", "labels"),
     ("metadata", "ownerReferences"),
     ("spec", "nodeName"),
+    ("spec", "priority"),
     ("status", "phase"),
     ("status", "conditions"),
     ("status", "containerStatuses"),
     ("status", "initContainerStatuses"),
 )
+
+
+#: The scheduler's `Preempted` Events (controllers/preemptions.py): whom and for whom, nothing else.
+PREEMPTION_EVENT_CACHE: Transform = keep_only(("regarding",), ("related",), ("note",))

@@ -21,10 +21,16 @@ from llmkube.api.constants import LABEL_SERVICE
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.model import Model
 from llmkube.controllers.apply_policies import POLICIES_BY_KIND
-from llmkube.controllers.cache_transforms import POD_CACHE, deployment_cache, service_cache
+from llmkube.controllers.cache_transforms import (
+    POD_CACHE,
+    PREEMPTION_EVENT_CACHE,
+    deployment_cache,
+    service_cache,
+)
 from llmkube.controllers.gpu_queue import CachedGpuQueue
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
+    BY_GPUS_NEVER_FIT,
     BY_MODEL,
     BY_PRIORITY_CLASS,
     BY_RUNTIME_CLASS,
@@ -32,7 +38,9 @@ from llmkube.controllers.isvc_indexes import (
     BY_SERVICE_NAME,
     BY_SLICE_SERVICE,
     CACHE_CLAIM_SELECTOR,
+    NEVER_FIT,
     SLICE_SERVICE_LABEL,
+    gpus_never_fit_index,
     priority_class_index,
     runtime_class_index,
     service_name_index,
@@ -40,6 +48,15 @@ from llmkube.controllers.isvc_indexes import (
 from llmkube.controllers.isvc_write_failures import WriteFailed, describe_write_failure, writing
 from llmkube.controllers.metrics import ISVC_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.model_wait import ModelWait
+from llmkube.controllers.node_gpus import LargestGpuNodes
+from llmkube.controllers.preemptions import (
+    BY_POD_UID,
+    BY_REGARDING_UID,
+    PREEMPTED_EVENTS,
+    PreemptionTracker,
+    regarding_uid_index,
+    uid_index,
+)
 from llmkube.controllers.resources import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,
@@ -62,7 +79,7 @@ from llmkube.controllers.resources import (
 from llmkube.kube.apply.applier import ApplyResult
 from llmkube.kube.apply.ownership import refuse_foreign
 from llmkube.kube.apply.service_ports import restore_service_ports, stray_service_ports
-from llmkube.kube.cache.store import BY_NAMESPACE, by_field, by_label
+from llmkube.kube.cache.store import BY_NAMESPACE, Change, by_field, by_label
 from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.control.controller import Controller, Result, TerminalError
 from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
@@ -75,7 +92,7 @@ from llmkube.kube.control.predicates import (
 )
 from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, namespace_terminating
-from llmkube.kube.resource import Resource
+from llmkube.kube.resource import EVENTS, Resource
 from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.config import OperatorConfig
@@ -126,6 +143,7 @@ class InferenceServiceController:
         )
 
         self.gpu_queue = CachedGpuQueue()
+        self.gpu_nodes = LargestGpuNodes()
         self.model_wait = ModelWait()
         self._terminating_namespaces: set[str] = set()
         # Each kept as JSON bytes (kube/cache/store.py): parsed on read, a quarter of the memory.
@@ -134,6 +152,7 @@ class InferenceServiceController:
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
         self.services.add_index(BY_RUNTIME_CLASS, runtime_class_index)
+        self.services.add_index(BY_GPUS_NEVER_FIT, gpus_never_fit_index)
         self.status_writer.follow(self.services)
         self.models = host.informer(MODELS, compact=True)
         manager = host.applier.field_manager
@@ -147,13 +166,21 @@ class InferenceServiceController:
         self.hpas = host.informer(HORIZONTAL_POD_AUTOSCALERS, label_selector=MANAGED_SELECTOR)
         self.pods = host.informer(PODS, label_selector=SERVICE_PODS_SELECTOR, transform=POD_CACHE)
         self.pods.add_index(BY_SERVICE_LABEL, by_label(LABEL_SERVICE))
+        self.pods.add_index(BY_POD_UID, uid_index)
+        # The scheduler's Preempted Events only: who preempted one of our pods.
+        self.preemption_events = host.informer(
+            EVENTS, field_selector=PREEMPTED_EVENTS, transform=PREEMPTION_EVENT_CACHE
+        )
+        self.preemption_events.add_index(BY_REGARDING_UID, regarding_uid_index)
+        self.preemptions = PreemptionTracker(self.pods.store, self.preemption_events.store)
         self.priority_classes = host.informer(PRIORITY_CLASSES)
         # Only their names: whether a service's runtimeClassName exists.
         self.runtime_classes = host.informer(RUNTIME_CLASSES, transform=keep_only())
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
-        # For the memory-fit check's GPU memory (no watch: a label change shows at the next reconcile).
+        # GPU counts (a service asking more than any node has is not queued) and, for the memory-fit
+        # check, GPU memory (a label change shows at the next reconcile).
         self.nodes = host.informer(NODES, transform=NODE_CACHE_TRANSFORM)
         # What each namespace allows (Pod Security level, local sources, priority ceiling).
         self.namespaces = host.informer(NAMESPACES, transform=NAMESPACE_CACHE_TRANSFORM)
@@ -181,8 +208,13 @@ class InferenceServiceController:
                     label_selector=MANAGED_SELECTOR,
                 ),
                 Watch(PODS, enqueue_mapped(self._service_of_pod), label_selector=SERVICE_PODS_SELECTOR),
+                # A preemption is noted while the cache still shows the pod (it is deleted at once).
+                Watch(PODS, self.preemptions.follow_pod, label_selector=SERVICE_PODS_SELECTOR),
+                Watch(EVENTS, self.preemptions.follow_event, field_selector=PREEMPTED_EVENTS),
                 Watch(PRIORITY_CLASSES, enqueue_mapped(self._services_of_priority_class)),
                 Watch(RUNTIME_CLASSES, enqueue_mapped(self._services_of_runtime_class)),
+                # Only the most GPUs a node has matters (never a heartbeat): who never fits, who waits.
+                Watch(NODES, self._services_judged_by_gpu_nodes),
                 # Only deletions matter: a missing cache claim is recreated for the namespace.
                 Watch(
                     PERSISTENT_VOLUME_CLAIMS,
@@ -230,6 +262,14 @@ class InferenceServiceController:
         name = (runtime_class.get("metadata") or {}).get("name") or ""
         return self._keys(BY_RUNTIME_CLASS, name)
 
+    def _services_judged_by_gpu_nodes(self, change: Change) -> list[ObjectKey]:
+        """When the largest GPU node changes, the services that no node could hold may now fit (and
+        wait in the queue), and waiting ones may no longer fit anywhere."""
+        if not self.gpu_nodes.follow(change):
+            return []
+        waiting = [ObjectKey(namespace, name) for namespace, name in self.gpu_queue.identities()]
+        return [*self._keys(BY_GPUS_NEVER_FIT, NEVER_FIT), *waiting]
+
     def _services_of_slice(self, endpoint_slice: Obj) -> list[ObjectKey]:
         meta = endpoint_slice.get("metadata") or {}
         name = (meta.get("labels") or {}).get(SLICE_SERVICE_LABEL)
@@ -245,6 +285,7 @@ class InferenceServiceController:
             self.metrics.forget_isvc(key.namespace, key.name)
             self.status_writer.forget(key)
             self.model_wait.forget(key)
+            self.preemptions.forget(key)
             return None
         try:
             isvc = InferenceService.model_validate(raw)
@@ -300,6 +341,8 @@ class InferenceServiceController:
                 status, rollout_of(applied_deployment), generation=isvc.metadata.generation, now=now
             )
         await self._write_status(isvc, raw, status)
+        if observed.preemption is not None:
+            self.preemptions.reported(key, observed.preemption)
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
 
     async def _download_log(self, namespace: str, pod: str) -> str | None:
@@ -349,6 +392,8 @@ class InferenceServiceController:
             ),
             nodes=tuple(self.nodes.store.objects()),
             namespace=namespace_policy(self.namespaces.store.get_object(None, namespace)),
+            gpu_nodes=self.gpu_nodes.largest() if self.nodes.has_synced() else None,
+            preemption=self.preemptions.pending(ObjectKey(namespace, name)),
         )
 
     async def _converge(

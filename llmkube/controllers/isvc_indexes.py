@@ -1,18 +1,22 @@
 """The secondary indexes of the InferenceService controller's caches: how a change to a Model, a
-PriorityClass, a RuntimeClass, a Pod or an EndpointSlice finds the services it concerns without a
-scan."""
+PriorityClass, a RuntimeClass, a Pod, an EndpointSlice or a Node's GPUs finds the services it
+concerns without a scan."""
 
 from collections.abc import Iterable
 
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME, service_name
 from llmkube.plan.inferenceservice.priority import class_for
+from llmkube.plan.inferenceservice.scheduling import UNSCHEDULABLE
 
 # Indexes on the InferenceService cache.
 BY_MODEL = "modelRef"
 BY_SERVICE_NAME = "serviceName"
 BY_PRIORITY_CLASS = "priorityClass"
 BY_RUNTIME_CLASS = "runtimeClass"
+# Services whose stored status says no node has the GPUs one of their pods asks for.
+BY_GPUS_NEVER_FIT = "gpusNeverFit"
+NEVER_FIT = "true"
 # Index on pods and metal EndpointSlices.
 BY_SERVICE_LABEL = "service"
 BY_SLICE_SERVICE = "sliceService"
@@ -50,3 +54,13 @@ def runtime_class_index(obj: Obj) -> Iterable[str]:
     spec = obj.get("spec")
     name = spec.get("runtimeClassName") if isinstance(spec, dict) else None
     return (name,) if isinstance(name, str) and name else ()
+
+
+def gpus_never_fit_index(obj: Obj) -> Iterable[str]:
+    # As plan.scheduling.SchedulingInfo.gpus_never_fit reads, from the stored status.
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return ()
+    return (
+        (NEVER_FIT,) if status.get("schedulingStatus") == UNSCHEDULABLE and status.get("waitingFor") else ()
+    )

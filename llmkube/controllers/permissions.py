@@ -131,11 +131,17 @@ PERMISSIONS: tuple[Permission, ...] = (
     ),
     Permission(
         EVENTS,
-        ("create", "patch"),
+        ("list", "watch", "create", "patch"),
         Scope.WATCHED,
-        "Events (events.k8s.io/v1): created, and patched as a series when they repeat",
+        "Events (events.k8s.io/v1): created, and patched as a series when they repeat; the scheduler's "
+        "Preempted Events cached (field selector reason=Preempted): which pod preempted one of ours",
     ),
-    Permission(NODES, ("list", "watch"), Scope.CLUSTER, "GPU capacity, for Models' acceleratorReady"),
+    Permission(
+        NODES,
+        ("list", "watch"),
+        Scope.CLUSTER,
+        "GPU capacity: Models' acceleratorReady, services asking for more GPUs than any node has",
+    ),
     Permission(
         NAMESPACES,
         ("list", "watch"),

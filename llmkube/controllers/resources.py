@@ -28,12 +28,14 @@ MANAGED_SELECTOR = f"{c.LABEL_MANAGED_BY}={c.MANAGED_BY_VALUE}"
 # Pods of our services (label existence), and the metal agent's EndpointSlices.
 SERVICE_PODS_SELECTOR = c.LABEL_SERVICE
 METAL_SLICES_SELECTOR = f"{c.LABEL_METAL_MANAGED_BY}={c.METAL_AGENT_VALUE}"
-# Nodes are cached for their capacity, the GPU memory labels and their Pod networks only (model
-# sources there are refused): everything else (images, conditions, other labels) would cost tens of
-# KiB per Node (bench/bench_node_cache.py). One transform for the one shared Node informer (the
-# Model and InferenceService controllers).
+# Nodes are cached for their capacity, what of it pods may use (allocatable: the GPUs a pod can
+# get), the GPU memory labels and their Pod networks only (model sources there are refused):
+# everything else (images, conditions, other labels) would cost tens of KiB per Node
+# (bench/bench_node_cache.py). One transform for the one shared Node informer (the Model and
+# InferenceService controllers).
 NODE_CACHE_TRANSFORM = keep_only(
     ("status", "capacity"),
+    ("status", "allocatable"),
     ("spec", "podCIDRs"),
     *(("metadata", "labels", label) for label in GPU_MEMORY_LABELS.values()),
 )

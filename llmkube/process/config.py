@@ -128,4 +128,5 @@ def manager_config(args: argparse.Namespace) -> "ManagerConfig":
         health_bind_address=args.health_probe_bind_address,
         log_level=args.log_level,
         log_format=args.log_format,
+        heap_trim_interval=args.heap_trim_interval,
     )

@@ -185,6 +185,15 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "spec.podCIDRs) [LLMKUBE_POD_CIDR]",
     )
     parser.add_argument(
+        "--heap-trim-interval",
+        type=float,
+        default=env("LLMKUBE_HEAP_TRIM_INTERVAL", "30"),
+        metavar="SECONDS",
+        help="how often to give the memory that bursts of work freed back to the system (glibc's "
+        "malloc_trim, when 8 MiB more lie free than at the last trim; 0: never) "
+        "[LLMKUBE_HEAP_TRIM_INTERVAL]",
+    )
+    parser.add_argument(
         "--model-copy-bytes-per-second",
         type=float,
         default=0.0,

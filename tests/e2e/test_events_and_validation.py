@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from e2e_support import (
+    API,
     RunningController,
     condition_triple,
     eventually,
@@ -92,3 +93,27 @@ async def test_invalid_quantity_fails_clearly_without_a_hot_loop(
         "Recovered",
         "No longer failing: the service is Ready",
     )
+
+
+async def test_a_service_with_the_longest_name_gets_its_warning_event(
+    operator: RunningController, full_namespace: str
+) -> None:
+    """A 253-character name (the most an object's name may have) fails validation, and the Warning
+    Event that says why exists: the Event's own name, `<name>.<suffix>` in client-go's form, would
+    be longer than any name the API server accepts."""
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    name = "n" * 253
+    admin.create(hf_model("m"), namespace=ns)
+    admin.create(isvc(name, modelRef="m", skipModelInit=True), namespace=ns)
+    await eventually(phase_is(admin, "InferenceService", name, ns, "Failed"), what="the long name Failed")
+    status = status_of(admin, "InferenceService", name, ns)
+    assert status["schedulingStatus"] == "InvalidSpec"
+    await eventually(lambda: "InvalidSpec" in reasons(admin, ns, name), what="the InvalidSpec event")
+    (event,) = [e for e in events_for(admin, ns, name) if e["reason"] == "InvalidSpec"]
+    assert event["type"] == "Warning"
+    assert event["regarding"]["uid"] == admin.get(API, "InferenceService", name, ns)["metadata"]["uid"]
+    assert len(event["metadata"]["name"]) <= 253 and event["metadata"]["name"].startswith("n" * 200)
+    degraded = condition_triple(status, "Degraded")
+    assert degraded is not None and degraded[:2] == ("True", "InvalidSpec")
+    assert event["note"] in degraded[2]  # one Event per problem, each named in the condition

@@ -1,10 +1,15 @@
 """GPUs on the kwok nodes (kwok-gpu-0: 2, kwok-gpu-1: 1, both tainted): a service that fits runs
-on a GPU node; one that cannot fit waits in the GPU queue, ranked by priority then age;
-freeing GPUs lets a waiting service schedule and moves everybody behind it up."""
+on a GPU node; one that cannot fit waits in the GPU queue, ranked by priority then age; freeing
+GPUs lets a waiting service schedule and moves everybody behind it up. A service asking for more
+GPUs than any node has is not queued (Unschedulable) until a node that large joins; one whose pod
+the scheduler preempts says so, and for whom."""
 
+import contextlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from e2e_support import (
     API,
     GPU,
@@ -12,6 +17,7 @@ from e2e_support import (
     RunningController,
     StatusWatch,
     condition_triple,
+    conditions,
     delete_services_and_wait,
     eventually,
     eventually_equal,
@@ -25,6 +31,10 @@ from e2e_support import (
     status_of,
 )
 from prometheus_client import REGISTRY
+
+from llmkube.testing.cluster import NodeSpec
+from llmkube.testing.pytest_plugin import ClusterHandle, fresh_namespace
+from llmkube.testing.rest import RestError
 
 
 def gpu_service(name: str, gpus: int, **spec: Any) -> dict[str, Any]:
@@ -56,6 +66,14 @@ async def free_the_pods_of(operator: RunningController, name: str, namespace: st
     store = operator.controllers.inference_services.services.store
     await poll(lambda: store.get_object(namespace, name) is None, what=f"{name} gone from the cache")
     operator.cluster.admin().delete("apps/v1", "Deployment", name, namespace)
+
+
+async def fill_every_gpu(admin: Any, namespace: str) -> None:
+    """Critical services on both GPU nodes (2 + 1 GPUs): nothing of a lower priority preempts them.
+    The two-GPU one first: the one-GPU one could otherwise land on the two-GPU node."""
+    for name, gpus in (("fill-2", 2), ("fill-1", 1)):
+        admin.create(gpu_service(name, gpus, priority="critical"), namespace=namespace)
+        await eventually(phase_is(admin, "InferenceService", name, namespace, "Ready"), what=f"{name} Ready")
 
 
 def wait_count(namespace: str, name: str) -> float | None:
@@ -91,9 +109,11 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
         hf_model("two-gpu-model", hardware={"accelerator": "cuda", "gpu": {"count": 2}}), namespace=ns
     )
     try:
-        # 1. Two GPUs from the Model: only kwok-gpu-0 has two.
+        # 1. Two GPUs from the Model: only kwok-gpu-0 has two. High priority: no later service of
+        # this test can preempt it (that is the next test's subject).
         admin.create(
-            isvc("big", modelRef="two-gpu-model", skipModelInit=True, resources={"gpu": 1}), namespace=ns
+            isvc("big", modelRef="two-gpu-model", skipModelInit=True, resources={"gpu": 1}, priority="high"),
+            namespace=ns,
         )
         big = await eventually(phase_is(admin, "InferenceService", "big", ns, "Ready"), what="big Ready")
         assert (big["readyReplicas"], big["desiredReplicas"]) == (1, 1)
@@ -128,11 +148,11 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
         await eventually_equal(
             lambda: queue(admin, ns), {"older-normal": 1, "younger-normal": 2}, what="the GPU queue"
         )
-        # ...then the youngest, with priority high and more GPUs than any node has: it goes first.
+        # ...then the youngest, with priority high (as high as `big`: nothing to preempt): it goes first.
         await a_second_later(admin, "younger-normal", ns)
         watch = StatusWatch(admin, "InferenceService", "urgent", ns).start()
         try:
-            admin.create(gpu_service("urgent", 4, priority="high"), namespace=ns)
+            admin.create(gpu_service("urgent", 2, priority="high"), namespace=ns)
             await eventually_equal(
                 lambda: queue(admin, ns),
                 {"urgent": 1, "older-normal": 2, "younger-normal": 3},
@@ -148,7 +168,7 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
         assert {k: urgent[k] for k in ("phase", "schedulingStatus", "waitingFor", "queuePosition")} == {
             "phase": "WaitingForGPU",
             "schedulingStatus": "InsufficientGPU",
-            "waitingFor": f"{GPU}: 4",
+            "waitingFor": f"{GPU}: 2",
             "queuePosition": 1,
         }
         assert f"Insufficient {GPU}" in urgent["schedulingMessage"]
@@ -170,7 +190,7 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
         assert condition_triple(urgent, "GPUAvailable") == (
             "False",
             "InsufficientGPU",
-            f"Waiting for GPU resources: {GPU}: 4",
+            f"Waiting for GPU resources: {GPU}: 2",
         )
         older = status_of(admin, "InferenceService", "older-normal", ns)
         assert condition_triple(older, "Progressing") == (
@@ -181,7 +201,7 @@ async def test_gpu_services_run_on_gpu_nodes_and_wait_in_a_priority_queue(
         assert the_pod(admin, "urgent", ns)["spec"]["priorityClassName"] == "llmkube-high"
 
         # 4. Deleting `small` frees kwok-gpu-1: the one-GPU service schedules there; the others
-        # move up (urgent cannot fit anywhere, younger-normal needs two GPUs on one node).
+        # move up (urgent and younger-normal need two GPUs on one node, and `big` holds it).
         admin.delete(API, "InferenceService", "small", ns)
         await free_the_pods_of(operator, "small", ns)
         ready = await eventually(
@@ -217,17 +237,18 @@ async def test_the_queue_follows_priority_changes_and_services_leaving_the_middl
     operator: RunningController, full_namespace: str
 ) -> None:
     """Transitions of a running queue: a waiting service's priority changes, one in the middle is
-    deleted, another in the middle is stopped; every other service's position follows.
-    Four GPUs fit on no node, so these services wait whatever else runs."""
+    deleted, another in the middle is stopped; every other service's position follows. Critical
+    services hold every GPU, so these (two GPUs each: they fit kwok-gpu-0) wait whatever else runs."""
     admin = operator.cluster.admin()
     ns = full_namespace
     await gpus_idle(admin)
     admin.create(hf_model("gpu-model", hardware={"accelerator": "cuda"}), namespace=ns)
     try:
+        await fill_every_gpu(admin, ns)
         for index, name in enumerate(("w1", "w2", "w3", "w4")):
             if index:
                 await a_second_later(admin, f"w{index}", ns)
-            admin.create(gpu_service(name, 4), namespace=ns)
+            admin.create(gpu_service(name, 2), namespace=ns)
             await eventually(
                 phase_is(admin, "InferenceService", name, ns, "WaitingForGPU"), what=f"{name} waiting"
             )
@@ -278,4 +299,164 @@ async def test_the_queue_follows_priority_changes_and_services_leaving_the_middl
         )
     finally:
         await delete_services_and_wait(operator, ns, pods_too=True)
+        await gpus_idle(admin)
+
+
+@pytest.fixture
+def other_namespace(full_cluster: ClusterHandle, request: pytest.FixtureRequest) -> Iterator[str]:
+    yield from fresh_namespace(full_cluster, request)
+
+
+def gpu_node(name: str, gpus: int, *, taint: str = "") -> dict[str, Any]:
+    """A kwok node (kwok runs its pods); `taint` adds one no service tolerates."""
+    node = NodeSpec(name, gpus=gpus).manifest()
+    if taint:
+        node["spec"]["taints"].append({"key": taint, "value": "yes", "effect": "NoSchedule"})
+    return node
+
+
+def remove_node(admin: Any, name: str) -> None:
+    with contextlib.suppress(RestError):
+        admin.delete("v1", "Node", name)
+
+
+async def test_more_gpus_than_any_node_has_is_not_queued_until_a_node_that_large_joins(
+    operator: RunningController, full_namespace: str
+) -> None:
+    """The probe's case: a critical service asking for 4 GPUs where the largest node has 2 sat at
+    the head of the queue for ever, pushing back every service that could run. It is not queued:
+    Unschedulable, naming the largest node; a 4-GPU node joining puts it in the queue (or runs it),
+    and the node leaving takes it out again."""
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    await gpus_idle(admin)
+    admin.create(hf_model("gpu-model", hardware={"accelerator": "cuda"}), namespace=ns)
+    try:
+        await fill_every_gpu(admin, ns)
+        admin.create(gpu_service("fits", 2), namespace=ns)
+        await eventually_equal(lambda: queue(admin, ns), {"fits": 1}, what="the GPU queue")
+
+        admin.create(gpu_service("never", 4, priority="critical"), namespace=ns)
+        message = (
+            f"each replica needs 4 {GPU} and the most any node has is 2, on kwok-gpu-0: "
+            "not queued for GPUs until a node with 4 joins"
+        )
+        never = await eventually(
+            lambda: (
+                (s := status_of(admin, "InferenceService", "never", ns)).get("schedulingStatus")
+                == "Unschedulable"
+                and s
+            ),
+            what="never Unschedulable",
+        )
+        assert never["phase"] == "Creating" and "queuePosition" not in never
+        assert (never["schedulingMessage"], never["waitingFor"]) == (message, f"{GPU}: 4")
+        assert condition_triple(never, "Available") == ("False", "Unschedulable", message)
+        assert condition_triple(never, "GPUAvailable") == ("False", "Unschedulable", message)
+        assert admin.get_or_none("apps/v1", "Deployment", "never", ns) is not None  # still applied
+        # It did not push the service that can run back: `fits` keeps the head of the queue.
+        await settled(operator.controllers.inference_services.controller)
+        assert queue(admin, ns) == {"fits": 1}
+        assert REGISTRY.get_sample_value("llmkube_gpu_queue_depth") == 1
+
+        # 1. A 4-GPU node joins, tainted for someone else (the check counts GPUs, not taints): now a
+        # node that large exists, so `never` waits in the queue, first by its priority.
+        admin.create(gpu_node("kwok-gpu-big", 4, taint="reserved"))
+        await eventually_equal(lambda: queue(admin, ns), {"never": 1, "fits": 2}, what="the GPU queue")
+        waiting = status_of(admin, "InferenceService", "never", ns)
+        assert (waiting["schedulingStatus"], waiting["waitingFor"]) == ("InsufficientGPU", f"{GPU}: 4")
+        assert condition_triple(waiting, "GPUAvailable") == (
+            "False",
+            "InsufficientGPU",
+            f"Waiting for GPU resources: {GPU}: 4",
+        )
+
+        # 2. It leaves: out of the queue again.
+        remove_node(admin, "kwok-gpu-big")
+        await eventually_equal(lambda: queue(admin, ns), {"fits": 1}, what="the GPU queue")
+        assert status_of(admin, "InferenceService", "never", ns)["schedulingStatus"] == "Unschedulable"
+
+        # 3. A 4-GPU node it may use joins: it runs there.
+        admin.create(gpu_node("kwok-gpu-four", 4))
+        await eventually(phase_is(admin, "InferenceService", "never", ns, "Ready"), what="never Ready")
+        assert the_pod(admin, "never", ns)["spec"]["nodeName"] == "kwok-gpu-four"
+        ready = status_of(admin, "InferenceService", "never", ns)
+        assert condition_triple(ready, "GPUAvailable") == (
+            "True",
+            "NotWaitingForGPU",
+            "Not waiting for GPU resources",
+        )
+    finally:
+        await delete_services_and_wait(operator, ns, pods_too=True)
+        for name in ("kwok-gpu-big", "kwok-gpu-four"):
+            remove_node(admin, name)
+        await gpus_idle(admin)
+
+
+async def test_a_preempted_service_says_when_and_by_which_service(
+    operator: RunningController, full_namespace: str, other_namespace: str
+) -> None:
+    """The real scheduler preempts a low-priority service's pod for a critical service of another
+    namespace: the victim's status says so (condition Preempted, from the pod's DisruptionTarget
+    condition and the scheduler's Preempted Event), waits for GPUs again, and once it runs again
+    Preempted turns False with the account kept."""
+    admin = operator.cluster.admin()
+    ns, theirs = full_namespace, other_namespace
+    await gpus_idle(admin)
+    for namespace in (ns, theirs):
+        admin.create(hf_model("gpu-model", hardware={"accelerator": "cuda"}), namespace=namespace)
+    try:
+        admin.create(gpu_service("victim", 2, priority="low"), namespace=ns)
+        await eventually(phase_is(admin, "InferenceService", "victim", ns, "Ready"), what="victim Ready")
+        victim_pod = the_pod(admin, "victim", ns)
+        assert victim_pod["spec"]["nodeName"] == "kwok-gpu-0"  # the only node with two GPUs
+
+        admin.create(gpu_service("urgent", 2, priority="critical"), namespace=theirs)
+        await eventually(phase_is(admin, "InferenceService", "urgent", theirs, "Ready"), what="urgent Ready")
+        urgent_pod = the_pod(admin, "urgent", theirs)
+        assert urgent_pod["spec"]["nodeName"] == "kwok-gpu-0"
+
+        def preempted() -> dict[str, Any] | None:
+            status = status_of(admin, "InferenceService", "victim", ns)
+            found = conditions(status).get("Preempted")
+            return status if found and "InferenceService" in found["message"] else None
+
+        status = await eventually(preempted, what="victim's Preempted condition naming the preemptor")
+        assert status["phase"] == "WaitingForGPU"
+        # Its first place may count `urgent`, still waiting then: the move to 1 follows within 5 s.
+        await eventually_equal(lambda: queue(admin, ns), {"victim": 1}, within=15, what="the GPU queue")
+        found = conditions(status)["Preempted"]
+        assert (found["status"], found["reason"]) == ("True", "PreemptionByScheduler")
+        name = victim_pod["metadata"]["name"]
+        assert found["message"].startswith(f"pod {name} was preempted by the scheduler at ")
+        assert found["message"].endswith(
+            f" on node kwok-gpu-0, for pod {theirs}/{urgent_pod['metadata']['name']} "
+            f"(InferenceService {theirs}/urgent, priority 1000000)"
+        )
+        # What Kubernetes v1.37 wrote, which the condition reports: the scheduler's Event names the
+        # preemptor by its UID in the note only (`related` is left empty).
+        (event,) = [
+            e
+            for e in admin.list("events.k8s.io/v1", "Event", ns)
+            if e.get("reason") == "Preempted" and e["regarding"]["name"] == name
+        ]
+        assert (event["reportingController"], event["action"]) == ("default-scheduler", "Preempting")
+        assert event["note"] == f"Preempted by pod {urgent_pod['metadata']['uid']} on node kwok-gpu-0"
+        assert "related" not in event
+
+        # The critical service goes: the victim runs again, and Preempted says it is over.
+        admin.delete(API, "InferenceService", "urgent", theirs)
+        await free_the_pods_of(operator, "urgent", theirs)
+        back = await eventually(
+            phase_is(admin, "InferenceService", "victim", ns, "Ready"), within=60, what="victim Ready again"
+        )
+        settled_condition = conditions(back)["Preempted"]
+        assert (settled_condition["status"], settled_condition["reason"]) == ("False", "Recovered")
+        assert (
+            settled_condition["message"]
+            == f"The service is Ready again; the last preemption: {found['message']}"
+        )
+    finally:
+        for namespace in (ns, theirs):
+            await delete_services_and_wait(operator, namespace, pods_too=True)
         await gpus_idle(admin)

@@ -342,10 +342,11 @@ async def test_accelerator_ready_follows_the_nodes_capacity(
 
 
 async def test_nodes_are_cached_with_their_capacity_only(operator: RunningController) -> None:
-    """The controllers read a Node's capacity, its GPU memory label (memory fit) and its Pod
-    networks (model sources there are refused) and nothing else: that is all their cache keeps (a
-    GPU Node is tens of KiB; bench/bench_node_cache.py measures the difference), and the GPU
-    capacity summed from it is the real one."""
+    """The controllers read a Node's capacity, what of it pods may use (allocatable: the GPUs a
+    service's pod can get), its GPU memory label (memory fit) and its Pod networks (model sources
+    there are refused) and nothing else: that is all their cache keeps (a GPU Node is tens of KiB;
+    bench/bench_node_cache.py measures the difference), and the GPU capacity summed from it is the
+    real one."""
     admin = operator.cluster.admin()
     nodes = operator.controllers.models.nodes.store
     real = {node["metadata"]["name"]: node for node in admin.list("v1", "Node")}
@@ -357,6 +358,9 @@ async def test_nodes_are_cached_with_their_capacity_only(operator: RunningContro
         assert set(node["metadata"]) <= {"name", "uid", "resourceVersion", "labels"}
         assert set(node["metadata"].get("labels") or {}) <= set(GPU_MEMORY_LABELS.values())
         assert node["metadata"]["uid"] == real[name]["metadata"]["uid"]
-        assert node["status"] == {"capacity": real[name]["status"]["capacity"]}
+        assert node["status"] == {
+            "capacity": real[name]["status"]["capacity"],
+            "allocatable": real[name]["status"]["allocatable"],
+        }
     assert gpu_capacity(nodes.objects()) == gpu_capacity(real.values())
     assert gpu_capacity(nodes.objects())["nvidia.com/gpu"] == 3  # kwok-gpu-0: 2, kwok-gpu-1: 1

@@ -34,6 +34,7 @@ EXPECTED = {
     "stopped": ("Stopped", 0),
     "gpu": ("Ready", 1),
     "waiting": ("WaitingForGPU", 0),
+    "never": ("Creating", 0),  # Unschedulable: more GPUs than any node has
     "vllm": ("Ready", 1),
     "tgi": ("Ready", 1),
 }
@@ -60,8 +61,10 @@ def create_everything(admin: Any, ns: str) -> None:
         ),
         isvc("auto", modelRef="hf", skipModelInit=True, autoscaling={"maxReplicas": 3}),
         isvc("stopped", modelRef="hf", skipModelInit=True, replicas=0),
-        isvc("gpu", modelRef="cuda", skipModelInit=True, resources={"gpu": 1}, priority="high"),
-        isvc("waiting", modelRef="cuda", skipModelInit=True, resources={"gpu": 4}),
+        # Only kwok-gpu-0 has two GPUs: `gpu` holds them (a normal service cannot preempt it).
+        isvc("gpu", modelRef="cuda", skipModelInit=True, resources={"gpu": 2}, priority="high"),
+        isvc("waiting", modelRef="cuda", skipModelInit=True, resources={"gpu": 2}),
+        isvc("never", modelRef="cuda", skipModelInit=True, resources={"gpu": 4}),
         isvc("vllm", modelRef="hf", runtime="vllm", skipModelInit=True, endpoint={"port": 8000}),
         isvc("tgi", modelRef="hf", runtime="tgi", skipModelInit=True, endpoint={"port": 80}),
     ]

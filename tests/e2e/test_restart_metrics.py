@@ -18,9 +18,11 @@ from e2e_support import (
     delete_services_and_wait,
     eventually,
     eventually_equal,
+    gpus_idle,
     hf_model,
     isvc,
     model,
+    phase_is,
     settled,
     status_of,
     writes_quiesce,
@@ -29,6 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 EXPECTED_PHASES = {
     "cpu": "Ready",
+    "holder": "Ready",  # the only node with two GPUs, kept by a priority the waiting ones cannot preempt
     "stopped": "Stopped",
     "waiting-a": "WaitingForGPU",
     "waiting-b": "WaitingForGPU",
@@ -128,11 +131,15 @@ async def test_a_restarted_controller_reports_the_state_gauges_at_once_without_w
     admin.create(hf_model("hf"), namespace=ns)
     admin.create(hf_model("cuda", hardware={"accelerator": "cuda"}), namespace=ns)
     admin.create(model("claim", source="pvc://no-such-claim/model.gguf"), namespace=ns)
+    await gpus_idle(admin)
+    holder = isvc("holder", modelRef="cuda", skipModelInit=True, resources={"gpu": 2}, priority="high")
+    admin.create(holder, namespace=ns)
+    await eventually(phase_is(admin, "InferenceService", "holder", ns, "Ready"), what="holder Ready")
     services: list[dict[str, Any]] = [
         isvc("cpu", modelRef="hf", skipModelInit=True, resources={"cpu": "500m", "memory": "512Mi"}),
         isvc("stopped", modelRef="hf", skipModelInit=True, replicas=0),
-        isvc("waiting-a", modelRef="cuda", skipModelInit=True, resources={"gpu": 4}),
-        isvc("waiting-b", modelRef="cuda", skipModelInit=True, resources={"gpu": 4}),
+        isvc("waiting-a", modelRef="cuda", skipModelInit=True, resources={"gpu": 2}),
+        isvc("waiting-b", modelRef="cuda", skipModelInit=True, resources={"gpu": 2}),
         isvc("orphan", modelRef="absent", skipModelInit=True),
         isvc("pending", modelRef="claim", skipModelInit=True),
     ]
@@ -180,9 +187,10 @@ async def test_a_restarted_controller_reports_the_state_gauges_at_once_without_w
             # the per-service gauges come from the same caches, as fresh
             assert samples(text, "llmkube_inferenceservice_gpus_per_replica", ns) == {
                 ("cpu",): 0.0,
+                ("holder",): 2.0,
                 ("stopped",): 0.0,
-                ("waiting-a",): 4.0,
-                ("waiting-b",): 4.0,
+                ("waiting-a",): 2.0,
+                ("waiting-b",): 2.0,
                 ("orphan",): 0.0,
                 ("pending",): 0.0,
             }

@@ -19,6 +19,7 @@ from e2e_support import (
     condition_triple,
     delete_services_and_wait,
     eventually,
+    gpus_idle,
     patch,
     phase_is,
     status_of,
@@ -119,14 +120,28 @@ async def test_deploy_list_status_chat_curl_logs_delete(
 async def test_queue_lists_waiting_services_by_priority_with_reason_and_blank_queue_elsewhere(
     operator: RunningController, full_cluster: ClusterHandle, full_namespace: str
 ) -> None:
-    """No node has 4 GPUs (kwok-gpu-0 has 2): both services wait; the high-priority one is first."""
+    """A critical service holds the only node with two GPUs (kwok-gpu-0): two more that ask for two
+    wait, the high-priority one first; one asking for four (no node has four) is not queued."""
     kc, ns = full_cluster.kubeconfig, full_namespace
     admin = full_cluster.admin()
+    await gpus_idle(admin)
+    run = await llmkube(
+        kc, "deploy", SOURCE, "--name", "holder", "-n", ns, "--gpu", "2", "--priority", "critical"
+    )
+    assert run.code == 0, run.text
     for name, extra in (("later-normal", []), ("first-high", ["--priority", "high"])):
-        run = await llmkube(kc, "deploy", SOURCE, "--name", name, "-n", ns, "--gpu", "4", "--no-wait", *extra)
+        run = await llmkube(kc, "deploy", SOURCE, "--name", name, "-n", ns, "--gpu", "2", "--no-wait", *extra)
         assert run.code == 0, run.text
+    run = await llmkube(kc, "deploy", SOURCE, "--name", "too-big", "-n", ns, "--gpu", "4", "--no-wait")
+    assert run.code == 0, run.text
     for name in ("later-normal", "first-high"):
         await eventually(phase_is(admin, "InferenceService", name, ns, "WaitingForGPU"), what=f"{name} waits")
+    await eventually(
+        lambda: (
+            status_of(admin, "InferenceService", "too-big", ns).get("schedulingStatus") == "Unschedulable"
+        ),
+        what="too-big Unschedulable",
+    )
 
     await eventually(lambda: _ranked(admin, ns), what="both ranked, high priority first")
     queue = await llmkube(kc, "queue")
@@ -136,8 +151,9 @@ async def test_queue_lists_waiting_services_by_priority_with_reason_and_blank_qu
         queue.out
     )
     high = row_of(queue.out, "first-high")
-    assert (high["PRIORITY"], high["VALUE"], high["WAITING FOR"]) == ("high", "100000", "nvidia.com/gpu: 4")
+    assert (high["PRIORITY"], high["VALUE"], high["WAITING FOR"]) == ("high", "100000", "nvidia.com/gpu: 2")
     assert high["WAITING"].endswith("s")
+    assert "too-big" not in queue.out
 
     listed = await llmkube(kc, "list", "-n", ns)
     waiting = row_of(listed.out, "first-high")
@@ -147,9 +163,11 @@ async def test_queue_lists_waiting_services_by_priority_with_reason_and_blank_qu
         "0/1",
     )
     assert int(waiting["QUEUE"]) < int(row_of(listed.out, "later-normal")["QUEUE"])
+    too_big = row_of(listed.out, "too-big")
+    assert (too_big["PHASE"], too_big["REASON"], too_big["QUEUE"]) == ("Creating", "Unschedulable", "")
 
     status = await llmkube(kc, "status", "first-high", "-n", ns)
-    assert "Waiting for:" in status.out and "GPUs: nvidia.com/gpu: 4 (queue position" in status.out
+    assert "Waiting for:" in status.out and "GPUs: nvidia.com/gpu: 2 (queue position" in status.out
 
 
 def _ranked(admin: Any, ns: str) -> bool:

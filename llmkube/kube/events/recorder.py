@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import itertools
 import os
+import re
 import socket
+import uuid
 
 import structlog
 
@@ -28,7 +30,7 @@ from llmkube.kube.rest.client import MERGE_PATCH, ApiClient
 from llmkube.kube.rest.transport import TransportError
 from llmkube.kube.types import Obj
 
-__all__ = ["NORMAL", "WARNING", "EventRecorder", "object_reference"]
+__all__ = ["NORMAL", "WARNING", "EventRecorder", "event_name", "object_reference"]
 
 log = structlog.get_logger("llmkube.kube.events.recorder")
 
@@ -36,6 +38,27 @@ NORMAL = "Normal"
 WARNING = "Warning"
 _NOTE_LIMIT = 1024  # the API rejects longer notes
 _FIELD_LIMIT = 128  # reason, action, reportingController, reportingInstance
+_NAME_LIMIT = 253  # an Event's name is a DNS subdomain (RFC 1123)
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _is_dns_subdomain(name: str) -> bool:
+    return len(name) <= _NAME_LIMIT and _DNS_SUBDOMAIN.fullmatch(name) is not None
+
+
+def event_name(regarding: str, suffix: str) -> str:
+    """``<regarding>.<suffix>`` as client-go names Events, when that is a valid name. The object's
+    own name may already use all 253 characters: then as much of it as leaves room for the suffix
+    (a prefix of a valid name is valid once trailing dots and dashes are cut). A name that is no DNS
+    subdomain at all (a path-segment name such as ``system:nodes``) gets a UUID, as client-go does."""
+    name = f"{regarding}.{suffix}"
+    if _is_dns_subdomain(name):
+        return name
+    if _is_dns_subdomain(regarding):
+        prefix = regarding[: _NAME_LIMIT - len(suffix) - 1].rstrip(".-")
+        if prefix and _is_dns_subdomain(f"{prefix}.{suffix}"):
+            return f"{prefix}.{suffix}"
+    return str(uuid.uuid4())
 
 
 def object_reference(obj: Obj) -> Obj:
@@ -104,7 +127,7 @@ class EventRecorder:
             note=note,
         )
         now = self._clock.monotonic()
-        name = f"{reference.get('name', 'object')}.{self._unique_suffix()}"
+        name = event_name(str(reference.get("name") or "object"), self._unique_suffix())
         # Events of cluster-scoped objects go to "default", as client-go does.
         namespace = reference.get("namespace") or "default"
         decision = self.series.record(key, name, namespace, now)

@@ -6,7 +6,9 @@ from datetime import datetime
 from types import MappingProxyType
 
 from llmkube.api.base import KubeObject
+from llmkube.plan.inferenceservice.preemption import Preemption
 from llmkube.plan.inferenceservice.queue import GpuQueue
+from llmkube.plan.inferenceservice.scheduling import NodeGpus
 from llmkube.plan.tenancy import NamespacePolicy
 
 
@@ -27,6 +29,12 @@ class ObservedState:
     # Nodes as the controller caches them (capacity and GPU memory labels): the memory-fit check
     # compares with the largest GPU of the nodes that offer the service's GPU resource.
     nodes: tuple[KubeObject, ...] = ()
+    # Per GPU resource, the most a single node offers (plan/inferenceservice/scheduling.py): a
+    # service asking for more can never run. None when the controller does not know the cluster's
+    # nodes: nothing is guessed.
+    gpu_nodes: Mapping[str, NodeGpus] | None = None
+    # A preemption of one of the service's pods by the scheduler that its status does not tell yet.
+    preemption: Preemption | None = None
     # The last lines of the model-downloader's log, read only while a pod of the service runs it.
     download_log: str | None = None
     # What the service's namespace allows (its labels): Pod Security level, local sources, priority.

@@ -50,8 +50,10 @@ from llmkube.plan.inferenceservice.policy import (
     priority_issues,
     service_type_issues,
 )
+from llmkube.plan.inferenceservice.preemption import preempted_conditions, serving_again
 from llmkube.plan.inferenceservice.priority import effective_priority, priority_class_name
 from llmkube.plan.inferenceservice.queue import QueueEntry, queue_position
+from llmkube.plan.inferenceservice.queue_writes import held_position
 from llmkube.plan.inferenceservice.rollout import rollout_of
 from llmkube.plan.inferenceservice.runtimes import (
     RuntimeDefaults,
@@ -76,6 +78,7 @@ from llmkube.plan.inferenceservice.status import (
     build_status,
     determine_phase,
     spec_conditions,
+    status_changed,
 )
 from llmkube.plan.inferenceservice.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
 from llmkube.plan.inferenceservice.validation import Issue, ValidationInputs, validate
@@ -455,7 +458,13 @@ def _workload_plan(
         desired = replicas
     scheduling = failure = None
     if ready == 0 and desired > 0:
-        scheduling = diagnose_scheduling(observed.pods, ctx.config.known_gpu_resources(), gpu_count)
+        scheduling = diagnose_scheduling(
+            observed.pods,
+            ctx.config.known_gpu_resources(),
+            gpu_count,
+            gpu_resource=gpu_resource_name(model, ctx.config),
+            largest=observed.gpu_nodes,
+        )
         # Scheduled pods that cannot run (image, crash, download): the kubelet backs off, so do we.
         failure = diagnose_pod_failure(observed.pods) if scheduling is None else None
         if failure is None and scheduling is None:
@@ -468,6 +477,8 @@ def _workload_plan(
     download = download_progress(downloading, observed.download_log) if downloading else None
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
     waiting = phase == "WaitingForGPU"
+    position = queue_position(observed.gpu_queue, entry, waiting_now=waiting)
+    shown, hold = held_position(isvc.status, position, waiting=waiting, now=observed.now)
     facts = StatusFacts(
         phase=phase,
         ready=ready,
@@ -477,14 +488,25 @@ def _workload_plan(
         model_ready=True,
         effective_priority=ctx.priority,
         scheduling=scheduling if phase in ("Creating", "WaitingForGPU") else None,
-        queue_position=queue_position(observed.gpu_queue, entry, waiting_now=waiting),
+        queue_position=shown,
         failure_reason=failure.reason if failure else FAILED_REASON,
         failure_message=failure.message if failure else "",
         rollout=rollout_of(current),
         download=download.message() if download is not None else "",
     )
+    conditions = preempted_conditions(
+        conditions,
+        observed.preemption,
+        phase=phase,
+        recovered=serving_again(observed.pods, desired),
+        generation=ctx.generation,
+        now=observed.now,
+    )
+    status = _status(ctx, conditions, facts)
+    if hold is not None and status_changed(isvc.status, status):  # written anyway: with the newest
+        status, hold = _status(ctx, conditions, replace(facts, queue_position=position)), None
     return InferenceServicePlan(
-        status=_status(ctx, conditions, facts),
+        status=status,
         deployment=deployment,
         deployment_initial=initial,
         service=service_intent(isvc),
@@ -497,7 +519,7 @@ def _workload_plan(
             if migrate
             else DOWNLOAD_REQUEUE_SECONDS
             if download is not None
-            else None
+            else hold
         ),
     )
 

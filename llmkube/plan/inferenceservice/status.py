@@ -157,6 +157,8 @@ def phase_conditions(
         info = facts.scheduling
         if info is not None:
             put(AVAILABLE, "False", info.status, info.message or info.status)
+            if info.gpus_never_fit:  # more GPUs than any node has: not a wait in the queue
+                put(GPU_AVAILABLE, "False", info.status, info.message)
         elif facts.download:
             put(AVAILABLE, "False", "Downloading", facts.download)
         else:
@@ -190,7 +192,8 @@ def phase_conditions(
             now=now,
             observed_generation=generation,
         )
-    if phase != "WaitingForGPU":
+    never_fit = facts.scheduling is not None and facts.scheduling.gpus_never_fit
+    if phase != "WaitingForGPU" and not never_fit:
         conditions = settle_condition(
             conditions,
             type_=GPU_AVAILABLE,

@@ -5,7 +5,12 @@ from typing import Any
 import pytest
 from isvc_objects import isvc
 
-from llmkube.controllers.isvc_indexes import priority_class_index, service_name_index
+from llmkube.controllers.isvc_indexes import (
+    NEVER_FIT,
+    gpus_never_fit_index,
+    priority_class_index,
+    service_name_index,
+)
 
 
 @pytest.mark.parametrize(
@@ -36,3 +41,22 @@ def test_priority_class_index_reads_only_the_two_fields_that_decide_it() -> None
         "llmkube-normal",
     )
     assert tuple(priority_class_index({"metadata": {"name": "x"}})) == ()
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ({"schedulingStatus": "Unschedulable", "waitingFor": "nvidia.com/gpu: 4"}, (NEVER_FIT,)),
+        # Unschedulable for another reason (a node selector): no node change of GPUs helps it.
+        ({"schedulingStatus": "Unschedulable", "waitingFor": ""}, ()),
+        ({"schedulingStatus": "InsufficientGPU", "waitingFor": "nvidia.com/gpu: 1"}, ()),
+        ({}, ()),
+        (None, ()),
+        ("not a status", ()),
+    ],
+)
+def test_gpus_never_fit_index_reads_the_stored_status(status: Any, expected: tuple[str, ...]) -> None:
+    obj = isvc("a")
+    if status is not None:
+        obj["status"] = status
+    assert tuple(gpus_never_fit_index(obj)) == expected

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kube_fakes import FakeResponse, RecordingTransport, Reply, status_body
 from prometheus_client import REGISTRY
 
 from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.events.backlog import EventBacklog, PendingWrite
-from llmkube.kube.events.recorder import WARNING, EventRecorder
+from llmkube.kube.events.recorder import WARNING, EventRecorder, event_name
 from llmkube.kube.events.series import EventKey, SeriesCache, SeriesEntry, Verdict
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.transport import TransportError
@@ -78,6 +81,67 @@ REGARDING: dict[str, Any] = {
     "kind": "InferenceService",
     "metadata": {"name": "svc", "namespace": "team", "uid": "uid-svc", "resourceVersion": "9"},
 }
+
+
+DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+SUFFIX = "18a4c2b5e1f3d000"
+
+
+def valid_event_name(name: str) -> bool:
+    return len(name) <= 253 and re.fullmatch(DNS_SUBDOMAIN, name) is not None
+
+
+@pytest.mark.parametrize(
+    ("regarding", "expected"),
+    [
+        ("svc", f"svc.{SUFFIX}"),  # client-go's <name>.<hex time>
+        ("a" * 236, f"{'a' * 236}.{SUFFIX}"),  # exactly 253
+        ("a" * 253, f"{'a' * 236}.{SUFFIX}"),  # the longest name an object can have
+        ("a" * 235 + "-b" * 9, f"{'a' * 235}.{SUFFIX}"),  # no dash before the dot
+        ("a" * 235 + ".b" * 9, f"{'a' * 235}.{SUFFIX}"),  # no empty label
+    ],
+)
+def test_event_names_fit_whatever_the_objects_name(regarding: str, expected: str) -> None:
+    assert event_name(regarding, SUFFIX) == expected
+
+
+@pytest.mark.parametrize("regarding", ["system:nodes", "Upper", "a" * 300 + ":x", "x_y"])
+def test_a_name_that_is_no_dns_subdomain_gets_a_uuid_as_in_client_go(regarding: str) -> None:
+    name = event_name(regarding, SUFFIX)
+    assert valid_event_name(name) and len(name) == 36 and name.count("-") == 4
+    assert event_name(regarding, SUFFIX) != name  # unique: two Events never collide
+
+
+@given(
+    st.lists(st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True), min_size=1, max_size=8),
+    st.integers(1, 253),
+)
+def test_every_valid_object_name_gives_a_valid_event_name_with_the_suffix(
+    labels: list[str], length: int
+) -> None:
+    joined = ".".join(labels)
+    regarding = (joined * (length // len(joined) + 1))[:length].rstrip(".-")
+    if not valid_event_name(regarding):
+        return  # a cut that leaves no valid name (two labels glued into one longer than 63, ...)
+    name = event_name(regarding, SUFFIX)
+    assert valid_event_name(name)
+    assert name.endswith(f".{SUFFIX}") and regarding.startswith(name.removesuffix(f".{SUFFIX}"))
+
+
+async def test_a_253_character_name_gets_an_event_the_api_accepts() -> None:
+    clock = FakeClock()
+    transport = RecordingTransport([Reply(201, {"metadata": {"namespace": "team"}})])
+    recorder = EventRecorder(
+        ApiClient("https://h:1", transport=transport, clock=clock),
+        reporting_controller="thing-controller",
+        clock=clock,
+    )
+    regarding = {**REGARDING, "metadata": {**REGARDING["metadata"], "name": "n" * 253}}
+    recorder.event(regarding, WARNING, "InvalidSpec", "too long")
+    await recorder.drain()
+    created = orjson.loads(transport.seen[0][3] or b"")
+    assert valid_event_name(created["metadata"]["name"])
+    assert created["regarding"]["name"] == "n" * 253  # the object is named in full where it counts
 
 
 async def test_recorder_creates_then_patches_a_series() -> None:

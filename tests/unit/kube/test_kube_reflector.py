@@ -20,6 +20,7 @@ from kube_fakes import (
     make_client,
     status_body,
 )
+from structlog.testing import capture_logs
 
 from llmkube.kube.backoff import Backoff
 from llmkube.kube.cache.informer import Informer
@@ -295,6 +296,56 @@ async def test_connection_failures_back_off_exponentially_then_recover(harness: 
     assert harness.lists() == [""]  # refused connections only re-watch, they never relist
     assert harness.informer.reflector.stats.failures == 6
     assert harness.informer.reflector.stats.watching  # the watch is open again
+
+
+async def test_a_resource_that_is_not_served_is_asked_for_every_second_or_two(harness: Harness) -> None:
+    """A CRD deleted and applied again: 404s on LIST and WATCH are retried every 1-2 s, not backed
+    off to 30 s like other failures, so the informer serves the resource soon after it is back."""
+    harness.informer.start()
+    await harness.clock.advance(5)
+    absent_at: list[float] = []
+
+    def absent(request: Request) -> bool:
+        absent_at.append(harness.clock.monotonic())
+        return True
+
+    for _ in range(8):
+        harness.server.faults.append(fail_once(404, reason="NotFound", when=absent))
+    with capture_logs() as logs:
+        harness.server.end_watches()  # the CRD is gone: its watches end, and the next request is a 404
+        for _ in range(400):
+            await harness.clock.advance(0.25)
+            if harness.server.open_watches:
+                break
+    gaps = [later - earlier for earlier, later in itertools.pairwise(absent_at)]
+    assert len(gaps) == 7
+    assert 0.8 <= gaps[0] < 1.6 + 0.25
+    for gap in gaps[1:]:
+        assert 1.0 <= gap < 2.0 + 0.25  # every 1-2 s however long it lasts (plus 0.25 s granularity)
+    assert harness.server.open_watches == 1  # served again: listed and watching
+    assert harness.lists()[-1] == "100"
+    failures = [entry for entry in logs if entry["event"] == "list/watch failed"]
+    assert [entry["log_level"] for entry in failures] == ["warning"] + ["debug"] * 7  # said once
+
+    # Other failures still back off from 0.8 s up: the 404s did not use up their steps.
+    refused_at: list[float] = []
+
+    def refuse(request: Request) -> bool:
+        if is_watch(request):
+            refused_at.append(harness.clock.monotonic())
+            return True
+        return False
+
+    await harness.clock.advance(5)
+    for _ in range(3):
+        harness.server.faults.append(fail_once(exception=CONNECTION_REFUSED, when=refuse))
+    harness.server.end_watches()
+    for _ in range(400):
+        await harness.clock.advance(0.25)
+        if harness.server.open_watches:
+            break
+    gaps = [later - earlier for earlier, later in itertools.pairwise(refused_at)]
+    assert len(gaps) == 2 and 0.8 <= gaps[0] < 1.6 + 0.25 and 1.6 <= gaps[1] < 3.2 + 0.25
 
 
 async def test_watching_says_whether_a_watch_is_open(harness: Harness) -> None:

@@ -9,7 +9,14 @@ from isvc_factories import NOW, pod
 
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.metal import metal_readiness, parse_heartbeat
-from llmkube.plan.inferenceservice.scheduling import SchedulingInfo, diagnose_scheduling, running_pod_count
+from llmkube.plan.inferenceservice.scheduling import (
+    NodeGpus,
+    SchedulingInfo,
+    diagnose_scheduling,
+    largest_gpu_nodes,
+    node_gpus,
+    running_pod_count,
+)
 
 GPUS = OperatorConfig().known_gpu_resources()
 GPU_MESSAGE = "0/3 nodes are available: 3 Insufficient {res}. preemption: 0/3 nodes are available."
@@ -94,6 +101,99 @@ def test_first_pod_by_name_wins_for_a_stable_answer() -> None:
     ]
     info = diagnose_scheduling(pods, GPUS, 1)
     assert info is not None and info.status == "InsufficientGPU"
+
+
+def node(name: str, allocatable: dict[str, str] | None, capacity: dict[str, str] | None = None) -> Any:
+    status = {key: value for key, value in (("allocatable", allocatable), ("capacity", capacity)) if value}
+    return {"metadata": {"name": name}, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("the_node", "expected"),
+    [
+        (node("n", {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "2"}), {"nvidia.com/gpu": 2}),
+        # allocatable is what the scheduler gives out: a device plugin may hold back unhealthy GPUs
+        (node("n", {"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": "2"}), {"nvidia.com/gpu": 1}),
+        (node("n", None, {"amd.com/gpu": "4"}), {"amd.com/gpu": 4}),  # no allocatable reported at all
+        (node("n", {"nvidia.com/gpu": "0"}), {"nvidia.com/gpu": 0}),
+        (node("n", {"nvidia.com/gpu": "1.5", "example.com/x": "3"}), {"example.com/x": 3}),
+        ({"metadata": {"name": "n"}}, {}),
+    ],
+)
+def test_node_gpus(the_node: Any, expected: dict[str, int]) -> None:
+    assert node_gpus(the_node) == expected
+
+
+def test_largest_gpu_nodes_per_resource_first_by_name_among_equals() -> None:
+    nodes = [
+        node("gpu-b", {"nvidia.com/gpu": "2"}),
+        node("gpu-a", {"nvidia.com/gpu": "2", "amd.com/gpu": "1"}),
+        node("gpu-c", {"nvidia.com/gpu": "1"}),
+        node("cpu", {"cpu": "8"}),
+    ]
+    assert largest_gpu_nodes(nodes) == {
+        "nvidia.com/gpu": NodeGpus(2, "gpu-a"),
+        "amd.com/gpu": NodeGpus(1, "gpu-a"),
+    }
+    assert largest_gpu_nodes([]) == {}
+
+
+GPU = "nvidia.com/gpu"
+LARGEST = {GPU: NodeGpus(2, "kwok-gpu-0")}
+
+
+@pytest.mark.parametrize(
+    ("gpus", "largest", "status", "message"),
+    [
+        (2, LARGEST, "InsufficientGPU", GPU_MESSAGE.format(res=GPU)),  # fits a node: wait in the queue
+        (
+            4,
+            LARGEST,
+            "Unschedulable",
+            "each replica needs 4 nvidia.com/gpu and the most any node has is 2, on kwok-gpu-0: "
+            "not queued for GPUs until a node with 4 joins",
+        ),
+        (
+            1,
+            {"amd.com/gpu": NodeGpus(8, "amd-0")},
+            "Unschedulable",
+            "each replica needs 1 nvidia.com/gpu and no node has nvidia.com/gpu: "
+            "not queued for GPUs until a node with 1 joins",
+        ),
+        (
+            1,
+            {GPU: NodeGpus(0, "drained")},
+            "Unschedulable",
+            "each replica needs 1 nvidia.com/gpu and no node has nvidia.com/gpu: "
+            "not queued for GPUs until a node with 1 joins",
+        ),
+        (4, None, "InsufficientGPU", GPU_MESSAGE.format(res=GPU)),  # nodes unknown: nothing guessed
+    ],
+)
+def test_more_gpus_than_any_node_has_is_unschedulable_not_a_wait(
+    gpus: int, largest: dict[str, NodeGpus] | None, status: str, message: str
+) -> None:
+    pods = [pod("p", "Pending", unschedulable=GPU_MESSAGE.format(res=GPU))]
+    info = diagnose_scheduling(pods, GPUS, gpus, gpu_resource=GPU, largest=largest)
+    assert info == SchedulingInfo(status, message, f"{GPU}: {gpus}")
+    assert info.gpus_never_fit is (status == "Unschedulable")
+
+
+def test_capacity_decides_whatever_the_scheduler_says_but_only_for_an_unscheduled_pod() -> None:
+    # The scheduler names another reason first (a node selector): four GPUs still fit nowhere.
+    selector = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    info = diagnose_scheduling(
+        [pod("p", "Pending", unschedulable=selector)], GPUS, 4, gpu_resource=GPU, largest=LARGEST
+    )
+    assert info is not None and info.status == "Unschedulable" and info.gpus_never_fit
+    # The scheduler placed it (our node cache may be behind): no diagnosis at all.
+    assert diagnose_scheduling([pod("p", "Pending")], GPUS, 4, gpu_resource=GPU, largest=LARGEST) is None
+    # A CPU service is never judged by GPUs.
+    info = diagnose_scheduling(
+        [pod("p", "Pending", unschedulable=selector)], GPUS, 0, gpu_resource=GPU, largest=LARGEST
+    )
+    assert info == SchedulingInfo("Unschedulable", selector)
+    assert not info.gpus_never_fit
 
 
 def test_running_pod_count_ignores_pending_and_terminating() -> None:

@@ -9,7 +9,7 @@ from isvc_planning import condition, plan
 
 from llmkube.api.inferenceservice import InferenceServiceStatus
 from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
-from llmkube.plan.inferenceservice.scheduling import SchedulingInfo
+from llmkube.plan.inferenceservice.scheduling import NodeGpus, SchedulingInfo
 from llmkube.plan.inferenceservice.status import (
     determine_phase,
     failed_status,
@@ -562,3 +562,51 @@ def test_gpu_queue_wait_is_measured_from_entering_the_queue_to_leaving_it(
     old: InferenceServiceStatus | None, new_phase: str, waited: float | None
 ) -> None:
     assert gpu_queue_wait_seconds(old, InferenceServiceStatus(phase=new_phase), NOW) == waited
+
+
+def test_more_gpus_than_any_node_has_is_creating_unschedulable_and_not_queued() -> None:
+    """Four GPUs where the largest node has two: no amount of waiting helps. The service is not
+    in the GPU queue (no position), and says why, naming the largest node."""
+    largest = {"nvidia.com/gpu": NodeGpus(2, "gpu-0")}
+    queue = GpuQueue([QueueEntry("ai", "other", 10_000, CREATED - timedelta(minutes=1))])
+    never = plan(model=gpu_model(4), observed=observe(pods=(GPU_POD,), gpu_nodes=largest, gpu_queue=queue))
+    status = never.status
+    message = (
+        "each replica needs 4 nvidia.com/gpu and the most any node has is 2, on gpu-0: "
+        "not queued for GPUs until a node with 4 joins"
+    )
+    assert (status.phase, status.scheduling_status, status.queue_position) == (
+        "Creating",
+        "Unschedulable",
+        None,
+    )
+    assert (status.scheduling_message, status.waiting_for) == (message, "nvidia.com/gpu: 4")
+    assert condition(never, "Available") == ("False", "Unschedulable", message)
+    assert condition(never, "GPUAvailable") == ("False", "Unschedulable", message)
+    assert condition(never, "Ready") == ("False", "Creating", message)
+    assert condition(never, "Progressing") == (
+        "True",
+        "Creating",
+        "Creating inference service (0/1 replicas ready)",
+    )
+    assert never.deployment is not None  # still applied: a node with four GPUs may join (an autoscaler)
+
+    # A node with four GPUs joins, all of them taken: now it waits in the queue, behind `other`.
+    bigger = {"nvidia.com/gpu": NodeGpus(4, "gpu-9")}
+    isvc = make_isvc(status=status.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    waiting = plan(
+        model=gpu_model(4), isvc=isvc, observed=observe(pods=(GPU_POD,), gpu_nodes=bigger, gpu_queue=queue)
+    )
+    assert (waiting.status.phase, waiting.status.queue_position) == ("WaitingForGPU", 2)
+    assert condition(waiting, "GPUAvailable") == (
+        "False",
+        "InsufficientGPU",
+        "Waiting for GPU resources: nvidia.com/gpu: 4",
+    )
+    # The largest node goes away again: out of the queue; once it runs, GPUAvailable turns True.
+    isvc = make_isvc(status=waiting.status.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    again = plan(model=gpu_model(4), isvc=isvc, observed=observe(pods=(GPU_POD,), gpu_nodes=largest))
+    assert (again.status.phase, again.status.scheduling_status) == ("Creating", "Unschedulable")
+    isvc = make_isvc(status=again.status.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    running = plan(model=gpu_model(4), isvc=isvc, observed=observe(deployment=live_deployment(ready=1)))
+    assert condition(running, "GPUAvailable") == ("True", "NotWaitingForGPU", "Not waiting for GPU resources")
