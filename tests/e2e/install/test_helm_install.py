@@ -335,6 +335,7 @@ def test_helm_assumes_the_kubernetes_version_of_its_client_library(helm_env: dic
         ("replicaCount=0", "at '/replicaCount'"),
         ("runtimeImages.llamacpp-cuda13=x", "at '/runtimeImages': additional properties 'llamacpp-cuda13'"),
         ("namespace.podSecurity=strict", "at '/namespace/podSecurity'"),
+        ("namespaceCache.accessMode=ReadWriteMany2", "at '/namespaceCache/accessMode'"),
     ],
 )
 def test_a_misspelt_or_invalid_value_fails_the_install(
@@ -449,4 +450,42 @@ def test_helm_test_is_a_restricted_pod_that_asks_the_controller(helm_env: dict[s
     assert (
         container["image"]
         == the_deployment(template(helm_env))["spec"]["template"]["spec"]["containers"][0]["image"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "claim"),
+    [
+        ((), ("100Gi", None, ["ReadWriteOnce"])),
+        (
+            (
+                "namespaceCache.size=500Gi",
+                "namespaceCache.storageClass=nfs",
+                "namespaceCache.accessMode=ReadWriteMany",
+            ),
+            ("500Gi", "nfs", ["ReadWriteMany"]),
+        ),
+    ],
+)
+def test_the_namespace_cache_claim_follows_the_values(
+    helm_env: dict[str, str], values: tuple[str, ...], claim: tuple[str, str | None, list[str]]
+) -> None:
+    """The chart's args, read by the controller's own flags, make the llmkube-model-cache claim
+    the planner writes in each namespace: its size, StorageClass and access mode."""
+    import argparse
+
+    from llmkube.plan.inferenceservice.cache_pvc import cache_pvc_intent
+    from llmkube.process.config import controllers_config
+    from llmkube.process.flags import add_controller_flags
+
+    (container,) = the_deployment(template(helm_env, *values))["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_controller_flags(parser)
+    args = parser.parse_args(container["args"][1:])  # after the `controller` command
+    spec = cache_pvc_intent("team-a", controllers_config(args).operator)["spec"]
+    size, storage_class, modes = claim
+    assert (spec["resources"]["requests"]["storage"], spec.get("storageClassName"), spec["accessModes"]) == (
+        size,
+        storage_class,
+        modes,
     )
