@@ -2,7 +2,7 @@
 so it knows every command, alias and flag the installed version has (pure: parser in, text out).
 
 Beyond the words of the parser it completes, like kubectl, what is in the cluster: the
-InferenceService names after `status`, `logs`, `chat`, `curl`, `scale`, `delete` (asked with
+InferenceService names after `status`, `logs`, `chat`, `curl`, `scale`, `delete`, `benchmark` (asked with
 `llmkube list -o jsonpath=...`, in the namespace and context already typed), the kinds of `list`,
 and files after `--kubeconfig`. zsh uses the bash function through bashcompinit.
 """
@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 
 #: Commands whose first argument is an InferenceService's name.
-NAME_COMMANDS = frozenset({"status", "logs", "chat", "curl", "scale", "delete", "rm"})
+NAME_COMMANDS = frozenset({"status", "logs", "chat", "curl", "scale", "delete", "rm", "benchmark"})
 _NAMES = "llmkube list -o 'jsonpath={.items[*].metadata.name}'"
 _TAKES_VALUE_GLOBAL = ("-n", "--namespace", "--kubeconfig", "--context")
 

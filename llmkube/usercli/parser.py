@@ -334,10 +334,109 @@ def _use(sub: Any) -> None:
     p.set_defaults(func=run_command(later("llmkube.usercli.request", "run_curl")))
 
 
+def concurrency_levels(text: str) -> list[int]:
+    """`1,4,16` -> [1, 4, 16] (a bad list is a usage error)."""
+    try:
+        levels = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'"{text}" is not a list of numbers like 1,4,16') from None
+    if not levels or any(level < 1 for level in levels):
+        raise argparse.ArgumentTypeError(f'"{text}": each concurrency level must be 1 or more')
+    return levels
+
+
+def _benchmark(sub: Any) -> None:
+    p = sub.add_parser(
+        "benchmark",
+        help="measure what a service delivers under concurrent load",
+        description="Send OpenAI-style requests to an InferenceService (or any OpenAI-compatible URL "
+        "with --url) at each concurrency level in turn, and report per level: requests/s, output "
+        "tokens/s, time to first token (TTFT) and time per output token (TPOT) p50/p90/p99, and errors "
+        "by kind. --compare OLD.json NEW.json sets two saved runs (-o json) side by side.",
+    )
+    p.add_argument("name", nargs="?", help="InferenceService name (or use --url)")
+    p.add_argument(
+        "--url", help="an OpenAI-compatible base URL instead, e.g. http://host:8080 (a router too)"
+    )
+    p.add_argument(
+        "-c",
+        "--concurrency",
+        type=concurrency_levels,
+        default=[1],
+        metavar="N[,N...]",
+        help="concurrent requests; a list sweeps them in order, e.g. 1,4,16 (default: 1)",
+    )
+    amount = p.add_mutually_exclusive_group()
+    amount.add_argument(
+        "--duration", type=float, default=30.0, metavar="SECONDS", help="length of each level (default: 30)"
+    )
+    amount.add_argument("--requests", type=int, metavar="N", help="requests per level instead of a duration")
+    p.add_argument(
+        "--prompt-tokens",
+        type=int,
+        default=128,
+        metavar="N",
+        help="synthetic prompts of about N tokens (default: 128)",
+    )
+    p.add_argument(
+        "--prompt-file",
+        metavar="FILE",
+        help='prompts, one per line (or JSON lines with "prompt" or "messages"), used in turn',
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=128, metavar="N", help="output tokens per request (default: 128)"
+    )
+    p.add_argument("--no-stream", action="store_true", help="ask for whole answers (no TTFT or TPOT then)")
+    p.add_argument(
+        "--no-ignore-eos",
+        action="store_true",
+        help="let the model stop before --max-tokens (by default ignore_eos is sent: all answers as long)",
+    )
+    p.add_argument("--endpoint", choices=("chat", "completions"), default="chat", help="API (default: chat)")
+    p.add_argument(
+        "--model", help="model id in the requests (default: asked from /v1/models for vLLM and TGI)"
+    )
+    p.add_argument("--temperature", type=float, help="sampling temperature (default: the server's)")
+    p.add_argument(
+        "--warmup", type=int, default=1, metavar="N", help="requests sent first, not counted (default: 1)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic prompts (default: 0)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds for one request (default: 300)")
+    p.add_argument(
+        "--via",
+        choices=("auto", "port-forward", "direct"),
+        default="auto",
+        help="how to reach the service: auto (a port-forward to one Ready pod outside the cluster, the "
+        "Service inside it), port-forward, direct",
+    )
+    p.add_argument("--plot", metavar="FILE.png", help="also draw throughput and latency against concurrency")
+    p.add_argument(
+        "--compare", nargs=2, metavar=("OLD.json", "NEW.json"), help="compare two runs saved with -o json"
+    )
+    p.add_argument("-o", "--output", choices=("json",), help="print the run as JSON (what --compare reads)")
+    _connection_flags(p)
+    connected = run_command(later("llmkube.usercli.benchmark.command", "run_benchmark"))
+
+    def benchmark(args: argparse.Namespace) -> int:
+        if args.compare or args.url:
+            from llmkube.usercli.benchmark.command import run_offline
+
+            return run_offline(args)
+        if not args.name:
+            print(
+                "error: name an InferenceService, or give --url (or --compare OLD.json NEW.json)",
+                file=sys.stderr,
+            )
+            return 1
+        return connected(args)
+
+    p.set_defaults(func=benchmark)
+
+
 def add_user_commands(sub: Any) -> None:
-    """Add deploy, list, status, queue, scale, delete, logs, chat, curl and completion to a
-    subparsers object."""
-    for register in (_deploy, _inspect, _manage, _use):
+    """Add deploy, list, status, queue, scale, delete, logs, chat, curl, benchmark and completion to
+    a subparsers object."""
+    for register in (_deploy, _inspect, _manage, _use, _benchmark):
         register(sub)
     p = sub.add_parser(
         "completion",

@@ -71,6 +71,14 @@ def _table(*headers: str, show_header: bool = True) -> Table:
     return table
 
 
+def plain_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    """A kubectl-style table of ready-made cells."""
+    table = _table(*headers)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def services_table(
     rows: Sequence[ServiceRow], *, all_namespaces: bool, wide: bool, headers: bool = True
 ) -> Table:

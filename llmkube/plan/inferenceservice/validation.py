@@ -180,6 +180,15 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
         found.append(
             Issue("spec.autoscaling", "is ignored for metal models (the host agent runs them)", "warning")
         )
+    elif autoscaling is not None and not autoscaling.metrics and not inputs.runtime.exports_hpa_metric:
+        # The HPA is still created as the spec says (on the reference's fallback metric), but it can
+        # never scale: say so, naming the field that fixes it.
+        message = (
+            f"is empty, so the HorizontalPodAutoscaler scales on {inputs.runtime.hpa_metric}, which "
+            f'runtime "{runtime}" does not export: it never scales; name the metric your server '
+            "exports (a Pods metric, served by a custom metrics adapter) or cpu or memory (Resource)"
+        )
+        found.append(Issue("spec.autoscaling.metrics", message, "warning"))
     return found
 
 

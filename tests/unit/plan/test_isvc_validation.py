@@ -239,6 +239,18 @@ WARNINGS: list[tuple[str, dict[str, Any], Any, str]] = [
         make_model(hardware={"accelerator": "metal"}),
         "spec.autoscaling",
     ),
+    (
+        "default autoscaling metric on generic",
+        {"runtime": "generic", "image": "i", "autoscaling": {"maxReplicas": 2}},
+        make_model(),
+        "spec.autoscaling.metrics",
+    ),
+    (
+        "default autoscaling metric on personaplex",
+        {"runtime": "personaplex", "image": "i", "autoscaling": {"maxReplicas": 2}},
+        make_model(),
+        "spec.autoscaling.metrics",
+    ),
 ]
 
 
@@ -373,6 +385,36 @@ def test_missing_skip_model_init_event(source: str, spec: dict[str, Any], emitte
     ]
     assert len(events) == (1 if emitted else 0)
     assert all(source in e.message and "skipModelInit" in e.message for e in events)
+
+
+def test_autoscaling_a_runtime_that_does_not_export_its_default_metric_is_warned_about() -> None:
+    """The generic runtime's HPA falls back to llama.cpp's metric, which the user's own server does not
+    export: the HPA is still created as the spec says, and SpecValid names the field that fixes it."""
+    spec = {"runtime": "generic", "image": "i", "autoscaling": {"maxReplicas": 3}}
+    result = plan(spec)
+    spec_valid = condition(result, "SpecValid")
+    assert spec_valid is not None and spec_valid[2] == (
+        "spec.autoscaling.metrics: is empty, so the HorizontalPodAutoscaler scales on "
+        'llamacpp:requests_processing, which runtime "generic" does not export: it never scales; name '
+        "the metric your server exports (a Pods metric, served by a custom metrics adapter) or cpu or "
+        "memory (Resource)"
+    )
+    assert result.hpa is not None
+    assert result.hpa["spec"]["metrics"][0]["pods"]["metric"]["name"] == "llamacpp:requests_processing"
+    # A metric named, or a runtime that exports its own: nothing to say.
+    named = {
+        **spec,
+        "autoscaling": {
+            "maxReplicas": 3,
+            "metrics": [{"type": "Pods", "name": "queue_depth", "targetAverageValue": "4"}],
+        },
+    }
+    for quiet in (
+        named,
+        {"autoscaling": {"maxReplicas": 3}},
+        {"runtime": "vllm", "autoscaling": {"maxReplicas": 3}},
+    ):
+        assert condition(plan(quiet), "SpecValid") is None, quiet
 
 
 def test_no_events_on_the_model_gate() -> None:

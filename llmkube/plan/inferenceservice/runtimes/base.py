@@ -33,6 +33,9 @@ class RuntimeDefaults:
     #: container's root filesystem can be read-only. Empty for images we do not know (the user's own,
     #: PersonaPlex): their root stays writable (plan/inferenceservice/hardening.py).
     writable_dirs: tuple[str, ...] = ()
+    #: False when `hpa_metric` is only the fallback the reference uses and the runtime's server does
+    #: not export it: an HPA on it never gets a value, so validation asks for spec.autoscaling.metrics.
+    exports_hpa_metric: bool = True
 
 
 @dataclass(frozen=True)

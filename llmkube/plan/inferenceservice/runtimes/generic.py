@@ -10,6 +10,7 @@ DEFAULTS = RuntimeDefaults(
     needs_model_init=False,
     hpa_metric="llamacpp:requests_processing",  # the reference fallback
     probe="tcp",
+    exports_hpa_metric=False,
 )
 
 

@@ -16,6 +16,7 @@ DEFAULTS = RuntimeDefaults(
     needs_model_init=False,
     hpa_metric="llamacpp:requests_processing",  # no metric of its own: the reference fallback
     probe="tcp",
+    exports_hpa_metric=False,
 )
 COMMAND = ("/app/moshi/.venv/bin/python", "-m", "moshi.server")
 
