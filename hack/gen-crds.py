@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
-    from llmkube.api.crds import inferenceservice_crd, model_crd
+    from llmkube.api.crds import inferenceservice_crd, model_crd, modelrouter_crd
     from llmkube.api.manifests import to_yaml
 
     out = ROOT / "manifests" / "crd"
@@ -20,6 +20,7 @@ def main() -> int:
     files = {
         "inference.llmkube.dev_inferenceservices.yaml": inferenceservice_crd(),
         "inference.llmkube.dev_models.yaml": model_crd(),
+        "inference.llmkube.dev_modelrouters.yaml": modelrouter_crd(),
     }
     for name, crd in files.items():
         (out / name).write_text(to_yaml([crd]))

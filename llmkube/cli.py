@@ -6,6 +6,8 @@ llmkube run          the controller; without a cluster it starts a local one fir
                      serving a tiny llama.cpp model where it can: root on Linux; else kwok)
 llmkube cluster      a local control plane only (for kubectl and tests)
                      (run and cluster: llmkube.devcli, developer commands; not in the image)
+llmkube router       one ModelRouter's OpenAI-compatible endpoint (the Deployment the controller
+                     makes for it runs this; llmkube.router)
 llmkube crds         print the CustomResourceDefinitions
 llmkube version      print the version
 
@@ -64,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     controller = sub.add_parser("controller", help="run the controller against the configured cluster")
     add_controller_flags(controller)
     controller.set_defaults(func=run_controller, starts_controller=True)
+
+    from llmkube.router.command import run_router
+    from llmkube.router.flags import add_router_flags
+
+    router = sub.add_parser("router", help="serve one ModelRouter's endpoint (what its Deployment runs)")
+    add_router_flags(router)
+    router.set_defaults(func=run_router)
 
     # The developer's commands, where they are installed (the controller image leaves them out).
     if importlib.util.find_spec("llmkube.devcli") is not None:

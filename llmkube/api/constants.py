@@ -20,6 +20,11 @@ MODEL_PLURAL: Final = "models"
 MODEL_SINGULAR: Final = "model"
 MODEL_SHORT_NAMES: Final = ("mdl",)
 
+ROUTER_KIND: Final = "ModelRouter"
+ROUTER_PLURAL: Final = "modelrouters"
+ROUTER_SINGULAR: Final = "modelrouter"
+ROUTER_SHORT_NAMES: Final = ("mr",)
+
 CATEGORIES: Final = ("llmkube",)
 
 # Server-side apply's field manager for everything the controller writes.
@@ -38,6 +43,9 @@ LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE: Final = "llmkube"
 LABEL_NAME: Final = "app.kubernetes.io/name"
 LABEL_COMPONENT: Final = "app.kubernetes.io/component"
+# On everything made for a ModelRouter (its router's Deployment, Service and RBAC), and the selector
+# of its pods, as the reference names it.
+LABEL_MODEL_ROUTER: Final = f"{GROUP}/model-router"
 
 # The metal path: the Apple Silicon host agent's EndpointSlices carry these.
 ANNOTATION_AGENT_HEARTBEAT: Final = "llmkube.ai/agent-heartbeat"

@@ -3,7 +3,8 @@
 InferenceService: its schema *is* the API contract, converted to the structural form
 (`schema_convert.to_structural`). Model: its schema is written here, the reference operator's
 v0.8.7 Model with our compatible additions, and a test keeps it in step with the pydantic types in
-`llmkube.api.model`.
+`llmkube.api.model`. ModelRouter: its schema is in `modelrouter_schema`, kept in step with
+`llmkube.api.modelrouter` the same way.
 """
 
 import json
@@ -296,5 +297,27 @@ def model_crd() -> dict[str, Any]:
     )
 
 
+def modelrouter_crd() -> dict[str, Any]:
+    from llmkube.api.modelrouter_schema import modelrouter_schema
+
+    conditions = _condition_schema()
+    conditions["description"] = "Conditions of the ModelRouter: Ready, Reconciling, Stalled, Validated, ..."
+    return _crd(
+        kind=c.ROUTER_KIND,
+        plural=c.ROUTER_PLURAL,
+        singular=c.ROUTER_SINGULAR,
+        short_names=c.ROUTER_SHORT_NAMES,
+        schema=modelrouter_schema(conditions),
+        scale=False,
+        columns=[
+            _column("Phase", ".status.phase"),
+            _column("Endpoint", ".status.endpoint"),
+            _column("Rules", ".status.activeRules", "integer"),
+            _column("Default", ".spec.defaultRoute", priority=1),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ],
+    )
+
+
 def all_crds() -> list[dict[str, Any]]:
-    return [inferenceservice_crd(), model_crd()]
+    return [inferenceservice_crd(), model_crd(), modelrouter_crd()]

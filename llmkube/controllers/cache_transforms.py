@@ -5,10 +5,15 @@ others own them, and nothing else (bench/bench_cache_memory.py measures the byte
 Whoever makes the planner or a field policy read another field of these kinds adds it here.
 """
 
+import functools
+
 from llmkube.kube.cache.transform import Transform, keep_only, keep_owned
 from llmkube.kube.types import Obj
 
 
+# One transform per field manager: the InferenceService and ModelRouter controllers share the
+# informers of owned Deployments and Services, and a shared informer has one transform.
+@functools.cache
 def deployment_cache(field_manager: str) -> Transform:
     """Deployments: what we apply, plus the replica count the HPA may own (the hand-over and the
     "desired" of an autoscaled service), the selector (immutable: the planner checks it), the
@@ -42,6 +47,7 @@ def deployment_cache(field_manager: str) -> Transform:
     return transform
 
 
+@functools.cache
 def service_cache(field_manager: str) -> Transform:
     """Services: what we apply, plus every port (someone else's port next to ours is repaired)."""
     return keep_owned(field_manager, ("spec", "ports"))

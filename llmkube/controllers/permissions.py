@@ -19,13 +19,17 @@ from llmkube.controllers.resources import (
     ENDPOINT_SLICES,
     HORIZONTAL_POD_AUTOSCALERS,
     INFERENCE_SERVICES,
+    MODEL_ROUTERS,
     MODELS,
     NAMESPACES,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
     PRIORITY_CLASSES,
+    ROLE_BINDINGS,
+    ROLES,
     RUNTIME_CLASSES,
+    SERVICE_ACCOUNTS,
     SERVICE_CIDRS,
     SERVICES,
 )
@@ -87,6 +91,24 @@ PERMISSIONS: tuple[Permission, ...] = (
     ),
     Permission(MODELS, ("list", "watch"), Scope.WATCHED, "Models, from the cache"),
     Permission(MODELS, ("patch",), Scope.WATCHED, "status, by server-side apply", subresource="status"),
+    Permission(MODEL_ROUTERS, ("list", "watch"), Scope.WATCHED, "ModelRouters, from the cache"),
+    Permission(
+        MODEL_ROUTERS, ("patch",), Scope.WATCHED, "status, by server-side apply", subresource="status"
+    ),
+    # A router's pod runs as a ServiceAccount of its own, bound to a Role made from
+    # plan/router/permissions.py: the controller may only grant what it holds itself (modelrouters
+    # and endpointslices list/watch, both above), so it needs neither `bind` nor `escalate`.
+    *(
+        Permission(
+            resource,
+            ("get", "list", "watch", "create", "patch"),
+            Scope.WATCHED,
+            f"each ModelRouter's {resource.kind}, cached by label: get before creating one (never take "
+            "over an object someone else made), server-side apply (the garbage collector deletes it "
+            "with its router)",
+        )
+        for resource in (SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS)
+    ),
     Permission(
         DEPLOYMENTS,
         ("get", "list", "watch", "create", "patch", "delete"),

@@ -21,6 +21,11 @@ from llmkube.plan.tenancy import POLICY_LABELS
 INFERENCE_SERVICES = Resource(c.GROUP, c.VERSION, c.ISVC_PLURAL, c.ISVC_KIND)
 MODELS = Resource(c.GROUP, c.VERSION, c.MODEL_PLURAL, c.MODEL_KIND)
 # The cluster's Service networks (Kubernetes 1.33+), read once at start: model sources there are refused.
+MODEL_ROUTERS = Resource(c.GROUP, c.VERSION, c.ROUTER_PLURAL, c.ROUTER_KIND)
+# What a ModelRouter's pod runs as (plan/router/objects.py).
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 SERVICE_CIDRS = Resource("networking.k8s.io", "v1", "servicecidrs", "ServiceCIDR", namespaced=False)
 
 # Owned kinds are cached with this selector only: never every Deployment of the cluster.
@@ -50,6 +55,7 @@ __all__ = [
     "MANAGED_SELECTOR",
     "METAL_SLICES_SELECTOR",
     "MODELS",
+    "MODEL_ROUTERS",
     "NAMESPACES",
     "NAMESPACE_CACHE_TRANSFORM",
     "NODES",
@@ -57,8 +63,11 @@ __all__ = [
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "PRIORITY_CLASSES",
+    "ROLES",
+    "ROLE_BINDINGS",
     "RUNTIME_CLASSES",
     "SERVICES",
+    "SERVICE_ACCOUNTS",
     "SERVICE_CIDRS",
     "SERVICE_PODS_SELECTOR",
 ]

@@ -6,11 +6,13 @@ from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.inferenceservice import InferenceServiceController
 from llmkube.controllers.metrics import default_metrics
 from llmkube.controllers.model import ModelController
+from llmkube.controllers.modelrouter import ModelRouterController
 from llmkube.controllers.priorityclass import PriorityClassController
 from llmkube.controllers.worker_counts import DEFAULT_WORKERS, model_workers_for
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig
+from llmkube.plan.router.objects import RouterPlanConfig
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class ControllersConfig:
     #: where Models' http(s) sources may be fetched from (--model-source-allowed-hosts, --service-cidr,
     #: --pod-cidr); the default refuses loopback, link-local, metadata and the cluster's own networks
     model_egress: EgressConfig = field(default_factory=EgressConfig)
+    #: the ModelRouters' pods (--router-image)
+    router: RouterPlanConfig = field(default_factory=RouterPlanConfig)
 
 
 @dataclass
@@ -34,6 +38,7 @@ class Controllers:
     models: ModelController
     #: None when the installer owns the classes (--manage-priority-classes=false)
     priority_classes: PriorityClassController | None
+    model_routers: ModelRouterController
 
 
 def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Controllers:
@@ -49,4 +54,5 @@ def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Contro
             egress=config.model_egress,
         ),
         priority_classes=PriorityClassController(host) if config.manage_priority_classes else None,
+        model_routers=ModelRouterController(host, config.router),
     )

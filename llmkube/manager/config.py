@@ -56,9 +56,6 @@ class ManagerConfig:
     event_reporter: str = EVENT_REPORTER
     #: install SIGTERM/SIGINT handlers (only possible in the main thread)
     handle_signals: bool = True
-    #: seconds between looks at glibc's free heap, given back after bursts of work (0: never;
-    #: manager/heap.py)
-    heap_trim_interval: float = 30.0
 
     @property
     def watch_namespace(self) -> str | None:

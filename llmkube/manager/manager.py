@@ -57,7 +57,6 @@ from llmkube.kube.resource import Resource
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
 from llmkube.manager.config import ManagerConfig, parse_bind_address
-from llmkube.manager.heap import GlibcHeap, trim_periodically
 from llmkube.manager.logs import configure_logging
 from llmkube.manager.probes import HttpEndpoints
 
@@ -290,24 +289,11 @@ class Manager:
             for informer in self._informers.values():
                 informer.start()  # warm the caches while (possibly) waiting for leadership
             self.recorder.start()
-            trimming = self._start_heap_trimming()
-            try:
-                await self._lead_and_work()
-            finally:
-                if trimming is not None:
-                    trimming.cancel()
+            await self._lead_and_work()
         finally:
             self._remove_signal_handlers()
             if self._owns_client and self._client is not None:
                 await self._client.close()
-
-    def _start_heap_trimming(self) -> asyncio.Task[None] | None:
-        """On every replica (followers keep warm caches too), where glibc is there to ask."""
-        if self.config.heap_trim_interval <= 0 or (heap := GlibcHeap.load()) is None:
-            return None
-        return asyncio.get_running_loop().create_task(
-            trim_periodically(heap, interval=self.config.heap_trim_interval), name="heap:trim"
-        )
 
     async def _lead_and_work(self) -> None:
         holding: asyncio.Task[None] | None = None

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from llmkube.controllers.setup import ControllersConfig
     from llmkube.manager import ManagerConfig
     from llmkube.plan.model.egress import EgressConfig
+    from llmkube.plan.router.objects import RouterPlanConfig
     from llmkube.plan.tenancy import TenancyPolicy
 
 T = TypeVar("T")
@@ -56,7 +57,14 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
         model_workers=model_workers_for(args.workers),
         model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
         manage_priority_classes=args.manage_priority_classes,
+        router=router_plan_config(args.router_image, tenancy_policy(args, roots)),
     )
+
+
+def router_plan_config(image: str, tenancy: "TenancyPolicy") -> "RouterPlanConfig":
+    from llmkube.plan.router.objects import RouterPlanConfig
+
+    return RouterPlanConfig(tenancy=tenancy, **({"image": image} if image else {}))
 
 
 def _listed(value: str) -> list[str]:
@@ -128,5 +136,4 @@ def manager_config(args: argparse.Namespace) -> "ManagerConfig":
         health_bind_address=args.health_probe_bind_address,
         log_level=args.log_level,
         log_format=args.log_format,
-        heap_trim_interval=args.heap_trim_interval,
     )

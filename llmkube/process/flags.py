@@ -112,6 +112,12 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "llamacpp-intel, vllm, tgi [LLMKUBE_RUNTIME_IMAGES]",
     )
     parser.add_argument(
+        "--router-image",
+        default=os.environ.get("LLMKUBE_ROUTER_IMAGE", ""),
+        help="image of the ModelRouter pods when a spec names none (default: this controller's release "
+        "image) [LLMKUBE_ROUTER_IMAGE]",
+    )
+    parser.add_argument(
         "--default-fsgroup",
         type=int,
         default=102,
@@ -183,15 +189,6 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         metavar="CIDR[,CIDR...]",
         help="the cluster's Pod networks, refused as model sources (default: the Nodes' "
         "spec.podCIDRs) [LLMKUBE_POD_CIDR]",
-    )
-    parser.add_argument(
-        "--heap-trim-interval",
-        type=float,
-        default=env("LLMKUBE_HEAP_TRIM_INTERVAL", "30"),
-        metavar="SECONDS",
-        help="how often to give the memory that bursts of work freed back to the system (glibc's "
-        "malloc_trim, when 8 MiB more lie free than at the last trim; 0: never) "
-        "[LLMKUBE_HEAP_TRIM_INTERVAL]",
     )
     parser.add_argument(
         "--model-copy-bytes-per-second",

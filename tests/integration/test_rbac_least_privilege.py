@@ -3,7 +3,8 @@
 The controller runs in-process as a fresh ServiceAccount bound to nothing but the generated roles,
 once per install shape (cluster-wide: the ClusterRole; namespace-scoped: a Role in the watched
 namespace plus cluster-wide reads), through a scenario that makes it use every permission it has:
-owned objects created, changed and deleted (HPA turned off, a switch to metal), the model cache
+owned objects created, changed and deleted (HPA turned off, a switch to metal), a ModelRouter's
+objects (its Role made of what the controller holds), the model cache
 claim, a pvc:// Model's claim read, a downloader's log read, Events created and patched as a series,
 the PriorityClasses created and repaired (an immutable value: delete + create), leader election. Then:
 
@@ -247,6 +248,29 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
     merge_patch(admin, "InferenceService", "web", ns, {"spec": {"modelRef": "metal"}})
     await eventually(lambda: not exists(admin, "apps/v1", "Deployment", "web", ns), what="Deployment deleted")
     await eventually(lambda: not exists(admin, "v1", "Service", "web", ns), what="Service deleted")
+    # A ModelRouter: its ServiceAccount, Role and RoleBinding (get, then created by server-side
+    # apply: the Role grants only what the controller holds itself), Service and Deployment, status.
+    router = {
+        "apiVersion": API,
+        "kind": "ModelRouter",
+        "metadata": {"name": "front"},
+        "spec": {
+            "backends": [{"name": "web", "inferenceServiceRef": {"name": "web"}}],
+            "defaultRoute": "web",
+        },
+    }
+    admin.create(router, namespace=ns)
+    for api_version, kind in (
+        ("v1", "ServiceAccount"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+        ("v1", "Service"),
+        ("apps/v1", "Deployment"),
+    ):
+        await eventually(
+            lambda a=api_version, k=kind: exists(admin, a, k, "front-router-proxy", ns), what=f"router {kind}"
+        )
+    await eventually(lambda: phase(admin, "ModelRouter", "front", ns) == "Provisioning", what="router status")
     # A pvc:// Model: the claim is read (it does not exist).
     admin.create(model("claimed", "pvc://no-such-claim/m.gguf"), namespace=ns)
     await eventually(lambda: phase(admin, "Model", "claimed", ns) == "Failed", what="claimed Failed")

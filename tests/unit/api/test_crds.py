@@ -48,6 +48,9 @@ def test_committed_manifests_are_generated_not_hand_edited() -> None:
         [crds.inferenceservice_crd()]
     )
     assert (CRD_DIR / "inference.llmkube.dev_models.yaml").read_text() == to_yaml([crds.model_crd()])
+    assert (CRD_DIR / "inference.llmkube.dev_modelrouters.yaml").read_text() == to_yaml(
+        [crds.modelrouter_crd()]
+    )
 
 
 def _walk_types(node: Any, path: str = "") -> list[str]:
@@ -65,7 +68,11 @@ def _walk_types(node: Any, path: str = "") -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("crd", [crds.inferenceservice_crd(), crds.model_crd()], ids=["isvc", "model"])
+@pytest.mark.parametrize(
+    "crd",
+    [crds.inferenceservice_crd(), crds.model_crd(), crds.modelrouter_crd()],
+    ids=["isvc", "model", "modelrouter"],
+)
 def test_schemas_are_structural(crd: dict[str, Any]) -> None:
     assert _walk_types(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]) == []
 
@@ -106,6 +113,24 @@ def test_model_crd_names_and_columns() -> None:
         ("Accelerator", 0),
         ("Arch", 1),
         ("Age", 0),
+    ]
+
+
+def test_modelrouter_crd_names_and_columns() -> None:
+    crd = crds.modelrouter_crd()
+    version = crd["spec"]["versions"][0]
+    assert crd["metadata"]["name"] == "modelrouters.inference.llmkube.dev"
+    assert crd["spec"]["names"]["shortNames"] == ["mr"]
+    assert crd["spec"]["names"]["categories"] == ["llmkube"]
+    assert version["subresources"] == {"status": {}}
+    assert [
+        (c["name"], c["jsonPath"], c.get("priority", 0)) for c in version["additionalPrinterColumns"]
+    ] == [
+        ("Phase", ".status.phase", 0),
+        ("Endpoint", ".status.endpoint", 0),
+        ("Rules", ".status.activeRules", 0),
+        ("Default", ".spec.defaultRoute", 1),
+        ("Age", ".metadata.creationTimestamp", 0),
     ]
 
 

@@ -1,0 +1,66 @@
+"""Which rule a request falls under: the first whose every declared condition holds (an absent
+condition holds for every request), else the defaultRoute, else none (503)."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from llmkube.plan.router.config import PRIMARY_FALLBACK, RouterConfig, Rule, Strategy
+
+
+@dataclass(frozen=True)
+class Features:
+    """What rules look at, extracted once per request."""
+
+    model: str
+    #: lower-case; "" when the request has none
+    classification: str = ""
+    task_complexity: str = ""
+    #: lower-case names, first value of each
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    #: None: the defaultRoute (or nothing, when `backends` is empty)
+    rule: Rule | None
+    backends: tuple[str, ...]
+    strategy: Strategy = PRIMARY_FALLBACK
+    fail_closed: bool = False
+
+    @property
+    def rule_name(self) -> str:
+        """The `rule` label of metrics and audit lines: the rule, `default`, or `none`."""
+        if self.rule is not None:
+            return self.rule.name
+        return "default" if self.backends else "none"
+
+
+NO_ROUTE = Decision(rule=None, backends=())
+
+
+def rule_matches(config: RouterConfig, rule: Rule, features: Features) -> bool:
+    if rule.data_classification and features.classification not in rule.data_classification:
+        return False
+    if rule.task_complexity is not None and features.task_complexity != rule.task_complexity:
+        return False
+    if rule.models and not any(glob.matches(features.model) for glob in rule.models):
+        return False
+    for name, value in rule.headers:
+        if features.headers.get(name) != value:
+            return False
+    if rule.required_capabilities:
+        return any(
+            (backend := config.backend(name)) is not None
+            and rule.required_capabilities <= backend.capabilities
+            for name in rule.backends
+        )
+    return True
+
+
+def decide(config: RouterConfig, features: Features) -> Decision:
+    for rule in config.rules:
+        if rule_matches(config, rule, features):
+            return Decision(rule, rule.backends, rule.strategy, rule.fail_closed)
+    if config.default_route:
+        return Decision(None, (config.default_route,))
+    return NO_ROUTE

@@ -1,0 +1,56 @@
+"""Every API call the router process makes, as RBAC rules: the one list its Role is made from.
+
+The controller creates this Role (and a RoleBinding to the router's own ServiceAccount) for each
+ModelRouter, so the controller must hold every permission listed here itself (Kubernetes refuses
+to let anyone grant what they do not have): `llmkube/controllers/permissions.py` lists them for
+that reason too. The router reads no Secret through the API: the kubelet mounts the ones the spec
+names. Not yet proven on a real cluster as the router's own identity (the integration tests run
+the router with an admin kubeconfig): that is the node tier's to show."""
+
+from dataclasses import dataclass
+
+from llmkube.api import constants as c
+
+
+@dataclass(frozen=True)
+class RouterPermission:
+    group: str
+    resource: str
+    verbs: tuple[str, ...]
+    why: str
+    #: granted for the router's own ModelRouter only (resourceNames; list and watch then need a
+    #: metadata.name field selector, which the router's informer sends)
+    own_object_only: bool = False
+
+
+ROUTER_PERMISSIONS: tuple[RouterPermission, ...] = (
+    RouterPermission(
+        c.GROUP,
+        c.ROUTER_PLURAL,
+        ("list", "watch"),
+        "its own ModelRouter: the spec it routes by, reloaded on every change",
+        own_object_only=True,
+    ),
+    RouterPermission(
+        "discovery.k8s.io",
+        "endpointslices",
+        ("list", "watch"),
+        "the ready pods of its InferenceService backends, by their Services' kubernetes.io/service-name",
+    ),
+)
+
+
+def role_rules(router: str) -> list[dict[str, list[str]]]:
+    rules = []
+    for permission in ROUTER_PERMISSIONS:
+        rule = {"apiGroups": [permission.group], "resources": [permission.resource]}
+        if permission.own_object_only:
+            rule["resourceNames"] = [router]
+        rule["verbs"] = list(permission.verbs)
+        rules.append(rule)
+    return rules
+
+
+def granted(router: str) -> frozenset[tuple[str, str, str]]:
+    """(verb, group, resource) the router may ask for."""
+    return frozenset((verb, p.group, p.resource) for p in ROUTER_PERMISSIONS for verb in p.verbs)

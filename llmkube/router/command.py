@@ -1,0 +1,62 @@
+"""`llmkube router`: serve one ModelRouter until told to stop."""
+
+import argparse
+import sys
+from pathlib import Path
+
+_SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _namespace(args: argparse.Namespace) -> str:
+    if args.namespace:
+        return str(args.namespace)
+    if _SERVICE_ACCOUNT_NAMESPACE.is_file():
+        return _SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+    return ""
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"--listen: {value!r} is not host:port or :port")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def run_router(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from llmkube.kube.rest.config import ConfigError
+    from llmkube.manager.logs import configure_logging
+    from llmkube.router.process import RouterProcess, RouterSettings
+
+    namespace = _namespace(args)
+    if not args.model_router or not namespace:
+        print(
+            "llmkube router: --model-router and --namespace (or $POD_NAMESPACE) are required", file=sys.stderr
+        )
+        return 2
+    try:
+        host, port = _listen(args.listen)
+        configure_logging(args.log_level, args.log_format)
+    except ValueError as invalid:
+        print(f"llmkube router: {invalid}", file=sys.stderr)
+        return 2
+    settings = RouterSettings(
+        name=args.model_router,
+        namespace=namespace,
+        kubeconfig=args.kubeconfig,
+        host=host,
+        port=port,
+        secrets_dir=Path(args.secrets_dir),
+        shutdown_grace=args.shutdown_grace,
+        stream_idle_timeout=args.stream_idle_timeout,
+    )
+    try:
+        asyncio.run(RouterProcess(settings).run())
+    except OSError as failed:  # the port is taken: one line, no traceback
+        print(f"llmkube router: cannot start: {failed}", file=sys.stderr)
+        return 1
+    except ConfigError as unusable:
+        print(f"llmkube router: cannot connect to the cluster: {unusable}", file=sys.stderr)
+        return 2
+    return 0

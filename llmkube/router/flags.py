@@ -1,0 +1,58 @@
+"""`llmkube router`'s command line: every flag with its environment variable and default (the
+controller's Deployment sets the name and namespace; everything else has a default)."""
+
+import argparse
+import os
+
+
+def add_router_flags(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    parser.add_argument(
+        "--model-router",
+        default=env("LLMKUBE_MODEL_ROUTER", ""),
+        help="the ModelRouter this router serves [LLMKUBE_MODEL_ROUTER]",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=env("POD_NAMESPACE", ""),
+        help="its namespace (default: $POD_NAMESPACE, else the ServiceAccount's)",
+    )
+    parser.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig path (default: in-cluster, $KUBECONFIG)"
+    )
+    parser.add_argument(
+        "--listen",
+        default=env("LLMKUBE_ROUTER_LISTEN", ":8080"),
+        help="address of the API, /healthz, /readyz and /metrics: host:port, :port (default :8080) "
+        "[LLMKUBE_ROUTER_LISTEN]",
+    )
+    parser.add_argument(
+        "--secrets-dir",
+        default=env("LLMKUBE_ROUTER_SECRETS_DIR", "/var/run/llmkube"),
+        help="where the Secrets the spec names are mounted: credentials/<secret>/<key> and "
+        "api-keys/<secret>/<client> (default /var/run/llmkube) [LLMKUBE_ROUTER_SECRETS_DIR]",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=float(env("LLMKUBE_ROUTER_SHUTDOWN_GRACE", "30")),
+        help="seconds requests in flight get to finish after SIGTERM (default 30)",
+    )
+    parser.add_argument(
+        "--stream-idle-timeout",
+        type=float,
+        default=float(env("LLMKUBE_ROUTER_STREAM_IDLE_TIMEOUT", "600")),
+        help="seconds a backend may stay silent in the middle of an answer before it is cut off "
+        "(default 600)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=env("LLMKUBE_LOG_LEVEL", "info"),
+        help="debug, info, warning or error (default info) [LLMKUBE_LOG_LEVEL]",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "console", "auto"],
+        default=env("LLMKUBE_LOG_FORMAT", "auto"),
+        help="JSON lines, console, or auto: console on a terminal, else JSON [LLMKUBE_LOG_FORMAT]",
+    )

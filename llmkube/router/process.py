@@ -1,0 +1,183 @@
+"""The router process: connect to the API server, watch the ModelRouter and its backends' slices,
+serve the OpenAI API with /healthz, /readyz and /metrics on the same port, stop gracefully.
+
+On SIGTERM the router stops being ready (the Service stops sending it new connections), keeps
+answering for `drain_delay` seconds while that reaches every node, stops listening, and waits for
+the requests in flight (streams included) for at most `shutdown_grace` seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import prometheus_client
+import structlog
+from aiohttp import web
+
+from llmkube.kube.exposition import exposition_chunks
+from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest.config import load_client_config
+from llmkube.plan.router.config import RouterConfig
+from llmkube.router.audit import AuditSink
+from llmkube.router.health import Prober
+from llmkube.router.metrics import RouterMetrics
+from llmkube.router.proxy import Proxy
+from llmkube.router.secrets import SecretFiles
+from llmkube.router.state import RouterState
+from llmkube.router.upstream import Upstreams
+from llmkube.router.watches import RouterWatches
+
+__all__ = ["RouterProcess", "RouterSettings"]
+
+log = structlog.get_logger("llmkube.router")
+
+
+@dataclass
+class RouterSettings:
+    name: str
+    namespace: str
+    kubeconfig: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 8080
+    secrets_dir: Path = field(default_factory=lambda: Path("/var/run/llmkube"))
+    shutdown_grace: float = 30.0
+    drain_delay: float = 2.0
+    #: a stream that sends nothing for this long is cut off
+    stream_idle_timeout: float = 600.0
+    #: /readyz fails once a watch has failed this long
+    watch_failure_tolerance: float = 120.0
+    handle_signals: bool = True
+
+
+async def _metrics_page(request: web.BaseRequest) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+    await response.prepare(request)
+    for chunk in exposition_chunks(prometheus_client.REGISTRY):
+        await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+class RouterProcess:
+    def __init__(self, settings: RouterSettings, *, client: ApiClient | None = None) -> None:
+        self.settings = settings
+        self._client = client
+        self._owns_client = client is None
+        self.state = RouterState(settings.name, settings.namespace)
+        self.metrics = RouterMetrics(settings.name)
+        self.audit = AuditSink()
+        self.state.listeners.append(lambda config: self.audit.configure(config.audit))
+        self._stop = asyncio.Event()
+        self.started = asyncio.Event()
+        self.draining = False
+        self.address: tuple[str, int] | None = None
+        self.watches: RouterWatches | None = None
+        self.upstreams: Upstreams | None = None
+        self.proxy: Proxy | None = None
+
+    @property
+    def client(self) -> ApiClient:
+        assert self._client is not None, "not connected"
+        return self._client
+
+    @property
+    def config(self) -> RouterConfig | None:
+        return self.state.config
+
+    def ready(self) -> list[str]:
+        if self.draining:
+            return ["shutting down"]
+        problems = []
+        if self.watches is not None:
+            problems += self.watches.problems(self.settings.watch_failure_tolerance)
+        if self.state.config is None:
+            loaded = self.state.loaded
+            if self.state.deleted:
+                problems.append("the ModelRouter was deleted")
+            elif loaded is not None and loaded.refused:
+                problems.append("the spec is invalid: " + "; ".join(i.text() for i in loaded.issues))
+            else:
+                problems.append("no spec loaded yet")
+        return problems
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        settings = self.settings
+        if self._client is None:
+            self._client = ApiClient.from_config(await load_client_config(settings.kubeconfig))
+        unregister = self.metrics.register_state(self.state)
+        self.upstreams = Upstreams(stream_idle_timeout=settings.stream_idle_timeout)
+        self.watches = RouterWatches(self.client, self.state)
+        prober = Prober(self.state, self.upstreams)
+        self.proxy = Proxy(
+            self.state,
+            self.upstreams,
+            self.metrics,
+            self.audit,
+            credentials=SecretFiles(settings.secrets_dir / "credentials"),
+            api_keys_root=settings.secrets_dir / "api-keys",
+            ready=self.ready,
+            metrics_page=_metrics_page,
+        )
+        server = web.Server(self.proxy.handle, handler_cancellation=True, access_log=None)
+        runner = web.ServerRunner(server, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, settings.host, settings.port, backlog=1024)
+        installed = self._install_signals()
+        try:
+            self.watches.start()
+            await site.start()
+            sockets = getattr(site._server, "sockets", None) or ()
+            bound = sockets[0].getsockname()[:2] if sockets else (settings.host, settings.port)
+            self.address = (str(bound[0]), int(bound[1]))
+            log.info("listening", address=f"http://{self.address[0]}:{self.address[1]}", router=settings.name)
+            self.started.set()
+            await self._stop.wait()
+            await self._drain(site)
+        finally:
+            self._remove_signals(installed)
+            await prober.stop()
+            await self.proxy.stop_shadows()
+            await runner.cleanup()
+            await self.watches.stop()
+            await self.upstreams.close()
+            self.audit.flush()
+            self.audit.close()
+            unregister()
+            if self._owns_client:
+                await self.client.close()
+            log.info("stopped")
+
+    async def _drain(self, site: web.TCPSite) -> None:
+        assert self.proxy is not None
+        self.draining = True
+        log.info("draining", in_flight=self.proxy.in_flight, grace=self.settings.shutdown_grace)
+        await asyncio.sleep(self.settings.drain_delay)
+        await site.stop()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, self.settings.shutdown_grace - self.settings.drain_delay)):
+                await self.proxy.idle.wait()
+        if self.proxy.in_flight:
+            log.warning(
+                "requests still in flight at the end of the grace period", in_flight=self.proxy.in_flight
+            )
+
+    def _install_signals(self) -> list[signal.Signals]:
+        if not self.settings.handle_signals or threading.current_thread() is not threading.main_thread():
+            return []
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.request_stop)
+        return [signal.SIGTERM, signal.SIGINT]
+
+    @staticmethod
+    def _remove_signals(installed: list[signal.Signals]) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in installed:
+            loop.remove_signal_handler(signum)

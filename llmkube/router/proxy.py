@@ -1,0 +1,810 @@
+"""One request through the router: read and check it, choose (plan/router), forward, relay the
+answer, count it, write its audit line.
+
+* The body is read once, up to the limit; it is forwarded as received unless the backend needs
+  another `model` or a stream needs its usage chunk asked for.
+* An attempt that fails before the client got a byte (a connect error, a 5xx, no headers within the
+  timeout) goes to the next endpoint of the same InferenceService (at most three), then to the
+  next backend of the route; once a byte has reached the client, nothing is retried (a reset
+  stream is cut off, so the client sees a broken stream, not a short one).
+* A stream is relayed chunk by chunk as it arrives, with back-pressure: the router reads from the
+  backend only as fast as the client takes. A client that goes away cancels the request: the
+  connection to the backend is closed at once, so it stops generating.
+* A request classified sensitive never reaches a cloud backend, whatever rule it matched; a
+  fail-closed rule that cannot serve answers 503 and tries nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import structlog
+from aiohttp import web
+from yarl import URL
+
+from llmkube.kube.blocking import run_in_daemon_thread
+from llmkube.plan.router import errors
+from llmkube.plan.router.audit import AuditRecord, audit_line
+from llmkube.plan.router.balancer import AFFINITY_PREFIX, choose
+from llmkube.plan.router.config import TASK_COMPLEXITY_HEADER, Backend, RouterConfig
+from llmkube.plan.router.detector import detect
+from llmkube.plan.router.errors import Refused
+from llmkube.plan.router.matching import Decision, Features, decide
+from llmkube.plan.router.providers import auth_headers, upstream_url
+from llmkube.plan.router.requests import PATHS, Endpoint, ParsedRequest, parse_request, upstream_body
+from llmkube.plan.router.strategy import attempts
+from llmkube.plan.router.timeouts import header_timeout
+from llmkube.plan.router.usage import StreamUsage, Usage, estimate, usage_of_body
+from llmkube.router.audit import AuditSink
+from llmkube.router.metrics import RouterMetrics
+from llmkube.router.secrets import ApiKeys, SecretFiles
+from llmkube.router.state import RouterState
+from llmkube.router.upstream import EgressRefused, Upstreams, check_literal
+
+__all__ = ["Proxy"]
+
+log = structlog.get_logger("llmkube.router.proxy")
+
+#: endpoints of one InferenceService tried for one request before the next backend
+MAX_ENDPOINT_TRIES = 3
+#: shadow copies in flight at most (beyond, a copy is dropped: shadows never queue)
+MAX_SHADOWS = 64
+#: bodies larger than this are read by the detector off the event loop
+DETECT_OFF_LOOP_BYTES = 256 << 10
+#: a client's X-Request-Id is kept if it is this short and printable
+MAX_REQUEST_ID = 128
+
+# Hop-by-hop headers (RFC 9110 7.6.1), and what the router sets itself or must not pass on.
+_NOT_FORWARDED = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "authorization",
+        "x-api-key",
+        "cookie",
+        "accept-encoding",
+        "expect",
+        "x-request-id",
+    }
+)
+_NOT_RETURNED = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "set-cookie",
+    }
+)
+
+
+@dataclass
+class Failure:
+    reason: str  # connect, refused, timeout, 5xx, disconnected
+    detail: str
+
+
+@dataclass
+class Exchange:
+    """One request's facts, as they become known (the audit line is made from them)."""
+
+    request: web.BaseRequest
+    started: float
+    record: AuditRecord
+    config: RouterConfig | None = None
+    parsed: ParsedRequest | None = None
+    raw: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    decision: Decision | None = None
+    applicable: list[Any] = field(default_factory=list)
+    first_byte: float | None = None
+    #: (reason, what happened) of each failed attempt
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _request_id(request: web.BaseRequest) -> str:
+    given = request.headers.get("X-Request-Id", "")
+    if given and len(given) <= MAX_REQUEST_ID and given.isprintable():
+        return given
+    return os.urandom(8).hex()
+
+
+def _lower_headers(request: web.BaseRequest) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, value in request.headers.items():
+        found.setdefault(name.lower(), value)
+    return found
+
+
+def _bearer(value: str | None) -> str | None:
+    if value and value[:7].lower() == "bearer ":
+        return value[7:].strip() or None
+    return None
+
+
+class Proxy:
+    def __init__(
+        self,
+        state: RouterState,
+        upstreams: Upstreams,
+        metrics: RouterMetrics,
+        audit: AuditSink,
+        *,
+        credentials: SecretFiles,
+        api_keys_root: Path,
+        ready: Callable[[], list[str]],
+        metrics_page: Callable[[web.BaseRequest], Any],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.state = state
+        self.upstreams = upstreams
+        self.metrics = metrics
+        self.audit = audit
+        self.credentials = credentials
+        self.api_keys_root = api_keys_root
+        self.ready = ready
+        self.metrics_page = metrics_page
+        self.rng = rng or random.Random()
+        self._api_keys: dict[str, ApiKeys] = {}
+        self._shadows: set[asyncio.Task[None]] = set()
+        #: requests being answered (a graceful stop waits for them)
+        self.in_flight = 0
+        self.idle = asyncio.Event()
+        self.idle.set()
+
+    # -- the entry point ------------------------------------------------------------------------
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        path = request.path
+        endpoint = PATHS.get(path)
+        if endpoint is not None:
+            if request.method != "POST":
+                return await self._unrouted(request, errors.method_not_allowed(request.method, path, "POST"))
+            return await self._serve(request, endpoint)
+        if path == "/v1/models":
+            if request.method != "GET":
+                return await self._unrouted(request, errors.method_not_allowed(request.method, path, "GET"))
+            return await self._models(request)
+        if path == "/healthz":
+            return web.Response(text="ok\n")
+        if path == "/readyz":
+            problems = self.ready()
+            if problems:
+                return web.Response(status=503, text="\n".join(problems) + "\n")
+            return web.Response(text="ok\n")
+        if path == "/metrics":
+            page: web.StreamResponse = await self.metrics_page(request)
+            return page
+        return await self._unrouted(request, errors.not_found(path))
+
+    async def _unrouted(self, request: web.BaseRequest, refused: Refused) -> web.StreamResponse:
+        exchange = self._exchange(request)
+        return self._refuse(exchange, refused)
+
+    def _exchange(self, request: web.BaseRequest) -> Exchange:
+        return Exchange(
+            request,
+            time.perf_counter(),
+            AuditRecord(self.state.name, self.state.namespace, _request_id(request), request.path),
+        )
+
+    async def _serve(self, request: web.BaseRequest, endpoint: Endpoint) -> web.StreamResponse:
+        exchange = self._exchange(request)
+        self.in_flight += 1
+        self.idle.clear()
+        try:
+            return await self._proxy(exchange, endpoint)
+        except asyncio.CancelledError:
+            exchange.record.status, exchange.record.outcome = 499, "client_gone"
+            self._finish(exchange)
+            raise
+        except Exception as error:  # a defect: the client gets a 500 in OpenAI's shape, never a traceback
+            log.exception("request failed", request_id=exchange.record.request_id, error=str(error))
+            if exchange.first_byte is not None:
+                self._abort(request)
+                exchange.record.status, exchange.record.outcome = 500, "internal_error"
+                self._finish(exchange)
+                raise
+            return self._refuse(
+                exchange,
+                Refused(
+                    500,
+                    "The router failed on this request (see its log).",
+                    errors.SERVER,
+                    "internal_error",
+                    outcome="internal_error",
+                ),
+            )
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self.idle.set()
+
+    # -- answers of the router itself -----------------------------------------------------------
+
+    def _refuse(self, exchange: Exchange, refused: Refused) -> web.Response:
+        record = exchange.record
+        record.status, record.outcome = refused.status, refused.outcome
+        headers = refused.headers()
+        headers["X-Request-Id"] = record.request_id
+        self.metrics.refusal(refused.outcome)
+        self._finish(exchange)
+        return web.Response(status=refused.status, body=refused.body(), headers=headers)
+
+    def _finish(self, exchange: Exchange) -> None:
+        """The audit line and the request's metrics."""
+        record = exchange.record
+        elapsed = time.perf_counter() - exchange.started
+        record.latency_ms = elapsed * 1000
+        if exchange.first_byte is not None:
+            record.ttft_ms = exchange.first_byte * 1000
+        decision = exchange.decision
+        rule = decision.rule_name if decision is not None else "none"
+        self.metrics.answered(rule, record.backend or "", record.status, elapsed, exchange.first_byte)
+        config = exchange.config or self.state.config
+        include_body = config is not None and config.audit.include_body
+        self.audit.write(audit_line(record, include_body=include_body))
+
+    # -- a routed request -----------------------------------------------------------------------
+
+    async def _proxy(self, exchange: Exchange, endpoint: Endpoint) -> web.StreamResponse:
+        config = self.state.config
+        if config is None:
+            return self._refuse(exchange, self._no_spec())
+        exchange.config = config
+        request = exchange.request
+        if config.api_keys_secret:
+            refused = self._authenticate(exchange, config.api_keys_secret)
+            if refused is not None:
+                return self._refuse(exchange, refused)
+        raw = await self._read_body(request, config.max_body_bytes)
+        if raw is None:
+            too_large = self._refuse(
+                exchange,
+                Refused(
+                    413,
+                    f"The request body is larger than this router takes: {config.max_body_bytes} bytes.",
+                    code="request_too_large",
+                    outcome="too_large",
+                ),
+            )
+            # The rest of the body is not read: the connection closes after the answer (not before:
+            # the client gets the 413).
+            too_large.force_close()
+            return too_large
+        parsed = parse_request(raw, endpoint)
+        if isinstance(parsed, Refused):
+            return self._refuse(exchange, parsed)
+        exchange.parsed, exchange.raw = parsed, raw
+        record = exchange.record
+        record.model, record.stream = parsed.model, parsed.stream
+        record.body = parsed.body if config.audit.include_body else None
+        headers = exchange.headers = _lower_headers(request)
+        classification = await self._classify(config, parsed, headers, record, len(raw))
+        decision = exchange.decision = decide(
+            config,
+            Features(
+                parsed.model, classification, headers.get(TASK_COMPLEXITY_HEADER, "").strip().lower(), headers
+            ),
+        )
+        record.rule = decision.rule_name
+        if not decision.backends:
+            return self._refuse(
+                exchange,
+                Refused(
+                    503,
+                    f'No rule of router "{config.name}" matches this request (model "{parsed.model}"), '
+                    "and it has no defaultRoute.",
+                    errors.UNAVAILABLE,
+                    "no_route",
+                    outcome="no_route",
+                ),
+            )
+        sensitive = classification in config.classification.sensitive
+        team_budgets = [b for b in self.state.budgets.budgets if b.scope == "team"]
+        if team_budgets:
+            record.team = headers.get(team_budgets[0].header_key, "")
+        exchange.applicable = self.state.budgets.applicable(
+            rule=decision.rule.name if decision.rule else None, headers=headers
+        )
+        over = self.state.budgets.check(exchange.applicable, self.state.clock())
+        if over is not None:
+            record.budget = over.budget
+            return self._refuse(
+                exchange,
+                Refused(
+                    429,
+                    over.message,
+                    errors.RATE_LIMIT,
+                    "budget_exceeded",
+                    retry_after=over.retry_after,
+                    outcome="budget",
+                ),
+            )
+
+        def usable(name: str) -> bool:
+            backend = config.backend(name)
+            if backend is None or (sensitive and backend.tier == "cloud"):
+                return False  # sensitive data never goes to a cloud backend
+            return self.state.usable(backend)
+
+        plan = attempts(config, decision, usable, draw=self.rng.random(), p95=self.state.p95())
+        for shadow in plan.shadows:
+            backend = config.backend(shadow)
+            if backend is not None:
+                self._start_shadow(exchange, backend)
+        for name in plan.order:
+            backend = config.backend(name)
+            assert backend is not None
+            response = await self._try_backend(exchange, backend)
+            if response is not None:
+                return response
+        return self._refuse(exchange, self._nothing_served(exchange, config, decision, sensitive))
+
+    def _no_spec(self) -> Refused:
+        if self.state.deleted:
+            message = f'ModelRouter "{self.state.name}" was deleted.'
+        elif self.state.loaded is not None and self.state.loaded.refused:
+            problems = "; ".join(i.text() for i in self.state.loaded.issues if i.severity == "error")
+            message = f'The spec of ModelRouter "{self.state.name}" is invalid: {problems}'
+        else:
+            message = f'ModelRouter "{self.state.name}" is not loaded yet.'
+        return Refused(503, message, errors.UNAVAILABLE, "router_not_ready", retry_after=1, outcome="no_spec")
+
+    def _nothing_served(
+        self, exchange: Exchange, config: RouterConfig, decision: Decision, sensitive: bool
+    ) -> Refused:
+        tried = "; ".join(text for _, text in exchange.failures)
+        if decision.fail_closed or sensitive:
+            why = f"failed ({tried})" if tried else "can serve now"
+            return Refused(
+                503,
+                f'fail-closed: no backend of rule "{decision.rule_name}" {why}, and sensitive data '
+                "may not go elsewhere.",
+                errors.UNAVAILABLE,
+                "fail_closed",
+                retry_after=max(1.0, config.quarantine),
+                outcome="fail_closed",
+            )
+        if not tried:
+            return Refused(
+                503,
+                f'No backend of "{decision.rule_name}" ({", ".join(decision.backends)}) can serve now: '
+                "no ready endpoint, or in quarantine after failures.",
+                errors.UNAVAILABLE,
+                "no_backend",
+                retry_after=max(1.0, config.quarantine),
+                outcome="no_backend",
+            )
+        timeouts = all(reason == "timeout" for reason, _ in exchange.failures)
+        return Refused(
+            504 if timeouts else 502,
+            f"Every backend failed: {tried}.",
+            errors.SERVER,
+            "upstream_timeout" if timeouts else "upstream_failed",
+            outcome="upstream_failed",
+        )
+
+    def _authenticate(self, exchange: Exchange, secret: str) -> Refused | None:
+        request = exchange.request
+        presented = _bearer(request.headers.get("Authorization")) or request.headers.get("x-api-key")
+        keys = self._api_keys.get(secret)
+        if keys is None:
+            keys = self._api_keys[secret] = ApiKeys(self.api_keys_root / secret)
+        client = keys.client(presented) if presented else None
+        if client is None:
+            return Refused(
+                401,
+                "Incorrect API key provided."
+                if presented
+                else "Missing API key: send Authorization: Bearer <key>.",
+                errors.AUTHENTICATION,
+                "invalid_api_key",
+                outcome="unauthorized",
+            )
+        exchange.record.client = client
+        return None
+
+    @staticmethod
+    async def _read_body(request: web.BaseRequest, limit: int) -> bytes | None:
+        length = request.content_length
+        if length is not None and length > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.content.iter_any():
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _classify(
+        self,
+        config: RouterConfig,
+        parsed: ParsedRequest,
+        headers: dict[str, str],
+        record: AuditRecord,
+        size: int,
+    ) -> str:
+        policy = config.classification
+        given = headers.get(policy.header, "").strip().lower()
+        if policy.mode == "header-only" or (policy.mode == "hybrid" and given):
+            record.classification = given or None
+            return given
+        if size > DETECT_OFF_LOOP_BYTES:
+            found = await run_in_daemon_thread(detect, parsed.body)
+        else:
+            found = detect(parsed.body)
+        record.detected = sorted(found.kinds)
+        classification = "pii" if found.found else ""
+        record.classification = classification or None
+        return classification
+
+    # -- forwarding -----------------------------------------------------------------------------
+
+    def _upstream_headers(self, exchange: Exchange, backend: Backend, config: RouterConfig) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        private = backend.external and backend.tier == "cloud"
+        for name, value in exchange.request.headers.items():
+            lower = name.lower()
+            if lower in _NOT_FORWARDED:
+                continue
+            if private and (lower.startswith("x-llmkube-") or lower == config.classification.header):
+                continue  # routing labels stay inside
+            headers[name] = value
+        headers["Accept-Encoding"] = "identity"
+        headers["X-Request-Id"] = exchange.record.request_id
+        if backend.external:
+            key = (
+                self.credentials.value(backend.credentials_secret, backend.credential_key)
+                if backend.credentials_secret and backend.credential_key
+                else None
+            )
+            headers.update(auth_headers(backend.provider, key))
+        return headers
+
+    async def _try_backend(self, exchange: Exchange, backend: Backend) -> web.StreamResponse | None:
+        config = exchange.config
+        parsed = exchange.parsed
+        assert config is not None and parsed is not None
+        body, injected = upstream_body(
+            parsed, exchange.raw, model=backend.model if backend.external else None
+        )
+        headers = self._upstream_headers(exchange, backend, config)
+        timeout = header_timeout(
+            exchange.decision.rule if exchange.decision else None, backend, config.header_timeout
+        )
+        path = exchange.request.path
+        if backend.external:
+            if not self.state.quarantine.acquire(backend.name, self.state.clock()):
+                return None
+            url = upstream_url(backend.url or "", path)
+            return await self._attempt(exchange, backend, backend.name, url, body, headers, timeout, injected)
+        tried: set[str] = set()
+        key = parsed.affinity_key(AFFINITY_PREFIX) or None
+        for _ in range(MAX_ENDPOINT_TRIES):
+            now = self.state.clock()
+            candidates = [
+                e
+                for e in self.state.endpoints_of(backend)
+                if e not in tried and self.state.quarantine.usable(e, now)
+            ]
+            endpoint = choose(candidates, self.state.in_flight, key=key, turn=self.state.next_turn())
+            if endpoint is None:
+                return None
+            tried.add(endpoint)
+            if not self.state.quarantine.acquire(endpoint, now):
+                continue
+            response = await self._attempt(
+                exchange, backend, endpoint, f"http://{endpoint}{path}", body, headers, timeout, injected
+            )
+            if response is not None:
+                return response
+        return None
+
+    async def _send(
+        self, backend: Backend, url: str, body: bytes, headers: dict[str, str], wait: float
+    ) -> aiohttp.ClientResponse | Failure:
+        session = self.upstreams.external if backend.external else self.upstreams.local
+        for retry in (False, True):
+            try:
+                if backend.external:
+                    check_literal(URL(url), self.upstreams.api_servers)
+                async with asyncio.timeout(wait):
+                    return await session.request(
+                        "POST", url, data=body, headers=headers, allow_redirects=False
+                    )
+            except TimeoutError:
+                return Failure("timeout", f"no answer within {wait:g}s")
+            except aiohttp.ServerDisconnectedError as error:
+                if not retry:
+                    continue  # a kept-alive connection the backend had closed: once more, on a new one
+                return Failure("disconnected", str(error) or "the backend closed the connection")
+            except EgressRefused as refused:
+                return Failure("refused", str(refused))
+            except (aiohttp.ClientError, OSError) as error:
+                refused_by = getattr(error, "os_error", None)
+                if isinstance(refused_by, EgressRefused):
+                    return Failure("refused", str(refused_by))
+                return Failure("connect", str(error) or type(error).__name__)
+        raise AssertionError("unreachable")
+
+    async def _attempt(
+        self,
+        exchange: Exchange,
+        backend: Backend,
+        target: str,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        wait: float,
+        injected: bool,
+    ) -> web.StreamResponse | None:
+        state = self.state
+        record = exchange.record
+        record.tried.append(backend.name)
+        state.in_flight[target] = state.in_flight.get(target, 0) + 1
+        upstream: aiohttp.ClientResponse | None = None
+        verdict: bool | None = None
+        try:
+            sent = await self._send(backend, url, body, headers, wait)
+            if isinstance(sent, Failure):
+                verdict = False
+                self._failed(exchange, backend, target, sent)
+                return None
+            upstream = sent
+            if upstream.status >= 500:
+                verdict = False
+                detail = f"{upstream.status} {upstream.reason or ''}".strip()
+                self._failed(exchange, backend, target, Failure("5xx", detail))
+                return None
+            verdict = True
+            state.record_latency(backend.name, time.perf_counter() - exchange.started)
+            record.backend, record.endpoint = backend.name, target if not backend.external else backend.url
+            record.upstream_model = backend.model if backend.external else None
+            try:
+                return await self._relay(exchange, backend, upstream, injected)
+            except _UpstreamReset as reset:
+                verdict = False
+                self._failed(exchange, backend, target, Failure("reset", reset.detail))
+                if reset.response is None:
+                    record.backend = record.endpoint = record.upstream_model = None
+                    return None  # the client has not had a byte yet: the next attempt may serve it
+                # Part of the answer reached the client: cut the connection, so it sees a broken stream.
+                self._abort(exchange.request)
+                record.outcome = "upstream_reset"
+                self._finish(exchange)
+                return reset.response
+        finally:
+            state.in_flight[target] -= 1
+            if state.in_flight[target] <= 0:
+                del state.in_flight[target]
+            now = state.clock()
+            if verdict is True:
+                state.quarantine.succeeded(target, now)
+            elif verdict is None:
+                state.quarantine.abandoned(target, now)
+            if upstream is not None:
+                upstream.close()
+
+    def _failed(self, exchange: Exchange, backend: Backend, target: str, failure: Failure) -> None:
+        self.state.quarantine.failed(target, self.state.clock())
+        self.metrics.failed(backend.name, failure.reason)
+        where = target if backend.external else f"{backend.name} at {target}"
+        exchange.failures.append((failure.reason, f"{where}: {failure.detail}"))
+        log.info(
+            "attempt failed",
+            request_id=exchange.record.request_id,
+            backend=backend.name,
+            endpoint=target,
+            reason=failure.reason,
+            detail=failure.detail,
+        )
+
+    @staticmethod
+    def _abort(request: web.BaseRequest) -> None:
+        transport = request.transport
+        if transport is not None:
+            transport.abort()
+
+    def _response_headers(
+        self, exchange: Exchange, backend: Backend, upstream: aiohttp.ClientResponse
+    ) -> dict[str, str]:
+        headers = {
+            name: value for name, value in upstream.headers.items() if name.lower() not in _NOT_RETURNED
+        }
+        headers["X-Request-Id"] = exchange.record.request_id
+        headers["X-Llmkube-Backend"] = backend.name
+        headers["X-Llmkube-Rule"] = exchange.record.rule or ""
+        return headers
+
+    async def _relay(
+        self, exchange: Exchange, backend: Backend, upstream: aiohttp.ClientResponse, injected: bool
+    ) -> web.StreamResponse:
+        record = exchange.record
+        request = exchange.request
+        parsed = exchange.parsed
+        assert parsed is not None
+        headers = self._response_headers(exchange, backend, upstream)
+        record.status = upstream.status
+        usage: Usage | None
+        if upstream.content_type == "text/event-stream":
+            response = web.StreamResponse(status=upstream.status, headers=headers)
+            follower = StreamUsage(strip_injected=injected)
+            try:
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    data = follower.feed(chunk)
+                    if data:
+                        await response.write(data)
+                        if exchange.first_byte is None:
+                            exchange.first_byte = time.perf_counter() - exchange.started
+            except (
+                aiohttp.ClientPayloadError,
+                aiohttp.ServerDisconnectedError,
+                aiohttp.ClientOSError,
+            ) as error:
+                raise _UpstreamReset(str(error) or type(error).__name__, response) from None
+            except TimeoutError:
+                raise _UpstreamReset("the stream went silent", response) from None
+            await response.write_eof()
+            usage = follower.usage or estimate(len(parsed.prompt_text()), follower.content_events)
+            upstream.release()
+        else:
+            try:
+                body = await upstream.read()
+            except (
+                aiohttp.ClientPayloadError,
+                aiohttp.ServerDisconnectedError,
+                aiohttp.ClientOSError,
+            ) as error:
+                raise _UpstreamReset(str(error) or type(error).__name__, None) from None
+            except TimeoutError:
+                raise _UpstreamReset("the answer went silent", None) from None
+            usage = usage_of_body(body) if upstream.status < 300 else None
+            if usage is None and upstream.status < 300:
+                usage = estimate(len(parsed.prompt_text()), len(body) // 16)
+            exchange.first_byte = time.perf_counter() - exchange.started
+            response = web.Response(status=upstream.status, body=body, headers=headers)
+        record.outcome = "ok" if upstream.status < 400 else "upstream_refused"
+        self._account(exchange, backend, usage)
+        self._finish(exchange)
+        return response
+
+    def _account(self, exchange: Exchange, backend: Backend, usage: Usage | None) -> None:
+        if usage is None:
+            return
+        usd = usage.cost(backend.prompt_usd, backend.completion_usd)
+        exchange.record.usage, exchange.record.cost_usd = usage, usd
+        self.metrics.used(backend.name, usage.prompt, usage.completion, usd)
+        self.state.budgets.record(exchange.applicable, usage.total, usd, self.state.clock())
+
+    # -- shadows --------------------------------------------------------------------------------
+
+    def _start_shadow(self, exchange: Exchange, backend: Backend) -> None:
+        if len(self._shadows) >= MAX_SHADOWS:
+            self.metrics.shadow(backend.name, "dropped")
+            return
+        exchange.record.shadows = [*exchange.record.shadows, backend.name]
+        task = asyncio.get_running_loop().create_task(self._shadow(exchange, backend))
+        self._shadows.add(task)
+        task.add_done_callback(self._shadows.discard)
+
+    async def _shadow(self, exchange: Exchange, backend: Backend) -> None:
+        """A copy of the request; its answer is read and discarded (its tokens count)."""
+        config, parsed = exchange.config, exchange.parsed
+        assert config is not None and parsed is not None
+        state = self.state
+        body, _ = upstream_body(parsed, exchange.raw, model=backend.model if backend.external else None)
+        headers = self._upstream_headers(exchange, backend, config)
+        timeout = header_timeout(
+            exchange.decision.rule if exchange.decision else None, backend, config.header_timeout
+        )
+        if backend.external:
+            target, url = backend.name, upstream_url(backend.url or "", exchange.request.path)
+        else:
+            now = state.clock()
+            candidates = [e for e in state.endpoints_of(backend) if state.quarantine.usable(e, now)]
+            chosen = choose(candidates, state.in_flight, key=None, turn=state.next_turn())
+            if chosen is None:
+                self.metrics.shadow(backend.name, "failed")
+                return
+            target, url = chosen, f"http://{chosen}{exchange.request.path}"
+        state.in_flight[target] = state.in_flight.get(target, 0) + 1
+        try:
+            sent = await self._send(backend, url, body, headers, timeout)
+            if isinstance(sent, Failure) or sent.status >= 500:
+                self.metrics.shadow(backend.name, "failed")
+                if not isinstance(sent, Failure):
+                    sent.close()
+                return
+            try:
+                follower = StreamUsage(strip_injected=False)
+                size = 0
+                async for chunk in sent.content.iter_any():
+                    size += len(chunk)
+                    if sent.content_type == "text/event-stream":
+                        follower.feed(chunk)
+                usage = follower.usage or estimate(
+                    len(parsed.prompt_text()), follower.content_events or size // 16
+                )
+                self.metrics.shadow(backend.name, "ok")
+                usd = usage.cost(backend.prompt_usd, backend.completion_usd)
+                self.metrics.used(backend.name, usage.prompt, usage.completion, usd)
+                state.budgets.record(exchange.applicable, usage.total, usd, state.clock())
+            except (aiohttp.ClientError, TimeoutError):
+                self.metrics.shadow(backend.name, "failed")
+            finally:
+                sent.close()
+        finally:
+            state.in_flight[target] -= 1
+            if state.in_flight[target] <= 0:
+                del state.in_flight[target]
+
+    async def stop_shadows(self) -> None:
+        for task in list(self._shadows):
+            task.cancel()
+        await asyncio.gather(*self._shadows, return_exceptions=True)
+
+    # -- /v1/models ----------------------------------------------------------------------------
+
+    async def _models(self, request: web.BaseRequest) -> web.StreamResponse:
+        config = self.state.config
+        exchange = self._exchange(request)
+        if config is None:
+            return self._refuse(exchange, self._no_spec())
+        if config.api_keys_secret:
+            refused = self._authenticate(exchange, config.api_keys_secret)
+            if refused is not None:
+                return self._refuse(exchange, refused)
+        data = [
+            {"id": model, "object": "model", "created": 0, "owned_by": owner}
+            for model, owner in self.models(config)
+        ]
+        return web.json_response({"object": "list", "data": data}, dumps=lambda v: orjson.dumps(v).decode())
+
+    @staticmethod
+    def models(config: RouterConfig) -> Iterable[tuple[str, str]]:
+        """The model names a client can send: each literal of a rule's `models` (owned by the rule's
+        first backend), then the defaultRoute's backend, which takes any other name."""
+        seen: dict[str, str] = {}
+        for rule in config.rules:
+            for glob in rule.models:
+                if glob.literal and rule.backends:
+                    seen.setdefault(glob.pattern, rule.backends[0])
+        if config.default_route:
+            seen.setdefault(config.default_route, config.default_route)
+        return list(seen.items())
+
+
+class _UpstreamReset(Exception):
+    """The backend's answer broke: before the client got a byte (`response` None), or after."""
+
+    def __init__(self, detail: str, response: web.StreamResponse | None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.response = response

@@ -1,0 +1,154 @@
+"""What the router knows at a moment: its spec (compiled, or why it was refused), the endpoints of
+its InferenceService backends, and the counters it keeps (quarantine, budgets, latency, requests in
+flight). One object, read by every request and by the gauges; changed by the watches, the probes
+and the requests themselves, all on the one event loop (no locks)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmkube.plan.router.budgets import Budgets
+from llmkube.plan.router.config import Backend, RouterConfig, compile_config
+from llmkube.plan.router.latency import RollingP95
+from llmkube.plan.router.quarantine import Quarantine
+from llmkube.plan.router.validation import Issue, errors, validate
+
+Clock = Callable[[], float]
+
+
+@dataclass
+class Loaded:
+    """The outcome of the last spec seen."""
+
+    generation: int
+    issues: list[Issue] = field(default_factory=list)
+    #: the spec was refused: the router keeps serving the last good one
+    refused: bool = False
+
+
+class RouterState:
+    def __init__(self, name: str, namespace: str, *, clock: Clock = time.monotonic) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.clock = clock
+        self.config: RouterConfig | None = None
+        self.loaded: Loaded | None = None
+        #: the ModelRouter is gone (deleted): nothing is routed
+        self.deleted = False
+        self.quarantine = Quarantine(15.0)
+        self.budgets = Budgets()
+        self.latency: dict[str, RollingP95] = {}
+        #: per Service: the ready endpoints (host:port)
+        self.endpoints: dict[str, tuple[str, ...]] = {}
+        #: per endpoint (host:port, or an external backend's name): requests in flight
+        self.in_flight: dict[str, int] = {}
+        self.turn = 0
+        #: called with the new config once one is accepted (the watches and probes follow it)
+        self.listeners: list[Callable[[RouterConfig], None]] = []
+
+    # -- the spec -------------------------------------------------------------------------------
+
+    def load(self, obj: dict[str, Any]) -> Loaded:
+        """A ModelRouter as the watch delivered it: compiled and used, unless it has errors."""
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        generation = int(meta.get("generation") or 0)
+        issues = validate(spec, self.name)
+        self.deleted = False
+        if errors(issues):
+            self.loaded = Loaded(generation, issues, refused=True)
+            return self.loaded
+        config = compile_config(spec, name=self.name, namespace=self.namespace, generation=generation)
+        self.config = config
+        self.quarantine.duration = config.quarantine
+        self.budgets.reconfigure(config.budgets)
+        for backend in list(self.latency):
+            if config.backend(backend) is None:
+                del self.latency[backend]
+        self.loaded = Loaded(generation, issues)
+        for listener in self.listeners:
+            listener(config)
+        return self.loaded
+
+    def gone(self) -> None:
+        self.deleted = True
+        self.config = None
+
+    # -- endpoints ------------------------------------------------------------------------------
+
+    def set_endpoints(self, service: str, endpoints: tuple[str, ...]) -> None:
+        before = self.endpoints.get(service, ())
+        self.endpoints[service] = endpoints
+        for gone in set(before) - set(endpoints):
+            self.quarantine.forget(gone)
+
+    def drop_service(self, service: str) -> None:
+        for gone in self.endpoints.pop(service, ()):
+            self.quarantine.forget(gone)
+
+    def endpoints_of(self, backend: Backend) -> tuple[str, ...]:
+        return self.endpoints.get(backend.service or "", ()) if not backend.external else ()
+
+    def usable(self, backend: Backend) -> bool:
+        now = self.clock()
+        if backend.external:
+            return self.quarantine.usable(backend.name, now)
+        return any(self.quarantine.usable(e, now) for e in self.endpoints_of(backend))
+
+    def p95(self) -> dict[str, float]:
+        now = self.clock()
+        found = {}
+        for backend, tracker in self.latency.items():
+            value = tracker.value(now)
+            if value is not None:
+                found[backend] = value
+        return found
+
+    def record_latency(self, backend: str, seconds: float) -> None:
+        tracker = self.latency.get(backend)
+        if tracker is None:
+            tracker = self.latency[backend] = RollingP95()
+        tracker.add(seconds, self.clock())
+
+    def next_turn(self) -> int:
+        self.turn += 1
+        return self.turn
+
+    # -- the gauges (metrics.StateView) ---------------------------------------------------------
+
+    def backend_health(self) -> Iterable[tuple[str, bool, int]]:
+        config = self.config
+        if config is None:
+            return []
+        return [(b.name, self.usable(b), len(self.endpoints_of(b))) for b in config.backends.values()]
+
+    def endpoint_in_flight(self) -> Iterable[tuple[str, str, int]]:
+        config = self.config
+        if config is None:
+            return []
+        found = []
+        for backend in config.backends.values():
+            if backend.external:
+                found.append((backend.name, backend.url or "", self.in_flight.get(backend.name, 0)))
+            else:
+                found += [(backend.name, e, self.in_flight.get(e, 0)) for e in self.endpoints_of(backend)]
+        return found
+
+    def budget_remaining(self) -> Iterable[tuple[str, str, float]]:
+        now = self.clock()
+        found = []
+        for budget in self.budgets.budgets:
+            if budget.scope == "team":
+                continue
+            tokens, usd = self.budgets.remaining(budget, now)
+            if tokens is not None:
+                found.append((budget.name, "tokens", tokens))
+            if usd is not None:
+                found.append((budget.name, "usd", usd))
+        return found
+
+    def budget_teams(self) -> Iterable[tuple[str, int]]:
+        return [(b.name, self.budgets.teams(b.name)) for b in self.budgets.budgets if b.scope == "team"]

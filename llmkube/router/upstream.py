@@ -1,0 +1,106 @@
+"""The router's connections to backends: one pool for the pods of InferenceServices (addresses from
+EndpointSlices) and one for external providers, whose URLs come from a spec anyone who may write a
+ModelRouter controls: that pool connects only where `plan/router/egress.py` allows (a literal is
+checked before the request, every address a name resolves to before aiohttp connects to it).
+
+Answers are passed through as the backend sent them: no decompression (the router asks for
+`identity`, so the usage in an answer can be read), no redirects followed."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterable
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from llmkube.plan.router import egress
+
+__all__ = ["EgressRefused", "GuardedResolver", "Upstreams", "api_server_endpoints", "check_literal"]
+
+Endpoint = tuple[egress.IPAddress, int]
+
+
+class EgressRefused(OSError):
+    """An external backend's URL leads where the router may not connect."""
+
+
+def api_server_endpoints() -> tuple[Endpoint, ...]:
+    """The API server as a pod sees it (its Service's address): never an external backend."""
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
+    try:
+        return ((ipaddress.ip_address(host or ""), int(port or "443")),)
+    except ValueError:
+        return ()
+
+
+def _literal(host: str) -> egress.IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def check_literal(url: URL, api_servers: Iterable[Endpoint]) -> None:
+    address = _literal(url.raw_host or "")
+    if address is not None:
+        reason = egress.refusal(address, url.port or 0, api_servers)
+        if reason is not None:
+            raise EgressRefused(f"{url.host} may not be a backend: {reason}")
+
+
+class GuardedResolver(AbstractResolver):
+    def __init__(self, api_servers: tuple[Endpoint, ...]) -> None:
+        self._inner = aiohttp.ThreadedResolver()
+        self._api_servers = api_servers
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        for result in results:
+            address = _literal(result["host"])
+            reason = (
+                "not an IP address"
+                if address is None
+                else egress.refusal(address, result["port"] or port, self._api_servers)
+            )
+            if reason is not None:
+                raise EgressRefused(
+                    f"{host} resolves to {result['host']}, which may not be a backend: {reason}"
+                )
+        return results
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def _session(connector: aiohttp.TCPConnector, read_timeout: float) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(
+        connector=connector,
+        auto_decompress=False,
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=read_timeout),
+        skip_auto_headers=("User-Agent", "Accept-Encoding"),
+        raise_for_status=False,
+    )
+
+
+class Upstreams:
+    def __init__(
+        self, *, stream_idle_timeout: float, api_servers: tuple[Endpoint, ...] | None = None
+    ) -> None:
+        self.api_servers = api_server_endpoints() if api_servers is None else api_servers
+        # No limit on connections: a backend's concurrency is its own (its pods' slots), and a pool
+        # limit would queue requests inside the router where no metric shows them.
+        self.local = _session(aiohttp.TCPConnector(limit=0, keepalive_timeout=15.0), stream_idle_timeout)
+        self.external = _session(
+            aiohttp.TCPConnector(limit=0, keepalive_timeout=15.0, resolver=GuardedResolver(self.api_servers)),
+            stream_idle_timeout,
+        )
+
+    async def close(self) -> None:
+        await self.local.close()
+        await self.external.close()

@@ -1,0 +1,120 @@
+"""What the router watches (list + watch through the project's informers; nothing is polled): its
+own ModelRouter (one object, by field selector: a new spec takes effect without a restart), and the
+EndpointSlices of each InferenceService backend's Service (by the `kubernetes.io/service-name`
+label; an informer per Service, started and stopped as the spec's backends change)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import structlog
+
+from llmkube.api import constants as c
+from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache.store import Change
+from llmkube.kube.cache.transform import keep_only
+from llmkube.kube.resource import ENDPOINT_SLICES, Resource
+from llmkube.kube.rest.client import ApiClient
+from llmkube.plan.router.config import RouterConfig
+from llmkube.plan.router.endpoints import ready_endpoints
+from llmkube.router.state import RouterState
+
+__all__ = ["MODEL_ROUTERS", "SERVICE_NAME_LABEL", "RouterWatches"]
+
+log = structlog.get_logger("llmkube.router.watches")
+
+MODEL_ROUTERS = Resource(c.GROUP, c.VERSION, c.ROUTER_PLURAL, c.ROUTER_KIND)
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+#: what an endpoint needs of a slice
+_SLICE_CACHE = keep_only(("addressType",), ("ports",), ("endpoints",))
+
+
+class RouterWatches:
+    def __init__(self, client: ApiClient, state: RouterState, *, read_timeout: float = 90.0) -> None:
+        self.client = client
+        self.state = state
+        self.read_timeout = read_timeout
+        self.spec = Informer(
+            client,
+            MODEL_ROUTERS,
+            namespace=state.namespace,
+            field_selector=f"metadata.name={state.name}",
+            read_timeout=read_timeout,
+        )
+        self.spec.add_handler(self._spec_changed)
+        self.slices: dict[str, Informer] = {}
+        self._stopping: set[asyncio.Task[None]] = set()
+        state.listeners.append(self._follow)
+
+    def start(self) -> None:
+        self.spec.start()
+
+    def synced(self) -> bool:
+        return self.spec.has_synced() and all(informer.has_synced() for informer in self.slices.values())
+
+    def problems(self, tolerance: float) -> list[str]:
+        found = []
+        for informer in (self.spec, *self.slices.values()):
+            where = f"{informer.resource} ({informer.field_selector or informer.label_selector})"
+            if not informer.has_synced():
+                found.append(f"not synced yet: {where}")
+            elif informer.failing_for() > tolerance:
+                found.append(f"watch failing for {informer.failing_for():.0f}s: {where}")
+        return found
+
+    async def wait_for_spec(self) -> None:
+        await self.spec.wait_for_sync()
+
+    def _spec_changed(self, change: Change) -> None:
+        if change.new is None:
+            log.warning("the ModelRouter is gone: nothing is routed", router=self.state.name)
+            self.state.gone()
+            return
+        loaded = self.state.load(change.new)
+        for issue in loaded.issues:
+            log.warning(
+                "spec refused" if loaded.refused else "spec warning",
+                field=issue.field,
+                problem=issue.message,
+                generation=loaded.generation,
+            )
+        if not loaded.refused:
+            log.info("spec loaded", generation=loaded.generation)
+
+    def _follow(self, config: RouterConfig) -> None:
+        wanted = config.services()
+        for service in sorted(set(self.slices) - wanted):
+            informer = self.slices.pop(service)
+            self.state.drop_service(service)
+            task = asyncio.get_running_loop().create_task(informer.stop())
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
+        for service in sorted(wanted - set(self.slices)):
+            informer = Informer(
+                self.client,
+                ENDPOINT_SLICES,
+                namespace=self.state.namespace,
+                label_selector=f"{SERVICE_NAME_LABEL}={service}",
+                transform=_SLICE_CACHE,
+                read_timeout=self.read_timeout,
+            )
+            informer.add_handler(self._slice_handler(service, informer))
+            self.slices[service] = informer
+            informer.start()
+
+    def _slice_handler(self, service: str, informer: Informer) -> Callable[[Change], None]:
+        return lambda _change: self._slices_changed(service, informer)
+
+    def _slices_changed(self, service: str, informer: Informer) -> None:
+        if self.slices.get(service) is not informer:
+            return  # an informer being stopped
+        endpoints = ready_endpoints(informer.store.objects())
+        if endpoints != self.state.endpoints.get(service):
+            log.info("endpoints", service=service, ready=len(endpoints))
+        self.state.set_endpoints(service, endpoints)
+
+    async def stop(self) -> None:
+        await asyncio.gather(
+            self.spec.stop(), *(informer.stop() for informer in self.slices.values()), *self._stopping
+        )

@@ -1,0 +1,89 @@
+"""A router's proxy on a loopback port with real OpenAI-compatible upstreams behind it, its spec
+loaded as the watch would load it and its endpoints set as the EndpointSlices would set them (the
+watches themselves are tested against the API server:
+tests/integration/test_router_process_on_server.py)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from llmkube.router.audit import AuditSink
+from llmkube.router.metrics import RouterMetrics
+from llmkube.router.process import _metrics_page
+from llmkube.router.proxy import Proxy
+from llmkube.router.secrets import SecretFiles
+from llmkube.router.state import RouterState
+from llmkube.router.upstream import Upstreams
+
+
+@dataclass
+class RunningProxy:
+    state: RouterState
+    proxy: Proxy
+    url: str
+    audit_lines: list[bytes]
+
+    def load(self, spec: dict[str, Any], generation: int = 1) -> None:
+        loaded = self.state.load(
+            {"metadata": {"name": self.state.name, "generation": generation}, "spec": spec}
+        )
+        assert not loaded.refused, [i.text() for i in loaded.issues]
+
+    def endpoints(self, service: str, *addresses: str) -> None:
+        self.state.set_endpoints(service, tuple(sorted(addresses)))
+
+
+class _CapturedAudit(AuditSink):
+    def __init__(self, lines: list[bytes]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def write(self, line: bytes) -> None:
+        self.lines.append(line)
+
+
+@contextlib.asynccontextmanager
+async def running_proxy(
+    name: str, secrets: Path, *, api_servers: tuple[Any, ...] = ()
+) -> AsyncIterator[RunningProxy]:
+    state = RouterState(name, "ns")
+    metrics = RouterMetrics(name)
+    unregister = metrics.register_state(state)
+    lines: list[bytes] = []
+    upstreams = Upstreams(stream_idle_timeout=30.0, api_servers=api_servers)
+    proxy = Proxy(
+        state,
+        upstreams,
+        metrics,
+        _CapturedAudit(lines),
+        credentials=SecretFiles(secrets / "credentials"),
+        api_keys_root=secrets / "api-keys",
+        ready=list,
+        metrics_page=_metrics_page,
+    )
+    runner = web.ServerRunner(web.Server(proxy.handle, handler_cancellation=True, access_log=None))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield RunningProxy(state, proxy, f"http://127.0.0.1:{port}", lines)
+    finally:
+        await proxy.stop_shadows()
+        await runner.cleanup()
+        await upstreams.close()
+        unregister()
+
+
+async def post(
+    session: aiohttp.ClientSession, url: str, body: Any, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    async with session.post(url, json=body, headers=headers or {}) as answer:
+        return answer.status, dict(answer.headers), await answer.read()
