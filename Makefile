@@ -85,6 +85,7 @@ bench: venv k8s-binaries
 ## Regenerate manifests/crd from the API types (never edit those files by hand).
 crds: venv
 	$(BIN)/python hack/gen-crds.py
+	$(BIN)/python hack/gen-api-reference.py
 
 ## Run the controller: against $$KUBECONFIG / --kubeconfig when given, else a local embedded control plane
 ## (a real node serving a tiny llama.cpp model where the machine allows it: root on Linux).

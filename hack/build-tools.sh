@@ -2,7 +2,8 @@
 # Build the release tools our install and monitoring tests drive, from pinned releases, through the
 # Go module proxy (there are no prebuilt downloads on our machines):
 #
-#   helm       <- helm.sh/helm/v3 $HELM_VERSION                       (chart lint, template, install)
+#   helm       <- helm.sh/helm/v3 $HELM_VERSION                       (chart lint, template, install),
+#                 stamped with the Kubernetes version of its client-go as Helm's Makefile does
 #   promtool   <- github.com/prometheus/prometheus $PROMETHEUS_MODULE  (alert rules: check and unit tests)
 #   kustomize  <- sigs.k8s.io/kustomize/kustomize/v5 $KUSTOMIZE_VERSION (what Argo CD and Flux run)
 #   monitoring-check <- hack/tools/monitoring-check.go against the Prometheus Operator's API types
@@ -59,8 +60,22 @@ install_tool() {  # install_tool NAME VERSION PACKAGE LDFLAGS
 }
 
 build_helm() {
+  # Helm's own Makefile stamps the Kubernetes version of the client-go it is built with (client-go
+  # v0.N -> Kubernetes 1.N) as the default of `helm template` and `helm lint`; without it they
+  # assume v1.20 and refuse our chart's kubeVersion. The version is read from Helm's go.mod.
+  local gomod client_go kube_minor
+  gomod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  client_go=$(awk '$1 == "k8s.io/client-go" { print $2 }' "$gomod")  # v0.37.0
+  kube_minor=${client_go#v0.}; kube_minor=${kube_minor%%.*}
+  [ -n "$kube_minor" ] || { log "helm $HELM_VERSION: cannot read the client-go version from $gomod"; exit 1; }
+  # The version stamp stays the release (older copies of this script share the cache); a second
+  # stamp says which Kubernetes version the binary assumes, and a binary without it is rebuilt.
+  if [ "$(cat "$BIN/.helm.kube-version" 2>/dev/null)" != "1.$kube_minor" ]; then rm -f "$BIN/.helm.version"; fi
   install_tool helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
-    "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+    "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION \
+     -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$kube_minor \
+     -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kube_minor"
+  echo "1.$kube_minor" > "$BIN/.helm.kube-version"
 }
 
 build_promtool() {

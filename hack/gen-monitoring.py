@@ -80,6 +80,11 @@ RUNTIME_METRICS = {
     ],
 }
 
+#: Where each alert's runbook_url points: a heading of docs/operations.md per alert (its anchor is
+#: the alert's name in lower case). The chart's monitoring.runbookBaseURL replaces this base; with
+#: kustomize, patch it (or mirror the repository there).
+RUNBOOK_BASE = "https://git.example.com/platform/llmkube/blob/main/docs/operations.md"
+
 M = METRICS
 C = f'job="{JOB}"'
 R = "[$__rate_interval]"  # Grafana picks the rate window from the scrape interval
@@ -91,7 +96,11 @@ def alert(name: str, expr: str, for_: str, severity: str, summary: str, descript
         "expr": expr,
         "for": for_,
         "labels": {"severity": severity},
-        "annotations": {"summary": summary, "description": description},
+        "annotations": {
+            "summary": summary,
+            "description": description,
+            "runbook_url": f"{RUNBOOK_BASE}#{name.lower()}",
+        },
     }
 
 

@@ -14,7 +14,7 @@ llmkube crds         print the CustomResourceDefinitions
 llmkube version      print the version
 
 and the commands for users (llmkube.usercli): deploy, list, status, queue, scale, delete, logs,
-chat, curl.
+chat, curl, completion.
 """
 
 import argparse
@@ -89,8 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
 
         add_developer_commands(sub)
 
-    from llmkube.usercli import add_user_commands
+    from llmkube.usercli import add_global_flags, add_user_commands
 
+    add_global_flags(parser)  # -n, --kubeconfig, --context before the command, as kubectl's
     add_user_commands(sub)
     return parser
 

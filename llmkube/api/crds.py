@@ -174,8 +174,9 @@ def model_schema() -> Schema:
         "Hardware the model is meant for.",
         {
             "accelerator": _s(
-                "cpu (default), metal, cuda, rocm or intel.",
-                enum=["cpu", "metal", "cuda", "rocm", "intel"],
+                "cpu (default), metal, cuda, rocm, vulkan (any vendor's GPU, through llama.cpp's Vulkan "
+                "build) or intel.",
+                enum=["cpu", "metal", "cuda", "rocm", "vulkan", "intel"],
                 default="cpu",
             ),
             "gpu": gpu,

@@ -26,7 +26,7 @@ TGIDtype = Literal["float16", "bfloat16"]
 # -- Model -----------------------------------------------------------------------------------------
 RefreshPolicy = Literal["IfNotPresent", "OnChange"]
 ModelFormat = Literal["gguf", "mlx", "safetensors", "pytorch", "custom"]
-Accelerator = Literal["cpu", "metal", "cuda", "rocm", "intel"]
+Accelerator = Literal["cpu", "metal", "cuda", "rocm", "vulkan", "intel"]
 GPUVendor = Literal["nvidia", "amd", "intel"]
 ShardingStrategy = Literal["layer", "tensor", "row", "pipeline", "none"]
 ModelPhase = Literal["Pending", "Downloading", "Copying", "Ready", "Failed"]

@@ -67,7 +67,7 @@ from llmkube.plan.tenancy import namespace_policy
 log = structlog.get_logger("llmkube.controllers.model")
 _LOG_TIMEOUT = RequestTimeout(total=5.0, connect=3.0)
 
-_GPU_ACCELERATORS = ("cuda", "rocm", "intel")
+_GPU_ACCELERATORS = ("cuda", "rocm", "vulkan", "intel")
 
 
 def gpu_capacity(nodes: Iterable[Obj]) -> dict[str, int]:

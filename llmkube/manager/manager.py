@@ -202,6 +202,7 @@ class Manager:
             clock=self._clock,
             rate_limiter=rate_limiter,
             reconcile_timeout=reconcile_timeout,
+            kind=watches[0].resource.kind,  # the first watch is of what it reconciles
         )
         for watch in watches:
             informer = self.informer(

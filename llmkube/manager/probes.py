@@ -1,6 +1,7 @@
 """The process's HTTP endpoints (aiohttp.web): ``/healthz`` and ``/readyz`` on the health address,
-``/metrics`` (Prometheus text format: the default registry incl. process metrics, and the families
-rendered next to it, kube/exposition.py) on the metrics one."""
+``/metrics`` (Prometheus text format, or OpenMetrics when the scraper's Accept asks for it: the
+default registry incl. process metrics, and the families rendered next to it, kube/exposition.py)
+on the metrics one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import prometheus_client
 import structlog
 from aiohttp import web
 
-from llmkube.kube.exposition import exposition_chunks
+from llmkube.kube.exposition import exposition_chunks, negotiate
 
 __all__ = ["Check", "HttpEndpoints"]
 
@@ -38,9 +39,10 @@ class HttpEndpoints:
 
     @staticmethod
     async def _metrics(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+        fmt = negotiate(request.headers.get("Accept"))
+        response = web.StreamResponse(headers={"Content-Type": fmt.content_type})
         await response.prepare(request)
-        for chunk in exposition_chunks(prometheus_client.REGISTRY):
+        for chunk in exposition_chunks(prometheus_client.REGISTRY, fmt):
             await response.write(chunk)
         await response.write_eof()
         return response

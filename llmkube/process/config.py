@@ -5,6 +5,7 @@ for). A value no cluster could use raises ValueError naming the flag."""
 import argparse
 import os
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
 from llmkube.controllers.worker_counts import model_workers_for
@@ -24,6 +25,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
 
     from llmkube.controllers.setup import ControllersConfig
     from llmkube.plan.inferenceservice.config import OperatorConfig
+    from llmkube.plan.inferenceservice.images import parse_runtime_images
     from llmkube.plan.model.decision import ModelPlanConfig
     from llmkube.plan.model.local_roots import normalized_roots
 
@@ -39,6 +41,9 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             ca_cert_configmap=args.ca_cert_configmap,
             init_container_image=args.init_container_image,
             hf_endpoint=args.hf_endpoint,
+            runtime_images=MappingProxyType(
+                _parsed("--runtime-images", args.runtime_images, parse_runtime_images)
+            ),
             default_fsgroup=args.default_fsgroup,
             intel_gpu_resource=intel,
             tenancy=tenancy_policy(args, roots),

@@ -104,6 +104,14 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="image of the model-downloader init container",
     )
     parser.add_argument(
+        "--runtime-images",
+        default=env("LLMKUBE_RUNTIME_IMAGES", ""),
+        metavar="KEY=IMAGE[,KEY=IMAGE...]",
+        help="images that replace the pinned defaults of services without spec.image (a mirror, a "
+        "newer build): keys llamacpp (CPU), llamacpp-cuda, llamacpp-rocm, llamacpp-vulkan, "
+        "llamacpp-intel, vllm, tgi [LLMKUBE_RUNTIME_IMAGES]",
+    )
+    parser.add_argument(
         "--router-image",
         default=os.environ.get("LLMKUBE_ROUTER_IMAGE", ""),
         help="image of the ModelRouter pods when a spec names none (default: this controller's release "

@@ -3,7 +3,8 @@ who use llmkube, built on the controller's own API client. The same commands run
 (`kubectl llmkube ...`, from the `kubectl-llmkube` executable this package installs).
 
 Modules: `manifests` and `views` decide (pure); `render` draws; one module per command family
-(`deploy`, `inspect`, `scale`, `delete`, `cache`, `logs`, `request`); `parser` holds the flags.
+(`deploy`, `inspect`, `scale`, `delete`, `cache`, `logs`, `request`, `completion`); `parser` holds
+the flags, `jsonpath` reads `-o jsonpath=` templates, `unreachable` says why a cluster did not answer.
 """
 
 import argparse
@@ -11,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from llmkube import __version__
-from llmkube.usercli.parser import add_user_commands
+from llmkube.usercli.parser import add_global_flags, add_user_commands
 
-__all__ = ["add_user_commands", "kubectl_plugin_main"]
+__all__ = ["add_global_flags", "add_user_commands", "kubectl_plugin_main"]
 
 
 def kubectl_plugin_main(argv: Sequence[str] | None = None) -> int:
@@ -22,6 +23,7 @@ def kubectl_plugin_main(argv: Sequence[str] | None = None) -> int:
         prog="kubectl llmkube", description="Deploy, inspect and talk to llmkube inference services."
     )
     parser.add_argument("--version", action="version", version=f"llmkube {__version__}")
+    add_global_flags(parser)
     add_user_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     args = parser.parse_args(argv)
     result: int = args.func(args)

@@ -1,9 +1,13 @@
-"""`llmkube delete NAME`: the InferenceService, then its Model unless another service uses it."""
+"""`llmkube delete NAME`: the InferenceService, then its Model unless another service uses it.
+
+What was deleted goes to stdout; what was not there goes to stderr, and when nothing at all was
+deleted the command fails (exit 1), as `kubectl delete` of a missing object does."""
 
 import argparse
+import sys
 
 from llmkube.kube.errors import ApiError, NotFound
-from llmkube.usercli.errors import explain
+from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.kinds import INFERENCE_SERVICES, MODELS
 from llmkube.usercli.session import Session
 
@@ -11,19 +15,20 @@ from llmkube.usercli.session import Session
 async def run_delete(session: Session, args: argparse.Namespace) -> int:
     namespace, name = session.namespace, args.name
     model_name = name
-    found_any = False
+    service_found = False
     try:
         isvc = await session.client.get(INFERENCE_SERVICES, name, namespace)
         model_name = str((isvc.get("spec") or {}).get("modelRef") or name)
         await session.client.delete(INFERENCE_SERVICES, name, namespace)
         print(f'InferenceService "{name}" deleted')
-        found_any = True
+        service_found = True
     except NotFound:
-        print(f'InferenceService "{name}" not found in namespace "{namespace}"')
+        if args.keep_model:
+            raise UserError(f'InferenceService "{name}" not found in namespace "{namespace}"') from None
     except ApiError as error:
         raise explain(error, f'deleting InferenceService "{name}"') from error
     if args.keep_model:
-        return 0 if found_any else 1
+        return 0
     try:
         users = [
             s["metadata"]["name"]
@@ -34,10 +39,16 @@ async def run_delete(session: Session, args: argparse.Namespace) -> int:
             print(f'Model "{model_name}" kept: still used by {", ".join(sorted(users))}')
             return 0
         await session.client.delete(MODELS, model_name, namespace)
-        print(f'Model "{model_name}" deleted (cached files stay in the model cache)')
-        found_any = True
     except NotFound:
-        print(f'Model "{model_name}" not found in namespace "{namespace}"')
+        if not service_found:
+            raise UserError(
+                f'no InferenceService or Model "{name}" found in namespace "{namespace}"'
+            ) from None
+        print(f'Model "{model_name}" not found in namespace "{namespace}"', file=sys.stderr)
+        return 0
     except ApiError as error:
         raise explain(error, f'deleting Model "{model_name}"') from error
-    return 0 if found_any else 1
+    if not service_found:  # a Model left behind (a deploy that stopped at the memory-fit check)
+        print(f'InferenceService "{name}" not found in namespace "{namespace}"', file=sys.stderr)
+    print(f'Model "{model_name}" deleted (cached files stay in the model cache)')
+    return 0

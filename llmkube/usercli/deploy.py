@@ -108,6 +108,10 @@ async def run_deploy(session: Session, args: argparse.Namespace) -> int:
         report(console, await check_memory_fit(session, name, isvc, within=0), isvc)
         render.dump([model, isvc], args.output if structured else "yaml")
         return 0
+    # The API server's word first (schema, admission policies, quotas): a refusal of either object
+    # leaves nothing behind, where applying the Model first would leave it when the service is refused.
+    await apply(session, MODELS, model, dry_run=True)
+    await apply(session, INFERENCE_SERVICES, isvc, dry_run=True)
     await apply(session, MODELS, model)
     console.print(f'Model "{name}" applied (source {model["spec"]["source"]})')
     if args.fit_wait > 0:

@@ -11,7 +11,7 @@ from llmkube.plan.inferenceservice.storage import INIT_CONTAINER_NAME
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.inspect import get_service
 from llmkube.usercli.kinds import PODS
-from llmkube.usercli.pods import service_pods, serving_container
+from llmkube.usercli.pods import not_started, service_pods, serving_container
 from llmkube.usercli.session import Session
 
 _STREAM = RequestTimeout(total=None, connect=10.0, read=None)
@@ -57,6 +57,15 @@ async def run_logs(session: Session, args: argparse.Namespace) -> int:
         pods = [p for p in pods if p["metadata"]["name"] == args.pod]
     if not pods:
         raise UserError(f'"{args.name}" has no pods (yet): see llmkube status {args.name}')
+    waiting = {p["metadata"]["name"]: not_started(p, container, previous=args.previous) for p in pods}
+    started = [p for p in pods if not waiting[p["metadata"]["name"]]]
+    if not started:  # an empty 200 is what the API server answers for a pod not on a node yet
+        first = next(iter(waiting.values()))
+        raise UserError(f"{first}: see llmkube status {args.name}")
+    for reason in waiting.values():
+        if reason:
+            print(f"{reason} (skipped)", file=sys.stderr)
+    pods = started
     prefixed = len(pods) > 1
     await asyncio.gather(
         *(

@@ -1,10 +1,11 @@
 """What `llmkube deploy` creates: a Model and an InferenceService from the command's options (pure).
 
-The reference CLI's choices where they still hold: both objects share one name,
-a GPU deployment gets the Model's `hardware.gpu` and the service's `resources.gpu`, and llama.cpp on
-a GPU gets the llama.cpp image built for that vendor. Unlike the reference, the name comes from the
-source when none is given, and nothing is filled in that the user did not ask for: the API server
-applies the schema's defaults, the controller its own.
+The reference CLI's choices where they still hold: both objects share one name, a GPU deployment
+gets the Model's `hardware.gpu` and the service's `resources.gpu`. Unlike the reference, the name
+comes from the source when none is given, and nothing is filled in that the user did not ask for:
+the API server applies the schema's defaults, the controller its own (the llama.cpp image built for
+the Model's GPU among them, plan/inferenceservice/images.py, so a service deployed here and one
+applied as YAML run the same image).
 """
 
 import re
@@ -14,15 +15,11 @@ from typing import Any
 from llmkube.api.constants import API_VERSION, MODEL_KIND
 from llmkube.api.constants import ISVC_KIND as SERVICE_KIND
 from llmkube.api.enums import GPUVendor
+from llmkube.api.inferenceservice import InferenceResources
 from llmkube.plan.inferenceservice.names import MAX_LABEL_VALUE_LENGTH
+from llmkube.plan.inferenceservice.resources import quantity_errors
 from llmkube.plan.model.source import SourceKind, classify_source
 
-# llama.cpp's published server images per GPU vendor; the controller's default is the CPU build.
-LLAMACPP_GPU_IMAGES: dict[str, str] = {
-    "nvidia": "ghcr.io/ggml-org/llama.cpp:server-cuda13",
-    "amd": "ghcr.io/ggml-org/llama.cpp:server-rocm",
-    "intel": "ghcr.io/ggml-org/llama.cpp:server-intel",
-}
 ACCELERATOR_OF_VENDOR: dict[str, str] = {"nvidia": "cuda", "amd": "rocm", "intel": "intel"}
 
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
@@ -132,10 +129,6 @@ def build_manifests(options: DeployOptions) -> tuple[dict[str, Any], dict[str, A
             }
         ),
     }
-    runtime = options.runtime or "llamacpp"
-    image = options.image
-    if image is None and runtime == "llamacpp" and options.gpus > 0:
-        image = LLAMACPP_GPU_IMAGES[options.gpu_vendor]
     autoscaling = None
     if options.max_replicas is not None:
         autoscaling = _compact({"minReplicas": options.min_replicas, "maxReplicas": options.max_replicas})
@@ -156,7 +149,7 @@ def build_manifests(options: DeployOptions) -> tuple[dict[str, Any], dict[str, A
             {
                 "modelRef": name,
                 "runtime": options.runtime,
-                "image": image,
+                "image": options.image,
                 "replicas": options.replicas,
                 "autoscaling": autoscaling,
                 "resources": resources,
@@ -172,4 +165,25 @@ def build_manifests(options: DeployOptions) -> tuple[dict[str, Any], dict[str, A
             }
         ),
     }
+    _check_quantities(service)
     return model, service
+
+
+# The flag behind each field the controller would refuse (plan/inferenceservice/resources.py).
+_FLAG_OF_FIELD = {
+    "spec.resources.cpu": "--cpu",
+    "spec.resources.memory": "--memory",
+    "spec.resources.gpuMemory": "--gpu-memory",
+}
+
+
+def _check_quantities(service: dict[str, Any]) -> None:
+    """The controller's own check of the quantities (it would set the service Failed/InvalidSpec):
+    made here, so a mistake is refused before anything is applied, whether or not the cluster has
+    the admission policy that refuses it at apply time."""
+    try:
+        resources = InferenceResources.model_validate(service["spec"].get("resources") or {})
+    except ValueError:
+        return  # what the schema refuses, the API server says (deploy's dry run)
+    for path, message in quantity_errors(resources):
+        raise DeployError(f"{_FLAG_OF_FIELD.get(path, path)}: {message}")

@@ -1,5 +1,6 @@
 """The user commands' arguments (every flag has help text) and the runner that connects, runs one
-command, and turns any failure into one line on stderr and exit status 1."""
+command, and turns any failure into one line on stderr and exit status 1 (a usage error is
+argparse's, status 2). The connection flags go before or after the command, as kubectl's do."""
 
 import argparse
 import asyncio
@@ -40,50 +41,110 @@ def later(module: str, name: str) -> Command:
     return command
 
 
+def fail(message: str) -> None:
+    """The one line on stderr a failed command prints (a server's message may span lines)."""
+    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+
+
 def run_command(command: Command) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         # The client (aiohttp, structlog) is loaded here, when a user command runs: building the
         # parser, as every `llmkube` start does, stays light (the controller decides what to load).
+        from llmkube.kube.rest.config import ConfigError
         from llmkube.kube.rest.transport import TransportError
         from llmkube.usercli.session import open_session
+        from llmkube.usercli.unreachable import Unreachable
 
         async def main() -> int:
             async with open_session(args.kubeconfig, args.context, args.namespace) as session:
-                return await command(session, args)
+                try:
+                    return await command(session, args)
+                except TransportError as error:
+                    raise Unreachable(session.config.host, error) from error
 
         try:
             return asyncio.run(main())
         except UserError as error:
-            print(f"error: {error}", file=sys.stderr)
+            fail(str(error))
         except ApiError as error:
-            print(f"error: {explain(error, 'the API server refused the request')}", file=sys.stderr)
-        except TransportError as error:
-            print(f"error: cannot reach the cluster: {error}", file=sys.stderr)
+            fail(str(explain(error, "the API server refused the request")))
+        except Unreachable as error:
+            fail(str(error))
+        except ConfigError as error:  # no kubeconfig, an unknown --context, a file that cannot be read
+            fail(f"kubeconfig: {error}")
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130
-        except Exception as error:  # a config file that cannot be read, a bad kubeconfig, ...
-            if type(error).__name__ != "ConfigException":
-                raise
-            print(f"error: kubeconfig: {error}", file=sys.stderr)
         return 1
 
     return run
 
 
 def _connection_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("cluster")
+    """-n, --kubeconfig and --context, after the command (`llmkube list -n ml`); before it they are
+    the global flags (`llmkube -n ml list`, add_global_flags). Unset here they leave the global
+    value alone (argparse would otherwise overwrite it with this parser's default)."""
+    _add_connection_flags(parser.add_argument_group("cluster"), default=argparse.SUPPRESS)
+
+
+def _add_connection_flags(group: Any, *, default: Any) -> None:
     group.add_argument(
-        "-n", "--namespace", help="namespace (default: the kubeconfig context's, else default)"
+        "-n",
+        "--namespace",
+        default=default,
+        help="namespace (default: the kubeconfig context's, else default)",
     )
-    group.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    group.add_argument("--context", help="kubeconfig context to use (default: the current one)")
+    group.add_argument(
+        "--kubeconfig", default=default, help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)"
+    )
+    group.add_argument(
+        "--context", default=default, help="kubeconfig context to use (default: the current one)"
+    )
+
+
+def add_global_flags(parser: argparse.ArgumentParser) -> None:
+    """The connection flags of the top-level parser, as kubectl takes them before the verb (and the
+    parser itself, which `completion` reads its commands from)."""
+    _add_connection_flags(parser.add_argument_group("cluster (before or after the command)"), default=None)
+    parser.set_defaults(root_parser=parser)
+
+
+def output_format(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """An `-o` value: one of `choices`, or `jsonpath=TEMPLATE` when `choices` has "jsonpath" (the
+    template is parsed here, so a bad one is a usage error before anything is read)."""
+
+    def parse(text: str) -> str:
+        if text.startswith("jsonpath=") and "jsonpath" in choices:
+            from llmkube.usercli.jsonpath import JSONPathError
+            from llmkube.usercli.jsonpath import parse as parse_template
+
+            try:
+                parse_template(text.partition("=")[2])
+            except JSONPathError as error:
+                raise argparse.ArgumentTypeError(f"jsonpath: {error}") from None
+            return text
+        if text in choices:
+            return text
+        shown = [c if c != "jsonpath" else "jsonpath=TEMPLATE" for c in choices]
+        raise argparse.ArgumentTypeError(f'"{text}": use one of {", ".join(shown)}')
+
+    parse.__name__ = "output format"  # what argparse calls the type in its messages
+    return parse
 
 
 def _output_flag(parser: argparse.ArgumentParser, choices: tuple[str, ...] = ("json", "yaml")) -> None:
+    shown = ", ".join(c if c != "jsonpath" else "jsonpath=TEMPLATE" for c in choices)
     parser.add_argument(
-        "-o", "--output", choices=choices, help="print objects as " + " or ".join(choices) + " for scripts"
+        "-o", "--output", type=output_format(choices), metavar="FORMAT", help=f"output format: {shown}"
     )
+
+
+def _watch_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("-w", "--watch", action="store_true", help=f"{what}; Ctrl-C ends it")
+
+
+def _no_headers_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-headers", action="store_true", help="tables without their header line")
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -106,7 +167,9 @@ def _deploy(sub: Any) -> None:
     p.add_argument("--name", help="name of both objects (default: made from the source's file name)")
     p.add_argument("--runtime", choices=RUNTIMES, help="serving runtime (default: llamacpp)")
     p.add_argument(
-        "--image", help="container image (default: the runtime's; llama.cpp's GPU build with --gpu)"
+        "--image",
+        help="container image (default: the controller's for the runtime and GPU: llama.cpp's CUDA, ROCm "
+        "or SYCL build with --gpu)",
     )
     p.add_argument("--gpu", type=int, default=0, metavar="N", help="GPUs per replica (default: 0, CPU)")
     p.add_argument(
@@ -177,7 +240,7 @@ def _deploy(sub: Any) -> None:
             try:
                 return print_offline(args)
             except UserError as error:
-                print(f"error: {error}", file=sys.stderr)
+                fail(str(error))
                 return 1
         return connected(args)
 
@@ -190,17 +253,28 @@ def _inspect(sub: Any) -> None:
         "kind", nargs="?", default="services", choices=(*SERVICE_KINDS, *MODEL_KINDS), help="what to list"
     )
     p.add_argument("-A", "--all-namespaces", action="store_true", help="list across all namespaces")
-    _output_flag(p, ("wide", "json", "yaml"))
+    p.add_argument("-l", "--selector", help="label selector, e.g. team=ml,tier!=batch (as kubectl's -l)")
+    _watch_flag(p, "after the list, print a line for every change (as kubectl get -w)")
+    _no_headers_flag(p)
+    _output_flag(p, ("wide", "name", "json", "yaml", "jsonpath"))
     _connection_flags(p)
     p.set_defaults(func=run_command(later("llmkube.usercli.inspect", "run_list")))
 
     p = sub.add_parser("status", help="everything about one service: phase, why, model, conditions, events")
     p.add_argument("name", help="InferenceService name")
-    _output_flag(p)
+    _watch_flag(p, "show it again whenever the service or its Model changes")
+    _output_flag(p, ("name", "json", "yaml", "jsonpath"))
     _connection_flags(p)
     p.set_defaults(func=run_command(later("llmkube.usercli.inspect", "run_status")))
 
     p = sub.add_parser("queue", help="the cluster-wide GPU queue, in order")
+    p.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="accepted out of kubectl habit: the queue is always cluster-wide (one pool of GPUs)",
+    )
+    _no_headers_flag(p)
     _output_flag(p)
     _connection_flags(p)
     p.set_defaults(func=run_command(later("llmkube.usercli.inspect", "run_queue")))
@@ -374,7 +448,24 @@ def _benchmark(sub: Any) -> None:
 
 
 def add_user_commands(sub: Any) -> None:
-    """Add deploy, list, status, queue, scale, delete, cache, logs, chat, curl and benchmark to a
-    subparsers object."""
+    """Add deploy, list, status, queue, scale, delete, cache, logs, chat, curl, benchmark and
+    completion to a subparsers object."""
     for register in (_deploy, _inspect, _manage, _cache, _use, _benchmark):
         register(sub)
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description="Print the completion script of a shell. Load it in the current shell with "
+        "`source <(llmkube completion bash)` (zsh: the same with zsh); for every new shell, add that "
+        "line to ~/.bashrc or ~/.zshrc; fish: llmkube completion fish > "
+        "~/.config/fish/completions/llmkube.fish.",
+    )
+    p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+    p.set_defaults(func=_print_completion)
+
+
+def _print_completion(args: argparse.Namespace) -> int:
+    from llmkube.usercli.completion import completion_script
+
+    sys.stdout.write(completion_script(args.shell, args.root_parser))
+    return 0

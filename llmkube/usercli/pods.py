@@ -59,3 +59,28 @@ def serving_port(isvc: Obj, pod: Obj) -> int:
                 return int(port["containerPort"])
     spec = spec_of(isvc)
     return endpoint_port(spec) if spec is not None else 8080
+
+
+def not_started(pod: Obj, container: str, *, previous: bool = False) -> str:
+    """Why `container` of `pod` has no log to show yet ("" when it has one): the API server answers
+    an unscheduled pod's log request with an empty 200, so this is decided from the pod's status
+    (its PodScheduled condition, the container's state), never from the answer."""
+    status = pod.get("status") or {}
+    name = (pod.get("metadata") or {}).get("name")
+    if not (pod.get("spec") or {}).get("nodeName"):
+        conditions: list[Obj] = status.get("conditions") or []
+        scheduled = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+        why = scheduled.get("message") or scheduled.get("reason") or "waiting for the scheduler"
+        return f'pod "{name}" is not on a node yet ({status.get("phase") or "Pending"}: {why})'
+    statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    found = next((s for s in statuses if s.get("name") == container), None)
+    if found is None:
+        return f'pod "{name}" has not created container "{container}" yet'
+    ran_before = bool((found.get("lastState") or {}).get("terminated"))
+    if previous:
+        return "" if ran_before else f'container "{container}" of pod "{name}" has no previous run'
+    state = found.get("state") or {}
+    if state.get("running") or state.get("terminated") or ran_before:
+        return ""
+    reason = (state.get("waiting") or {}).get("reason") or "waiting"
+    return f'container "{container}" of pod "{name}" has not started yet ({reason})'

@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from llmkube.kube.resource import Resource
+from llmkube.usercli import jsonpath
 from llmkube.usercli.views import ConditionRow, EventRow, ModelRow, QueueRow, ServiceRow
 
 PHASE_STYLES = {
@@ -55,8 +57,15 @@ def phase_text(phase: str) -> Text:
     return Text(phase, style=PHASE_STYLES.get(phase, ""))
 
 
-def _table(*headers: str) -> Table:
-    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 3, 0, 0))
+def _table(*headers: str, show_header: bool = True) -> Table:
+    table = Table(
+        box=None,
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+        padding=(0, 3, 0, 0),
+        show_header=show_header,
+    )
     for header in headers:
         table.add_column(header, no_wrap=True)
     return table
@@ -70,12 +79,14 @@ def plain_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
     return table
 
 
-def services_table(rows: Sequence[ServiceRow], *, all_namespaces: bool, wide: bool) -> Table:
-    headers = ["NAME", "MODEL", "PHASE", "REASON", "REPLICAS", "QUEUE", "PRIORITY"]
+def services_table(
+    rows: Sequence[ServiceRow], *, all_namespaces: bool, wide: bool, headers: bool = True
+) -> Table:
+    columns = ["NAME", "MODEL", "PHASE", "REASON", "REPLICAS", "QUEUE", "PRIORITY"]
     if wide:
-        headers.append("ENDPOINT")
-    headers.append("AGE")
-    table = _table(*(["NAMESPACE"] if all_namespaces else []), *headers)
+        columns.append("ENDPOINT")
+    columns.append("AGE")
+    table = _table(*(["NAMESPACE"] if all_namespaces else []), *columns, show_header=headers)
     for row in rows:
         cells: list[str | Text] = [row.name, row.model, phase_text(row.phase), row.reason, row.replicas]
         cells += [row.queue, row.priority]
@@ -86,9 +97,9 @@ def services_table(rows: Sequence[ServiceRow], *, all_namespaces: bool, wide: bo
     return table
 
 
-def models_table(rows: Sequence[ModelRow], *, all_namespaces: bool) -> Table:
-    headers = ["NAME", "PHASE", "SIZE", "QUANT", "ARCH", "ACCELERATOR", "AGE"]
-    table = _table(*(["NAMESPACE"] if all_namespaces else []), *headers)
+def models_table(rows: Sequence[ModelRow], *, all_namespaces: bool, headers: bool = True) -> Table:
+    columns = ["NAME", "PHASE", "SIZE", "QUANT", "ARCH", "ACCELERATOR", "AGE"]
+    table = _table(*(["NAMESPACE"] if all_namespaces else []), *columns, show_header=headers)
     for row in rows:
         cells: list[str | Text] = [row.name, phase_text(row.phase), row.size, row.quantization]
         cells += [row.architecture, row.accelerator, row.age]
@@ -106,8 +117,10 @@ def cache_table(rows: Sequence[Any], *, all_namespaces: bool) -> Table:
     return table
 
 
-def queue_table(rows: Sequence[QueueRow]) -> Table:
-    table = _table("POSITION", "NAMESPACE", "NAME", "PRIORITY", "VALUE", "WAITING FOR", "WAITING")
+def queue_table(rows: Sequence[QueueRow], *, headers: bool = True) -> Table:
+    table = _table(
+        "POSITION", "NAMESPACE", "NAME", "PRIORITY", "VALUE", "WAITING FOR", "WAITING", show_header=headers
+    )
     for row in rows:
         table.add_row(
             str(row.position),
@@ -154,8 +167,11 @@ def events_table(rows: Sequence[EventRow]) -> Table:
 
 
 def dump(data: Any, fmt: str, stream: TextIO | None = None) -> None:
-    """`-o json` / `-o yaml` (several documents for a list of objects in YAML)."""
+    """`-o json` / `-o yaml` (several documents for a list of objects in YAML) / `-o jsonpath=...`."""
     out = stream or sys.stdout
+    if fmt.startswith("jsonpath="):
+        out.write(jsonpath.render(fmt.partition("=")[2], data))
+        return
     if fmt == "json":
         out.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
         return
@@ -163,6 +179,14 @@ def dump(data: Any, fmt: str, stream: TextIO | None = None) -> None:
         out.write("---\n".join(yaml.safe_dump(doc, sort_keys=False) for doc in data))
     else:
         out.write(yaml.safe_dump(data, sort_keys=False))
+
+
+def names(objects: Iterable[Any], resource: Resource, stream: TextIO | None = None) -> None:
+    """`-o name`: `<kind>.<group>/<name>` in lower case, as kubectl prints it."""
+    out = stream or sys.stdout
+    prefix = f"{resource.kind.lower()}.{resource.group}" if resource.group else resource.kind.lower()
+    for obj in objects:
+        out.write(f"{prefix}/{(obj.get('metadata') or {}).get('name')}\n")
 
 
 def object_list(items: Sequence[Any]) -> dict[str, Any]:

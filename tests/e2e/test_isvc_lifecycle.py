@@ -152,7 +152,7 @@ async def test_cpu_service_goes_pending_creating_ready(
     pod_spec = deployment["spec"]["template"]["spec"]
     (container,) = pod_spec["containers"]
     assert container["name"] == "llama-server"
-    assert container["image"] == "ghcr.io/ggml-org/llama.cpp:server"
+    assert container["image"] == "ghcr.io/ggml-org/llama.cpp:server-b10068"
     assert container["args"] == [
         "--model",
         "/model-source/models/tiny.gguf",

@@ -339,3 +339,19 @@ def test_metal_heartbeat_timeout(capsys: pytest.CaptureFixture[str], monkeypatch
     )
     assert main(["controller", "--metal-heartbeat-timeout=0"]) == 2
     assert "--metal-heartbeat-timeout: 0.0 is not a positive number of seconds" in capsys.readouterr().err
+
+
+def test_runtime_images(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LLMKUBE_RUNTIME_IMAGES", raising=False)
+    default = controllers_config(build_parser().parse_args(["controller"]))
+    assert dict(default.operator.runtime_images) == {}
+    given = build_parser().parse_args(["controller", "--runtime-images=llamacpp-cuda=m/cuda:1,tgi=m/tgi:2"])
+    assert dict(controllers_config(given).operator.runtime_images) == {
+        "llamacpp-cuda": "m/cuda:1",
+        "tgi": "m/tgi:2",
+    }
+    monkeypatch.setenv("LLMKUBE_RUNTIME_IMAGES", "llamacpp=m/cpu:3")
+    from_env = controllers_config(build_parser().parse_args(["controller"]))
+    assert dict(from_env.operator.runtime_images) == {"llamacpp": "m/cpu:3"}
+    assert main(["controller", "--runtime-images=cuda=m:1"]) == 2
+    assert '--runtime-images: unknown key "cuda"' in capsys.readouterr().err

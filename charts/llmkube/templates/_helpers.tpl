@@ -1,16 +1,30 @@
 {{/* Names and labels. With the release named "llmkube", names equal manifests/ exactly. */}}
+{{- define "llmkube.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "llmkube.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
-{{- else if contains .Chart.Name .Release.Name -}}
+{{- else if contains (include "llmkube.name" .) .Release.Name -}}
 {{- .Release.Name | trunc 40 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name (include "llmkube.name" .) | trunc 40 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "llmkube.controller" -}}{{ include "llmkube.fullname" . }}-controller{{- end -}}
 
+{{- define "llmkube.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "llmkube.controller" .) -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The selector stays app.kubernetes.io/name=llmkube whatever nameOverride says: a Deployment's
+selector cannot change, and the controller's own tools (and PodMonitor) select on it. */}}
 {{- define "llmkube.selectorLabels" -}}
 app.kubernetes.io/name: llmkube
 app.kubernetes.io/component: controller
@@ -22,6 +36,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "llmkube.labels" -}}
@@ -32,6 +49,9 @@ app.kubernetes.io/component: controller
 {{- define "llmkube.monitoringLabels" -}}
 {{ include "llmkube.commonLabels" . }}
 app.kubernetes.io/component: monitoring
+{{- with .Values.monitoring.labels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "llmkube.managePriorityClasses" -}}
@@ -40,4 +60,14 @@ app.kubernetes.io/component: monitoring
 {{- fail (printf "priorityClasses.managedBy must be chart, controller or none, not %q" $owner) -}}
 {{- end -}}
 {{- if eq $owner "controller" -}}true{{- else -}}false{{- end -}}
+{{- end -}}
+
+{{/* --runtime-images from the runtimeImages values that are set, in a stable order. */}}
+{{- define "llmkube.runtimeImages" -}}
+{{- $pairs := list -}}
+{{- range $key := keys .Values.runtimeImages | sortAlpha -}}
+{{- $image := index $.Values.runtimeImages $key -}}
+{{- if $image -}}{{- $pairs = append $pairs (printf "%s=%s" $key $image) -}}{{- end -}}
+{{- end -}}
+{{- join "," $pairs -}}
 {{- end -}}

@@ -9,8 +9,9 @@ Semantics follow controller-runtime's ``reconcileHandler`` (``pkg/internal/contr
 * ``Result(requeue=True)`` -> rate-limited requeue; otherwise success -> backoff forgotten;
 * an optional per-reconcile timeout counts in ``controller_runtime_reconcile_timeouts_total``.
 
-Every reconcile logs with ``controller``, ``namespace``, ``name`` and a ``reconcile_id`` bound in
-structlog's context variables, so anything the reconcile logs carries them too.
+Every reconcile logs with controller-runtime's keys bound in structlog's context variables, so
+anything the reconcile logs carries them too: ``controller``, ``controllerKind`` (the kind it is
+for), ``namespace`` (left out for a cluster-scoped object), ``name`` and ``reconcileID``.
 """
 
 from __future__ import annotations
@@ -84,10 +85,12 @@ class Controller:
         clock: Clock | None = None,
         rate_limiter: RateLimiter | None = None,
         reconcile_timeout: float | None = None,
+        kind: str = "",
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         self.name = name
+        self.kind = kind  # what it reconciles (controller-runtime's For), for the logs
         self.workers = workers
         self._reconcile = reconcile
         self._clock = clock or RealClock()
@@ -188,10 +191,14 @@ class Controller:
 
     async def process(self, key: ObjectKey) -> None:
         """Reconcile one key and act on the outcome (public for tests driving a single step)."""
-        reconcile_id = str(uuid.uuid4())
-        with structlog.contextvars.bound_contextvars(
-            controller=self.name, namespace=key.namespace, name=key.name, reconcile_id=reconcile_id
-        ):
+        keys: dict[str, str] = {"controller": self.name}
+        if self.kind:
+            keys["controllerKind"] = self.kind
+        if key.namespace:
+            keys["namespace"] = key.namespace
+        keys["name"] = key.name
+        keys["reconcileID"] = str(uuid.uuid4())
+        with structlog.contextvars.bound_contextvars(**keys):
             active = metrics.ACTIVE_WORKERS.labels(self.name)
             active.inc()
             started = self._clock.monotonic()

@@ -37,6 +37,8 @@ class OperatorConfig:
     # Per-vendor extended-resource names (the reference asked for nvidia.com/gpu even on AMD); a
     # vendor listed here wins over the defaults.
     gpu_resource_overrides: Mapping[GPUVendor, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Images by `--runtime-images` key (plan/inferenceservice/images.py), replacing the pinned defaults.
+    runtime_images: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # What tenants may ask for: Pod Security, PriorityClasses, Service types, host paths.
     tenancy: TenancyPolicy = field(default_factory=TenancyPolicy)
     # How old a host agent's heartbeat may be before its endpoints stop counting (metal.py).

@@ -53,6 +53,7 @@ class WorkloadInputs:
     port: int
     gpu_count: int
     gpu_resource: str
+    image: str  # spec.image, else the runtime's default for this hardware (images.py)
     priority_class_name: str
     replicas: int | None  # None: an HPA owns the count, so we do not apply it
     config: OperatorConfig
@@ -173,7 +174,7 @@ def main_container(inputs: WorkloadInputs) -> KubeObject:
     return compact(
         {
             "name": runtime.container_name,
-            "image": spec.image or runtime.default_image,
+            "image": inputs.image,
             "command": command,
             "args": list(process.args) if process.args is not None else None,
             "ports": [{"name": PORT_NAME, "containerPort": inputs.port, "protocol": "TCP"}],

@@ -30,6 +30,7 @@ from llmkube.plan.inferenceservice.download import (
 )
 from llmkube.plan.inferenceservice.gpu import effective_gpu_count, gpu_resource_name, is_metal
 from llmkube.plan.inferenceservice.hpa import hpa_intent, initial_replicas
+from llmkube.plan.inferenceservice.images import default_image
 from llmkube.plan.inferenceservice.memory_fit import (
     INSUFFICIENT_MEMORY,
     MEMORY_FIT,
@@ -438,6 +439,7 @@ def _workload_plan(
             port=port,
             gpu_count=gpu_count,
             gpu_resource=gpu_resource_name(model, ctx.config),
+            image=spec.image or default_image(runtime.name, model, gpu_count, ctx.config.runtime_images),
             priority_class_name=ctx.priority_class,
             replicas=None if hpa_owns_replicas else replicas,
             config=ctx.config,

@@ -20,6 +20,10 @@ def accelerator_resource(hardware: HardwareSpec | None, intel_resource: str) -> 
         return NVIDIA_GPU_RESOURCE
     if accelerator == "rocm":
         return AMD_GPU_RESOURCE
+    if accelerator == "vulkan":
+        # Vulkan runs on any vendor's GPU: the vendor's device plugin advertises it.
+        vendor = (hardware.gpu.vendor if hardware and hardware.gpu else None) or "nvidia"
+        return {"nvidia": NVIDIA_GPU_RESOURCE, "amd": AMD_GPU_RESOURCE}.get(vendor, intel_resource)
     # intel, and anything a newer schema might add: the reference falls back to the Intel name.
     return intel_resource
 

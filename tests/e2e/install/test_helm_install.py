@@ -25,8 +25,8 @@ from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
 from llmkube.testing.cluster import K8S_VERSION, LocalCluster
 
 Key = tuple[str, str, str | None]
-# Offline, helm assumes the Kubernetes version its client library was stamped with (a plain `go
-# install` stamps none, so v1.20): name the one the tests run against.
+# The Kubernetes version the tests run against (helm assumes its client library's, 1.37, offline:
+# test_helm_assumes_the_kubernetes_version_of_its_client_library).
 KUBE_VERSION = ("--kube-version", K8S_VERSION)
 
 
@@ -47,6 +47,25 @@ def template(
     for value in values:
         argv += ["--set", value]
     return documents(run(tool("helm"), *argv, env=helm_env))
+
+
+def helm_fails(helm_env: dict[str, str], *argv: str) -> str:
+    """`helm ARGV` must fail; returns what it said (lint reports on stdout, the others on stderr)."""
+    result = subprocess.run(
+        [str(tool("helm")), *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **helm_env},
+        check=False,
+    )
+    assert result.returncode != 0, result.stdout
+    return result.stdout + result.stderr
+
+
+def without_tests(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The release's objects without `helm test`'s pods (hooks, created only by `helm test`)."""
+    hook = "helm.sh/hook"
+    return [d for d in docs if (d["metadata"].get("annotations") or {}).get(hook) != "test"]
 
 
 def by_key(docs: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
@@ -89,7 +108,7 @@ def test_default_values_render_the_kustomize_install(helm_env: dict[str, str]) -
     Helm's to create (--create-namespace)."""
     from_kustomize = by_key(documents(kustomize_build(MANIFESTS)))
     from_kustomize.pop(("Namespace", "llmkube-system", None))
-    from_helm = by_key(template(helm_env))
+    from_helm = by_key(without_tests(template(helm_env)))
     assert sorted(from_helm, key=str) == sorted(from_kustomize, key=str)
     for key, expected in from_kustomize.items():
         assert without_labels(from_helm[key]) == without_labels(expected), key
@@ -173,14 +192,17 @@ def test_an_unknown_priority_class_owner_is_refused_with_a_message(
         check=False,
     )
     assert result.returncode != 0
-    assert 'priorityClasses.managedBy must be chart, controller or none, not "gitops"' in result.stderr
+    # values.schema.json says it first (the template's own check stays for a chart without the schema).
+    assert (
+        "at '/priorityClasses/managedBy': value must be one of 'chart', 'controller', 'none'" in result.stderr
+    )
 
 
 def test_values_reach_the_deployment(helm_env: dict[str, str]) -> None:
     docs = template(
         helm_env,
         "watchNamespace=team-a",
-        "replicas=3",
+        "replicaCount=3",
         "image.repository=registry.example.com/llmkube",
         "image.tag=9.9.9",
         "resources.limits.memory=1Gi",
@@ -254,6 +276,11 @@ async def test_helm_install_runs_and_its_controller_writes_nothing_at_start(
 ) -> None:
     kubeconfig = ["--kubeconfig", str(cluster.kubeconfig)]
     helm = tool("helm")
+    # A typo fails the install itself, before anything is created.
+    said = helm_fails(helm_env, "install", "llmkube", str(CHART), "--namespace", "llmkube-system",
+                      "--create-namespace", *kubeconfig, "--set", "replicas=3")  # fmt: skip
+    assert "additional properties 'replicas' not allowed" in said, said
+    assert cluster.admin().get_or_none("v1", "Namespace", "llmkube-system") is None
     run(helm, "install", "llmkube", CHART, "--namespace", "llmkube-system", "--create-namespace", *kubeconfig,
         "--wait", "--timeout", "3m", env=helm_env)  # fmt: skip
     admin = cluster.admin()
@@ -284,4 +311,180 @@ async def test_helm_install_runs_and_its_controller_writes_nothing_at_start(
     # Helm never deletes what crds/ installed: the users' Models and InferenceServices survive.
     assert admin.get_or_none(
         "apiextensions.k8s.io/v1", "CustomResourceDefinition", "models.inference.llmkube.dev"
+    )
+
+
+def test_helm_assumes_the_kubernetes_version_of_its_client_library(helm_env: dict[str, str]) -> None:
+    """hack/build-tools.sh stamps helm as Helm's Makefile does: without --kube-version, `helm
+    template` and `helm lint` assume Kubernetes 1.37 (a plain build assumed 1.20 and refused the
+    chart's kubeVersion)."""
+    rendered = run(tool("helm"), "template", "llmkube", CHART, env=helm_env)
+    assert "kind: Deployment" in rendered
+    run(tool("helm"), "lint", "--strict", CHART, env=helm_env)
+    capabilities = run(tool("helm"), "version", "--template", "{{ .Version }}", env=helm_env)
+    assert capabilities.startswith("v3."), capabilities
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("replicas=3", "additional properties 'replicas' not allowed"),
+        ("monitoring.lables.release=kps", "at '/monitoring': additional properties 'lables' not allowed"),
+        ("image.pullPolicy=Sometimes", "at '/image/pullPolicy'"),
+        ("replicaCount=0", "at '/replicaCount'"),
+        ("runtimeImages.llamacpp-cuda13=x", "at '/runtimeImages': additional properties 'llamacpp-cuda13'"),
+        ("namespace.podSecurity=strict", "at '/namespace/podSecurity'"),
+        ("namespaceCache.accessMode=ReadWriteMany2", "at '/namespaceCache/accessMode'"),
+    ],
+)
+def test_a_misspelt_or_invalid_value_fails_the_install(
+    helm_env: dict[str, str], value: str, message: str
+) -> None:
+    for verb in ("template", "lint"):  # and install: test_helm_install_runs_...
+        release = ["llmkube"] if verb == "template" else []
+        said = helm_fails(helm_env, verb, *release, str(CHART), "--set", value)
+        assert message in said, said
+
+
+def test_conventional_values(helm_env: dict[str, str]) -> None:
+    docs = template(
+        helm_env,
+        "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::1:role/llmkube",
+        "podLabels.team=platform",
+        "podSecurityContext.runAsUser=1234",
+        "securityContext.readOnlyRootFilesystem=false",
+        "commonLabels.cost-center=ml",
+        "runtimeImages.llamacpp-cuda=mirror.local/llama.cpp:server-cuda-b10068",
+        "runtimeImages.vllm=mirror.local/vllm:1",
+    )
+    deployment = the_deployment(docs)
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    (account,) = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert account["metadata"]["annotations"] == {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/llmkube"}
+    assert pod["metadata"]["labels"]["team"] == "platform"
+    assert pod["spec"]["securityContext"] == {
+        "runAsUser": 1234,
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert container["securityContext"]["readOnlyRootFilesystem"] is False
+    assert (
+        "--runtime-images=llamacpp-cuda=mirror.local/llama.cpp:server-cuda-b10068,vllm=mirror.local/vllm:1"
+        in container["args"]
+    )
+    # commonLabels reach every object Helm renders (crds/ is installed as it is, never templated).
+    for doc in docs:
+        if doc["kind"] != "CustomResourceDefinition":
+            assert doc["metadata"]["labels"]["cost-center"] == "ml", (doc["kind"], doc["metadata"]["name"])
+
+
+def test_an_existing_service_account(helm_env: dict[str, str]) -> None:
+    docs = template(helm_env, "serviceAccount.create=false", "serviceAccount.name=platform-controller")
+    assert not [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert the_deployment(docs)["spec"]["template"]["spec"]["serviceAccountName"] == "platform-controller"
+    subjects = [s for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding") for s in d["subjects"]]
+    assert subjects and all(s["name"] == "platform-controller" for s in subjects)
+    said = helm_fails(helm_env, "template", "llmkube", str(CHART), "--set", "serviceAccount.create=false")
+    assert "serviceAccount.name is required when serviceAccount.create is false" in said
+
+
+@pytest.mark.parametrize(
+    ("release", "values", "prefix"),
+    [
+        ("llmkube", [], "llmkube"),
+        ("prod", [], "prod-llmkube"),
+        ("prod", ["nameOverride=inference"], "prod-inference"),
+        ("prod", ["fullnameOverride=ml-operator"], "ml-operator"),
+    ],
+)
+def test_names_follow_the_release_and_the_overrides(
+    helm_env: dict[str, str], release: str, values: list[str], prefix: str
+) -> None:
+    argv = ["template", release, CHART, "--namespace", "ops"]
+    for value in values:
+        argv += ["--set", value]
+    docs = documents(run(tool("helm"), *argv, env=helm_env))
+    deployment = the_deployment(docs)
+    assert deployment["metadata"]["name"] == f"{prefix}-controller"
+    # The selector never changes with the names (a Deployment's selector is immutable).
+    assert deployment["spec"]["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "llmkube",
+        "app.kubernetes.io/component": "controller",
+    }
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"} == {f"{prefix}-controller"}
+
+
+def test_monitoring_objects_carry_the_labels_prometheus_selects(helm_env: dict[str, str]) -> None:
+    docs = template(helm_env, "monitoring.enabled=true", "monitoring.labels.release=kube-prometheus-stack")
+    kinds = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
+    found = {d["kind"]: d for d in docs if d["kind"] in kinds}
+    assert set(found) == kinds
+    for kind, doc in found.items():
+        assert doc["metadata"]["labels"]["release"] == "kube-prometheus-stack", kind
+
+
+def test_a_namespace_the_chart_creates_enforces_pod_security(helm_env: dict[str, str]) -> None:
+    assert not [d for d in template(helm_env) if d["kind"] == "Namespace"]
+    (namespace,) = [d for d in template(helm_env, "namespace.create=true") if d["kind"] == "Namespace"]
+    assert namespace["metadata"]["name"] == "llmkube-system"
+    labels = namespace["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    assert namespace["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    (baseline,) = [
+        d
+        for d in template(helm_env, "namespace.create=true", "namespace.podSecurity=baseline")
+        if d["kind"] == "Namespace"
+    ]
+    assert baseline["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+
+
+def test_helm_test_is_a_restricted_pod_that_asks_the_controller(helm_env: dict[str, str]) -> None:
+    (test_pod,) = [d for d in template(helm_env) if d not in without_tests([d])]
+    assert test_pod["kind"] == "Pod"
+    assert test_pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    (container,) = test_pod["spec"]["containers"]
+    assert "http://llmkube-controller-metrics.llmkube-system.svc:8080/metrics" in container["command"][-1]
+    assert (
+        container["image"]
+        == the_deployment(template(helm_env))["spec"]["template"]["spec"]["containers"][0]["image"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "claim"),
+    [
+        ((), ("100Gi", None, ["ReadWriteOnce"])),
+        (
+            (
+                "namespaceCache.size=500Gi",
+                "namespaceCache.storageClass=nfs",
+                "namespaceCache.accessMode=ReadWriteMany",
+            ),
+            ("500Gi", "nfs", ["ReadWriteMany"]),
+        ),
+    ],
+)
+def test_the_namespace_cache_claim_follows_the_values(
+    helm_env: dict[str, str], values: tuple[str, ...], claim: tuple[str, str | None, list[str]]
+) -> None:
+    """The chart's args, read by the controller's own flags, make the llmkube-model-cache claim
+    the planner writes in each namespace: its size, StorageClass and access mode."""
+    import argparse
+
+    from llmkube.plan.inferenceservice.cache_pvc import cache_pvc_intent
+    from llmkube.process.config import controllers_config
+    from llmkube.process.flags import add_controller_flags
+
+    (container,) = the_deployment(template(helm_env, *values))["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_controller_flags(parser)
+    args = parser.parse_args(container["args"][1:])  # after the `controller` command
+    spec = cache_pvc_intent("team-a", controllers_config(args).operator)["spec"]
+    size, storage_class, modes = claim
+    assert (spec["resources"]["requests"]["storage"], spec.get("storageClassName"), spec["accessModes"]) == (
+        size,
+        storage_class,
+        modes,
     )

@@ -162,20 +162,29 @@ async def test_a_timeout_raised_inside_the_reconcile_is_not_ours() -> None:
     assert value("controller_runtime_reconcile_errors_total", "ctl-inner-timeout") == 1
 
 
-async def test_log_context_carries_controller_key_and_reconcile_id() -> None:
+async def test_log_context_carries_controller_runtimes_keys() -> None:
+    """controller, controllerKind, namespace, name and reconcileID, as controller-runtime names them;
+    a cluster-scoped object has no namespace key (controller-runtime logs none), not an empty one."""
     seen: list[dict[str, Any]] = []
 
     async def reconcile(key: ObjectKey) -> None:
         seen.append(structlog.contextvars.get_contextvars())
 
-    controller, _ = make("ctl-logs", reconcile)
+    controller, _ = make("ctl-logs", reconcile, kind="InferenceService")
     await controller.process(KEY)
     await controller.process(KEY)
-    assert [(ctx["controller"], ctx["namespace"], ctx["name"]) for ctx in seen] == [
-        ("ctl-logs", "ns", "a")
-    ] * 2
-    assert seen[0]["reconcile_id"] != seen[1]["reconcile_id"]
-    assert "reconcile_id" not in structlog.contextvars.get_contextvars()
+    await controller.process(ObjectKey("", "cluster-wide"))
+    assert [
+        (ctx["controller"], ctx["controllerKind"], ctx.get("namespace"), ctx["name"]) for ctx in seen
+    ] == [
+        ("ctl-logs", "InferenceService", "ns", "a"),
+        ("ctl-logs", "InferenceService", "ns", "a"),
+        ("ctl-logs", "InferenceService", None, "cluster-wide"),
+    ]
+    assert "namespace" not in seen[2]
+    assert len({ctx["reconcileID"] for ctx in seen}) == 3
+    assert not any("reconcile_id" in ctx for ctx in seen)
+    assert "reconcileID" not in structlog.contextvars.get_contextvars()
 
 
 async def test_workers_never_reconcile_one_key_concurrently() -> None:

@@ -15,6 +15,7 @@ import orjson
 import pytest
 import structlog
 from kube_fakes import FakeApiServer, fail_once, is_watch, make_client
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.kube.cache.transform import keep_only
@@ -71,20 +72,23 @@ def test_json_lines_by_default_with_context_variables() -> None:
     configure_logging("info", "auto", sink)
     try:
         with structlog.contextvars.bound_contextvars(
-            controller="c", namespace="ns", name="n", reconcile_id="r"
+            controller="c", controllerKind="Model", namespace="ns", name="n", reconcileID="r"
         ):
-            structlog.get_logger("t").info("reconciled", changed=1)
-        structlog.get_logger("t").debug("hidden")
-        (line,) = sink.buffer.getvalue().splitlines()
+            structlog.get_logger("llmkube.t").info("reconciled", changed=1)
+        structlog.get_logger("llmkube.t").debug("hidden")
+        structlog.get_logger().info("unnamed")
+        line, unnamed = sink.buffer.getvalue().splitlines()
         record = orjson.loads(line)
-        # controller-runtime's keys: ts, level, msg.
-        keys = ("msg", "level", "controller", "namespace", "name", "reconcile_id")
+        # controller-runtime's keys: ts, level, msg, logger (zap's logger name), the object's.
+        keys = ("msg", "level", "logger", "controller", "controllerKind", "namespace", "name", "reconcileID")
         assert "event" not in record and "timestamp" not in record
         assert {key: record[key] for key in keys} == {
-            "msg": "reconciled", "level": "info", "controller": "c", "namespace": "ns", "name": "n",
-            "reconcile_id": "r",
+            "msg": "reconciled", "level": "info", "logger": "llmkube.t", "controller": "c",
+            "controllerKind": "Model", "namespace": "ns", "name": "n", "reconcileID": "r",
         }  # fmt: skip
+        assert list(record)[:3] == ["ts", "level", "msg"]
         assert record["ts"].endswith("Z")
+        assert "logger" not in orjson.loads(unnamed)
     finally:
         structlog.reset_defaults()
 
@@ -167,15 +171,24 @@ async def test_full_run_against_the_fake_server() -> None:
     await asyncio.wait_for(manager.controllers_started.wait(), 5)
     await asyncio.wait_for(reconciled.wait(), 5)
     assert seen == [ObjectKey("team", "a")]
+    assert manager.controller("fake-run").kind == "ConfigMap"  # its logs' controllerKind
     async with aiohttp.ClientSession() as http:
         async with http.get(manager.http.url("health") + "/readyz") as response:
             assert (response.status, await response.text()) == (200, "ok\n")
         async with http.get(manager.http.url("health") + "/healthz") as response:
             assert response.status == 200
         async with http.get(manager.http.url("metrics") + "/metrics") as response:
+            assert response.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
             families = {
                 family.name: family for family in text_string_to_metric_families(await response.text())
             }
+        # What Prometheus sends when it prefers OpenMetrics: the same families in that format.
+        accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+        async with http.get(manager.http.url("metrics") + "/metrics", headers={"Accept": accept}) as response:
+            assert response.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+            openmetrics = {family.name: family for family in openmetrics_families(await response.text())}
+    assert any(sample.labels == {"controller": "fake-run", "result": "success"} and sample.value >= 1
+               for sample in openmetrics["controller_runtime_reconcile"].samples)  # fmt: skip
     reconciles = families["controller_runtime_reconcile"]
     assert any(sample.labels == {"controller": "fake-run", "result": "success"} and sample.value >= 1
                for sample in reconciles.samples)  # fmt: skip

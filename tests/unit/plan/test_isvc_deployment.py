@@ -1,6 +1,7 @@
 """The Deployment intent for every field that shapes it: tolerations and node selectors on every
 service, the named port, labels kept current, removed pod labels and annotations gone."""
 
+import itertools
 from typing import Any
 
 import pytest
@@ -373,18 +374,83 @@ def test_generic_args_and_no_args_key_when_unset() -> None:
     assert "args" not in container(plan({"runtime": "generic", "image": "i"}))
 
 
+LLAMA = "ghcr.io/ggml-org/llama.cpp"
+
+
 @pytest.mark.parametrize(
-    ("spec", "image"),
+    ("spec", "hardware", "image"),
     [
-        ({}, "ghcr.io/ggml-org/llama.cpp:server"),
-        ({"image": "ghcr.io/ggml-org/llama.cpp:server-cuda13"}, "ghcr.io/ggml-org/llama.cpp:server-cuda13"),
-        ({"runtime": "vllm"}, "vllm/vllm-openai:v0.20.0"),
-        ({"runtime": "tgi"}, "ghcr.io/huggingface/text-generation-inference:latest"),
-        ({"runtime": "generic", "image": "my/server:1"}, "my/server:1"),
+        ({}, None, f"{LLAMA}:server-b10068"),
+        ({"image": f"{LLAMA}:server-cuda13"}, None, f"{LLAMA}:server-cuda13"),
+        ({"runtime": "vllm"}, None, "vllm/vllm-openai:v0.20.0"),
+        ({"runtime": "tgi"}, None, "ghcr.io/huggingface/text-generation-inference:3.3.7"),
+        ({"runtime": "generic", "image": "my/server:1"}, None, "my/server:1"),
+        # A GPU from the service alone (the Model says nothing): NVIDIA, the default vendor, so CUDA.
+        ({"resources": {"gpu": 1}}, None, f"{LLAMA}:server-cuda-b10068"),
+        ({"resources": {"gpu": 1}}, {"accelerator": "cuda"}, f"{LLAMA}:server-cuda-b10068"),
+        ({}, {"accelerator": "cuda", "gpu": {"count": 2}}, f"{LLAMA}:server-cuda-b10068"),
+        ({}, {"accelerator": "rocm", "gpu": {"count": 1}}, f"{LLAMA}:server-rocm-b10068"),
+        ({}, {"gpu": {"count": 1, "vendor": "amd"}}, f"{LLAMA}:server-rocm-b10068"),
+        ({}, {"accelerator": "intel", "gpu": {"count": 1}}, f"{LLAMA}:server-intel-b10068"),
+        (
+            {},
+            {"accelerator": "vulkan", "gpu": {"count": 1, "vendor": "amd"}},
+            f"{LLAMA}:server-vulkan-b10068",
+        ),
+        ({}, {"accelerator": "vulkan", "gpu": {"count": 1}}, f"{LLAMA}:server-vulkan-b10068"),
+        # No GPU in the pod: the CPU build, whatever the Model's accelerator says.
+        ({}, {"accelerator": "cuda"}, f"{LLAMA}:server-b10068"),
+        # The user's image wins over the GPU choice; vLLM's image serves every GPU.
+        ({"image": "mine:1", "resources": {"gpu": 1}}, None, "mine:1"),
+        ({"runtime": "vllm", "resources": {"gpu": 1}}, {"accelerator": "cuda"}, "vllm/vllm-openai:v0.20.0"),
     ],
 )
-def test_image(spec: dict[str, Any], image: str) -> None:
-    assert container(plan(spec))["image"] == image
+def test_image(spec: dict[str, Any], hardware: dict[str, Any] | None, image: str) -> None:
+    assert container(plan(spec, make_model(hardware=hardware)))["image"] == image
+
+
+def test_every_gpu_service_gets_a_gpu_build_and_every_default_is_pinned() -> None:
+    """The class, not only the instances: for every runtime, accelerator, vendor and GPU count, a
+    llama.cpp pod with a GPU limit never runs the CPU build, and no default image floats."""
+    runtimes = ("llamacpp", "vllm", "tgi")
+    for runtime, accelerator, vendor, gpus in itertools.product(
+        runtimes, ("cpu", "cuda", "rocm", "vulkan", "intel"), ("nvidia", "amd", "intel"), (0, 1, 2)
+    ):
+        hardware = {"accelerator": accelerator, "gpu": {"vendor": vendor}}
+        found = container(
+            plan({"runtime": runtime, "resources": {"gpu": gpus}}, make_model(hardware=hardware))
+        )
+        image = found["image"]
+        assert not image.endswith(":latest") and ":" in image.rsplit("/", 1)[-1], image
+        has_gpu = bool((found.get("resources") or {}).get("limits", {}).keys() - {"memory", "cpu"})
+        assert has_gpu == (gpus > 0)
+        if runtime == "llamacpp":
+            assert (image == f"{LLAMA}:server-b10068") == (gpus == 0), (accelerator, vendor, gpus, image)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "spec", "hardware", "image"),
+    [
+        (
+            {"llamacpp-cuda": "mirror.local/llama:cuda"},
+            {"resources": {"gpu": 1}},
+            None,
+            "mirror.local/llama:cuda",
+        ),
+        ({"llamacpp-cuda": "mirror.local/llama:cuda"}, {}, None, f"{LLAMA}:server-b10068"),
+        ({"llamacpp": "mirror.local/llama:cpu"}, {}, None, "mirror.local/llama:cpu"),
+        ({"llamacpp-rocm": "m/rocm:1"}, {}, {"accelerator": "rocm", "gpu": {"count": 1}}, "m/rocm:1"),
+        ({"vllm": "m/vllm:1"}, {"runtime": "vllm"}, None, "m/vllm:1"),
+        ({"tgi": "m/tgi:1"}, {"runtime": "tgi"}, None, "m/tgi:1"),
+        # spec.image still wins over the admin's default.
+        ({"llamacpp": "m/cpu:1"}, {"image": "mine:2"}, None, "mine:2"),
+    ],
+)
+def test_runtime_images_replace_the_defaults(
+    overrides: dict[str, str], spec: dict[str, Any], hardware: dict[str, Any] | None, image: str
+) -> None:
+    config = OperatorConfig(runtime_images=overrides)
+    assert container(plan(spec, make_model(hardware=hardware), config=config))["image"] == image
 
 
 @pytest.mark.parametrize(("runtime", "links"), [("vllm", False), ("llamacpp", None), ("tgi", None)])

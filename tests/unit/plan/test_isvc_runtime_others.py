@@ -103,7 +103,7 @@ def test_generic_passes_args_through(spec_args: list[str] | None, expected: tupl
         (
             "llamacpp",
             "llama-server",
-            "ghcr.io/ggml-org/llama.cpp:server",
+            "ghcr.io/ggml-org/llama.cpp:server-b10068",
             8080,
             True,
             "llamacpp:requests_processing",
@@ -113,7 +113,7 @@ def test_generic_passes_args_through(spec_args: list[str] | None, expected: tupl
         (
             "tgi",
             "tgi",
-            "ghcr.io/huggingface/text-generation-inference:latest",
+            "ghcr.io/huggingface/text-generation-inference:3.3.7",
             80,
             False,
             "tgi:queue_size",

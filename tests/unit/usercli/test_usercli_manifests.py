@@ -4,6 +4,7 @@ import pytest
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
+from llmkube.plan.inferenceservice.images import default_image
 from llmkube.usercli.manifests import DeployError, DeployOptions, build_manifests, name_from_source
 
 TINY = "https://huggingface.co/TheBloke/TinyLlama-1.1B-Chat-v1.0-GGUF/resolve/main/tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf"
@@ -42,12 +43,12 @@ def test_cpu_deployment_sets_only_what_was_asked_and_both_parse_as_api_objects()
 @pytest.mark.parametrize(
     ("vendor", "accelerator", "image"),
     [
-        ("nvidia", "cuda", "ghcr.io/ggml-org/llama.cpp:server-cuda13"),
-        ("amd", "rocm", "ghcr.io/ggml-org/llama.cpp:server-rocm"),
-        ("intel", "intel", "ghcr.io/ggml-org/llama.cpp:server-intel"),
+        ("nvidia", "cuda", "ghcr.io/ggml-org/llama.cpp:server-cuda-b10068"),
+        ("amd", "rocm", "ghcr.io/ggml-org/llama.cpp:server-rocm-b10068"),
+        ("intel", "intel", "ghcr.io/ggml-org/llama.cpp:server-intel-b10068"),
     ],
 )
-def test_gpu_deployment_gets_the_vendor_build_and_the_gpu_on_both_objects(
+def test_gpu_deployment_gets_the_gpu_on_both_objects_and_the_controller_picks_the_build(
     vendor: str, accelerator: str, image: str
 ) -> None:
     model, isvc = build_manifests(
@@ -57,8 +58,11 @@ def test_gpu_deployment_gets_the_vendor_build_and_the_gpu_on_both_objects(
         "accelerator": accelerator,
         "gpu": {"enabled": True, "count": 2, "vendor": vendor, "layers": -1},
     }
-    assert isvc["spec"]["image"] == image
+    # No image in the spec: the controller chooses the vendor's build, as for a service applied as YAML.
+    assert "image" not in isvc["spec"]
     assert isvc["spec"]["resources"] == {"gpu": 2}
+    parsed = Model.model_validate(model)
+    assert default_image("llamacpp", parsed, 2, {}) == image
 
 
 def test_an_explicit_image_and_a_non_llamacpp_runtime_keep_their_image() -> None:

@@ -22,7 +22,9 @@ ProbeKind = Literal["http", "tcp"]
 class RuntimeDefaults:
     name: str
     container_name: str
-    default_image: str  # "" when the user must supply one
+    # The CPU build's pinned image (plan/inferenceservice/images.py chooses per GPU backend and
+    # applies the admin's overrides); "" when the user must supply one.
+    default_image: str
     default_port: int
     needs_model_init: bool
     hpa_metric: str

@@ -10,6 +10,7 @@ from functools import reduce
 from math import gcd
 
 from llmkube.api.model import GPUSpec
+from llmkube.plan.inferenceservice.images import DEFAULT_RUNTIME_IMAGES
 from llmkube.plan.inferenceservice.runtimes.base import (
     ContainerProcess,
     RuntimeDefaults,
@@ -20,7 +21,7 @@ from llmkube.plan.inferenceservice.runtimes.base import (
 DEFAULTS = RuntimeDefaults(
     name="llamacpp",
     container_name="llama-server",
-    default_image="ghcr.io/ggml-org/llama.cpp:server",
+    default_image=DEFAULT_RUNTIME_IMAGES["llamacpp"],
     default_port=8080,
     needs_model_init=True,
     hpa_metric="llamacpp:requests_processing",

@@ -6,6 +6,7 @@ Unlike the reference, which ignored them, `parallelSlots` maps to TGI's own
 """
 
 from llmkube.api.base import KubeObject
+from llmkube.plan.inferenceservice.images import DEFAULT_RUNTIME_IMAGES
 from llmkube.plan.inferenceservice.runtimes.base import (
     ContainerProcess,
     RuntimeDefaults,
@@ -17,7 +18,7 @@ from llmkube.plan.inferenceservice.runtimes.base import (
 DEFAULTS = RuntimeDefaults(
     name="tgi",
     container_name="tgi",
-    default_image="ghcr.io/huggingface/text-generation-inference:latest",
+    default_image=DEFAULT_RUNTIME_IMAGES["tgi"],
     default_port=80,
     needs_model_init=False,  # TGI downloads its own weights from --model-id
     hpa_metric="tgi:queue_size",

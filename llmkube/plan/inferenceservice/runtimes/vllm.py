@@ -9,6 +9,7 @@ import json
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec, VLLMConfig
+from llmkube.plan.inferenceservice.images import DEFAULT_RUNTIME_IMAGES
 from llmkube.plan.inferenceservice.runtimes.base import (
     ContainerProcess,
     RuntimeDefaults,
@@ -20,7 +21,7 @@ from llmkube.plan.inferenceservice.runtimes.base import (
 DEFAULTS = RuntimeDefaults(
     name="vllm",
     container_name="vllm",
-    default_image="vllm/vllm-openai:v0.20.0",
+    default_image=DEFAULT_RUNTIME_IMAGES["vllm"],
     default_port=8000,
     needs_model_init=True,
     hpa_metric="vllm:num_requests_running",

@@ -22,6 +22,10 @@ def hw(accelerator: str | None) -> HardwareSpec:
         (hw("cuda"), "nvidia.com/gpu"),
         (hw("rocm"), "amd.com/gpu"),
         (hw("intel"), INTEL),
+        # Vulkan: the resource of the GPU's vendor (NVIDIA by default).
+        (hw("vulkan"), "nvidia.com/gpu"),
+        (HardwareSpec.model_validate({"accelerator": "vulkan", "gpu": {"vendor": "amd"}}), "amd.com/gpu"),
+        (HardwareSpec.model_validate({"accelerator": "vulkan", "gpu": {"vendor": "intel"}}), INTEL),
     ],
 )
 def test_accelerator_resource(hardware: HardwareSpec | None, resource: str | None) -> None:
