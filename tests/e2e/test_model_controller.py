@@ -36,6 +36,7 @@ from llmkube.controllers.model import gpu_capacity
 from llmkube.kube.control.controller import Controller
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.inferenceservice.memory_fit import GPU_MEMORY_LABELS
+from llmkube.plan.model.size import format_size
 
 # Their Models come from local files: the test namespaces allow them, as an admin would.
 pytestmark = pytest.mark.local_sources
@@ -267,7 +268,7 @@ async def test_an_http_source_is_resolved_by_the_workload_and_fingerprinted(
         expected_etag = head.headers["ETag"]  # what the server tells everybody
     assert "path" not in status  # no file of ours: no path, not an empty one
     assert {k: status.get(k) for k in ("size", "cacheKey", "sourceETag", "sourceContentLength")} == {
-        "size": "0",
+        "size": format_size(len(data)),  # from the HEAD's length (never "0" for a Ready Model)
         "cacheKey": source_key(model_host.url),
         "sourceETag": expected_etag,
         "sourceContentLength": len(data),
