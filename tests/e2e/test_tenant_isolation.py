@@ -79,7 +79,8 @@ async def caught_up(operator: RunningController, watch: StatusWatch, admin: Kube
     current = admin.get("apps/v1", "Deployment", watch.name, namespace)["metadata"]["resourceVersion"]
     try:
         await eventually(
-            lambda: watch.objects and watch.objects[-1]["metadata"]["resourceVersion"] == current,
+            # Seen it: a write after the read may already be there too (resourceVersions are opaque).
+            lambda: any(o["metadata"]["resourceVersion"] == current for o in watch.objects),
             within=30,
             what="the Deployment watch at the current version",
         )

@@ -137,7 +137,8 @@ def test_a_llamacpp_service_serves_real_tokens_through_its_lifecycle(
     code, log = admin.get_text(
         f"/api/v1/namespaces/{ns}/pods/{again['metadata']['name']}/log?container=model-downloader"
     )
-    assert code == 200 and "Model already cached" in log, log
+    assert code == 200 and "llmkube-download: cache hit: all 1 files are in /models/" in log, log
+    assert "(0 downloaded, 1 cache hits)" in log, log
 
     # Delete: everything the service owned goes; the namespace's cache claim and the Model stay.
     admin.delete(API, "InferenceService", "tiny", ns)

@@ -82,16 +82,14 @@ def test_each_failure_names_its_real_cause_without_a_hot_loop(
             ("CreateContainerConfigError",),
             ['"no-such-secret" not found'],
         ),
-        # The URL answers 404: curl in the model-downloader init container says so and exits 22.
-        "download-404": (
-            tiny_llamacpp(ns, "download-404", model_source.url("missing.gguf"), **SMALL),
-            ("ModelDownloadFailed",),
-            ["model-downloader", "exit code 22", "404"],
-        ),
     }
     for objects, _, _ in cases.values():
         for obj in objects:
             admin.apply(obj)
+    # The URL answers 404: the controller's own look at every file of the source finds it missing, so
+    # the Model fails with the server's answer before any pod is made, and the service waits for it.
+    for obj in tiny_llamacpp(ns, "download-404", model_source.url("missing.gguf"), **SMALL):
+        admin.apply(obj)
 
     for name, (_, reasons, words) in cases.items():
         last: dict[str, Any] = {}
@@ -121,8 +119,17 @@ def test_each_failure_names_its_real_cause_without_a_hot_loop(
             assert word in message, (name, message)
         assert condition(state, "Available")[:2] == ("False", reason)  # type: ignore[index]
 
+    def model_failed() -> dict[str, Any] | None:
+        model = admin.get(API, "Model", "download-404", ns).get("status") or {}
+        return model if model.get("phase") == "Failed" else None
+
+    model = wait_for(model_failed, within=120, what="the 404 Model Failed")
+    assert "404" in " ".join(c.get("message", "") for c in model.get("conditions") or ()), model
+    assert status(admin, "download-404", ns).get("phase") == "Pending"
+    assert not admin.list("v1", "Pod", ns, label_selector="app=download-404")
+
     # No hot loop: the kubelet retries with a growing back-off, and so do the status writes.
-    versions: dict[str, set[str]] = {name: set() for name in cases}
+    versions: dict[str, set[str]] = {name: set() for name in [*cases, "download-404"]}
     before = reconciles(node_cluster)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
