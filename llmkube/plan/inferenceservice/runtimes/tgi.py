@@ -21,7 +21,7 @@ DEFAULTS = RuntimeDefaults(
     default_image=DEFAULT_RUNTIME_IMAGES["tgi"],
     default_port=80,
     needs_model_init=False,  # TGI downloads its own weights from --model-id
-    hpa_metric="tgi:queue_size",
+    hpa_metric="tgi_queue_size",
     probe="http",
     # The image keeps its HuggingFace cache in /data (HUGGINGFACE_HUB_CACHE) and the rest under $HOME.
     writable_dirs=("/tmp", "/data"),
