@@ -4,7 +4,7 @@ The names below are the gauges each server registers, read from its own source (
 `tools/server/server.cpp` metrics handler, vLLM's `vllm/v1/metrics/loggers.py`, TGI's
 `router/src/infer/` queue and batching code): a default HPA metric with a wrong name (TGI's is
 `tgi_queue_size`, with an underscore: `tgi:queue_size` never gets a value) makes an HPA on the
-default never scale.
+default never scale, and a drain would wait on a count it can never read.
 """
 
 import pytest
@@ -33,3 +33,20 @@ def test_default_hpa_metric_is_exported_where_we_claim_it_is(runtime: str) -> No
         f"{runtime}: the default HPA metric {defaults.hpa_metric!r} is not among the gauges its server "
         f"exports {sorted(EXPORTED_GAUGES[runtime])}"
     )
+
+
+@pytest.mark.parametrize(
+    ("runtime", "in_flight"),
+    [
+        ("llamacpp", ("llamacpp:requests_processing", "llamacpp:requests_deferred")),
+        ("vllm", ("vllm:num_requests_running", "vllm:num_requests_waiting")),
+        ("tgi", ("tgi_batch_current_size", "tgi_queue_size")),
+        ("personaplex", ()),
+        ("generic", ()),
+    ],
+)
+def test_in_flight_gauges_per_runtime(runtime: str, in_flight: tuple[str, ...]) -> None:
+    """What a drain before a rollout sums: the requests being generated and those waiting."""
+    names = runtime_defaults(runtime).in_flight_metrics
+    assert names == in_flight
+    assert set(names) <= EXPORTED_GAUGES[runtime]

@@ -25,6 +25,7 @@ DEFAULTS = RuntimeDefaults(
     probe="http",
     # The image keeps its HuggingFace cache in /data (HUGGINGFACE_HUB_CACHE) and the rest under $HOME.
     writable_dirs=("/tmp", "/data"),
+    in_flight_metrics=("tgi_batch_current_size", "tgi_queue_size"),
 )
 
 
