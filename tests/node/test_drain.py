@@ -23,13 +23,15 @@ from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
 
 NAME = "drained"
 SELECTOR = f"inference.llmkube.dev/service={NAME}"
-TOKENS = 6000  # several seconds of the tiny model on this machine's CPU
-# One slot holding the whole context (the stream needs TOKENS of it), and probes every second, so
-# the new pod is Ready, and the old one deleted, while the stream is still being generated.
+# Eight streams of 4,000 tokens at once (llama-server caps a slot's context at the tiny model's
+# training context, 4,096): 20-40 s of this machine's CPU, longer than the rollout takes. Probes
+# every second, so the new pod is Ready, and the old one deleted, while they are being generated.
+STREAMS = 8
+TOKENS = 4000
 FAST_PROBE = {"httpGet": {"path": "/health", "port": 8080}, "periodSeconds": 1, "failureThreshold": 600}
 SPEC: dict[str, Any] = {
-    "contextSize": 8192,
-    "parallelSlots": 1,
+    "contextSize": STREAMS * 4096,
+    "parallelSlots": STREAMS,
     "probeOverrides": {"startup": FAST_PROBE, "readiness": FAST_PROBE},
 }
 
@@ -79,128 +81,129 @@ def pods(admin: KubeRest, namespace: str) -> list[dict[str, Any]]:
     return admin.list("v1", "Pod", namespace, label_selector=SELECTOR)
 
 
-def test_a_drained_rollout_finishes_the_stream_in_flight(
+def conditions(admin: KubeRest, namespace: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = (
+        admin.get(API, "InferenceService", NAME, namespace).get("status") or {}
+    ).get("conditions") or []
+    return found
+
+
+def deploy(
+    node: NodeCluster, admin: KubeRest, namespace: str, source: ModelSource, **meta: Any
+) -> dict[str, Any]:
+    """The service, and its one pod once Ready and answering through the Service."""
+    objects = tiny_llamacpp(namespace, NAME, source.url(), **SPEC)
+    objects[1]["metadata"].update(meta)
+    node.kubectl_run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(objects))
+
+    def one_ready() -> dict[str, Any] | None:
+        found = pods(admin, namespace)
+        return found[0] if len(found) == 1 and condition_true(found[0], "Ready") else None
+
+    pod: dict[str, Any] = wait_for(one_ready, within=300, what="one Ready pod")
+    eventually_http(node, service_url(admin, namespace), chat_request())
+    return pod
+
+
+def service_url(admin: KubeRest, namespace: str) -> str:
+    service = admin.get("v1", "Service", NAME, namespace)
+    return f"http://{service['spec']['clusterIP']}:8080/v1/chat/completions"
+
+
+def start_streams(node: NodeCluster, pool: ThreadPoolExecutor, url: str) -> list[tuple[Stream, Any]]:
+    streams = [Stream() for _ in range(STREAMS)]
+    started = [
+        (stream, pool.submit(node.network.run_inside, lambda s=stream: stream_completion(url, s), 240))
+        for stream in streams
+    ]
+    for stream in streams:
+        assert stream.first_chunk.wait(60) and not stream.error, stream.error
+    return started
+
+
+def roll(admin: KubeRest, namespace: str, old: dict[str, Any]) -> float:
+    """A new context size rolls the pods over: returns when the old pod was seen deleted."""
+    patch_spec(admin, namespace, {"contextSize": STREAMS * 4096 + 256})
+    name = old["metadata"]["name"]
+    wait_for(
+        lambda: any(
+            p["metadata"]["name"] == name and p["metadata"].get("deletionTimestamp")
+            for p in pods(admin, namespace)
+        ),
+        within=120,
+        what=f"the old pod {name} deleted by the rollout",
+    )
+    return time.monotonic()
+
+
+def test_a_drained_rollout_finishes_the_streams_in_flight(
     node_cluster: NodeCluster, controller: str, model_source: ModelSource, node_namespace: str
 ) -> None:
     admin, ns = node_cluster.admin(), node_namespace
-    objects = tiny_llamacpp(ns, NAME, model_source.url(), **SPEC)
-    objects[1]["metadata"]["annotations"] = {ROLLOUT_ANNOTATION: "drain"}
-    node_cluster.kubectl_run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(objects))
-    old = wait_for(
-        lambda: (
-            (found := pods(admin, ns)) and len(found) == 1 and condition_true(found[0], "Ready") and found[0]
-        ),
-        within=300,
-        what="one Ready pod",
-    )
+    old = deploy(node_cluster, admin, ns, model_source, annotations={ROLLOUT_ANNOTATION: "drain"})
     (server,) = old["spec"]["containers"]
     assert server["lifecycle"]["preStop"]["exec"]["command"][3] == "llmkube-drain"
     assert old["spec"]["terminationGracePeriodSeconds"] == 2 + 300 + 30
-    service = admin.get("v1", "Service", NAME, ns)
-    url = f"http://{service['spec']['clusterIP']}:8080/v1/chat/completions"
-    eventually_http(node_cluster, url, chat_request())
-
-    stream = Stream()
-    with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(node_cluster.network.run_inside, lambda: stream_completion(url, stream), 180)
-        assert stream.first_chunk.wait(60) and not stream.error, stream.error
+    url = service_url(admin, ns)
+    with ThreadPoolExecutor(STREAMS) as pool:
+        started = start_streams(node_cluster, pool, url)
         watch = Stopwatch()
-        patch_spec(admin, ns, {"contextSize": 8448})
-        old_name = old["metadata"]["name"]
-        wait_for(
-            lambda: any(
-                p["metadata"]["name"] == old_name and p["metadata"].get("deletionTimestamp")
-                for p in pods(admin, ns)
-            ),
-            within=120,
-            what=f"the old pod {old_name} deleted by the rollout",
-        )
-        deleted_at = time.monotonic()
+        deleted_at = roll(admin, ns, old)
         TIMINGS["drain: contextSize change -> old pod deleted (s)"] = watch.seconds()
         # While the old pod drains, the service says so, and a new request is served (by the new pod).
         draining = wait_for(
-            lambda: (
-                next(
-                    (
-                        c
-                        for c in (admin.get(API, "InferenceService", NAME, ns).get("status") or {}).get(
-                            "conditions"
-                        )
-                        or ()
-                        if c["type"] == DRAINING and c["status"] == "True"
-                    ),
-                    None,
-                )
-                or (stream.ended_at and {"reason": "stream already over", "message": ""})
+            lambda: next(
+                (c for c in conditions(admin, ns) if c["type"] == DRAINING and c["status"] == "True"), None
             ),
             within=60,
             what="the Draining condition",
         )
         during = http(node_cluster, url, chat_request())  # once: not refused, not retried
-        assert during.status == 200 and during.json()["usage"]["completion_tokens"] > 0
-        done = running.result(timeout=200)
-    # The stream was still being generated when its pod was deleted, and it got every token.
-    assert done.ended_at > deleted_at, "the stream ended before the rollout reached its pod: make it longer"
-    assert draining["reason"] == "WaitingForRequests", draining
-    assert old_name in draining["message"]
-    assert (done.error, done.done, done.finish_reason, done.predicted) == ("", True, "length", TOKENS)
-    TIMINGS["drain: old pod deleted -> stream complete (s)"] = round(done.ended_at - deleted_at, 1)
-    # The old pod went once it was idle, long before the timeout; the condition says it drained.
+        streams = [future.result(timeout=240) for _, future in started]
+    assert during.status == 200 and during.json()["usage"]["completion_tokens"] > 0
+    assert draining["reason"] == "WaitingForRequests" and old["metadata"]["name"] in draining["message"], (
+        draining
+    )
+    # The streams were still being generated when their pod was deleted, and each got every token.
+    last = max(stream.ended_at for stream in streams)
+    assert last > deleted_at, "the streams ended before the rollout reached their pod: make them longer"
+    assert [(s.error, s.done, s.finish_reason, s.predicted) for s in streams] == [
+        ("", True, "length", TOKENS)
+    ] * STREAMS
+    TIMINGS["drain: old pod deleted -> last stream complete (s)"] = round(last - deleted_at, 1)
+    # The old pod went once idle, long before the timeout; the condition says it drained.
+    gone = old["metadata"]["name"]
     wait_for(
-        lambda: old_name not in {p["metadata"]["name"] for p in pods(admin, ns)},
+        lambda: gone not in {p["metadata"]["name"] for p in pods(admin, ns)},
         within=60,
         what="the old pod gone",
     )
     TIMINGS["drain: old pod deleted -> gone (s)"] = round(time.monotonic() - deleted_at, 1)
     wait_for(
         lambda: any(
-            c["type"] == DRAINING and c["status"] == "False" and c["reason"] == "Drained"
-            for c in (admin.get(API, "InferenceService", NAME, ns).get("status") or {}).get("conditions")
-            or ()
+            c["type"] == DRAINING and (c["status"], c["reason"]) == ("False", "Drained")
+            for c in conditions(admin, ns)
         ),
         within=60,
         what="Draining False, Drained",
     )
     events = admin.list("v1", "Event", ns)
     assert any(e.get("reason") == "DrainStarted" and e["involvedObject"]["name"] == NAME for e in events)
-    assert not any(e.get("reason") == "FailedPreStopHook" for e in events), [
-        e["message"] for e in events if e.get("reason") == "FailedPreStopHook"
-    ]
+    hook_failures = [e["message"] for e in events if e.get("reason") == "FailedPreStopHook"]
+    assert hook_failures == []
 
 
-def test_without_the_annotation_the_rollout_cuts_the_stream(
+def test_without_the_annotation_the_rollout_cuts_the_streams(
     node_cluster: NodeCluster, controller: str, model_source: ModelSource, node_namespace: str
 ) -> None:
     admin, ns = node_cluster.admin(), node_namespace
-    objects = tiny_llamacpp(ns, NAME, model_source.url(), **SPEC)
-    node_cluster.kubectl_run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(objects))
-    old = wait_for(
-        lambda: (
-            (found := pods(admin, ns)) and len(found) == 1 and condition_true(found[0], "Ready") and found[0]
-        ),
-        within=300,
-        what="one Ready pod",
-    )
+    old = deploy(node_cluster, admin, ns, model_source)
     assert "lifecycle" not in old["spec"]["containers"][0]
-    service = admin.get("v1", "Service", NAME, ns)
-    url = f"http://{service['spec']['clusterIP']}:8080/v1/chat/completions"
-    eventually_http(node_cluster, url, chat_request())
-    stream = Stream()
-    with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(node_cluster.network.run_inside, lambda: stream_completion(url, stream), 180)
-        assert stream.first_chunk.wait(60) and not stream.error, stream.error
-        patch_spec(admin, ns, {"contextSize": 8448})
-        old_name = old["metadata"]["name"]
-        wait_for(
-            lambda: any(
-                p["metadata"]["name"] == old_name and p["metadata"].get("deletionTimestamp")
-                for p in pods(admin, ns)
-            ),
-            within=120,
-            what=f"the old pod {old_name} deleted by the rollout",
-        )
-        deleted_at = time.monotonic()
-        done = running.result(timeout=200)
-    assert done.ended_at > deleted_at, "the stream ended before the rollout reached its pod: make it longer"
-    # Cut: no closing [DONE], fewer tokens than asked.
-    assert not done.done and (done.predicted or 0) < TOKENS, done
+    with ThreadPoolExecutor(STREAMS) as pool:
+        started = start_streams(node_cluster, pool, service_url(admin, ns))
+        roll(admin, ns, old)
+        streams = [future.result(timeout=240) for _, future in started]
+    # Cut when the server stopped: no closing [DONE], fewer tokens than asked. (A cut stream ends at
+    # the deletion, before this test can see it, so being cut is what shows it was in flight.)
+    cut = [s for s in streams if not s.done and (s.predicted or 0) < TOKENS]
+    assert cut, [(s.error, s.done, s.predicted) for s in streams]
