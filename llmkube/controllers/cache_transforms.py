@@ -58,7 +58,6 @@ def service_cache(field_manager: str) -> Transform:
 POD_CACHE: Transform = keep_only(
     ("metadata", "labels"),
     ("metadata", "ownerReferences"),
-    ("metadata", "deletionTimestamp"),  # a pod that drains before it stops (plan/inferenceservice/drain.py)
     ("spec", "nodeName"),
     ("spec", "priority"),
     ("status", "phase"),
