@@ -14,7 +14,6 @@ from typing import Any
 import yaml
 from conftest import ModelSource
 from node_support import API, TIMINGS, Stopwatch, eventually_http, http, wait_for
-from test_inference import patch_spec
 
 from llmkube.plan.inferenceservice.drain import DRAINING, ROLLOUT_ANNOTATION
 from llmkube.testing.node import NodeCluster
@@ -123,7 +122,12 @@ def start_streams(node: NodeCluster, pool: ThreadPoolExecutor, url: str) -> list
 
 def roll(admin: KubeRest, namespace: str, old: dict[str, Any]) -> float:
     """A new context size rolls the pods over: returns when the old pod was seen deleted."""
-    patch_spec(admin, namespace, {"contextSize": STREAMS * 4096 + 256})
+    admin.request(
+        "PATCH",
+        admin.path_for(API, "InferenceService", namespace, NAME),
+        {"spec": {"contextSize": STREAMS * 4096 + 256}},
+        content_type="application/merge-patch+json",
+    )
     name = old["metadata"]["name"]
     wait_for(
         lambda: any(
