@@ -190,7 +190,8 @@ async def run(args: argparse.Namespace, source: Path | None, memtrace: Path | No
                         }
                     )
                     progress(
-                        f"after storm {storm_number}: RSS {rss:.1f} MiB ({where}), {audit.total} writes so far"
+                        f"after storm {storm_number}: RSS {rss:.1f} MiB ({where}), "
+                        f"{audit.total} writes so far"
                     )
 
                 await asyncio.sleep(args.pause)
