@@ -50,6 +50,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # fragments between long-lived cache entries and transient response buffers. With jemalloc the RSS
 # stays flat from storm to storm (bench/bench_write_storms.py); its background thread gives freed
 # pages back while the controller is idle. LD_PRELOAD= (empty) in the pod runs glibc's again.
+# Unpinned: the base image's Debian release fixes the version. The pipe needs no pipefail: an empty
+# match fails `ln`, and the check below fails the build if the preload does not take.
+# hadolint ignore=DL3008,DL4006
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libjemalloc2 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
