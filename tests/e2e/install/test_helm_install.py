@@ -335,6 +335,8 @@ def test_helm_assumes_the_kubernetes_version_of_its_client_library(helm_env: dic
         ("runtimeImages.llamacpp-cuda13=x", "at '/runtimeImages': additional properties 'llamacpp-cuda13'"),
         ("namespace.podSecurity=strict", "at '/namespace/podSecurity'"),
         ("namespaceCache.accessMode=ReadWriteMany2", "at '/namespaceCache/accessMode'"),
+        ("modelStorage.mode=per-node", "at '/modelStorage/mode'"),
+        ("modelStorage.ephemeralSizeLimit=lots", "at '/modelStorage/ephemeralSizeLimit'"),
     ],
 )
 def test_a_misspelt_or_invalid_value_fails_the_install(
@@ -488,3 +490,28 @@ def test_the_namespace_cache_claim_follows_the_values(
         storage_class,
         modes,
     )
+
+
+@pytest.mark.parametrize(
+    ("values", "storage"),
+    [
+        ((), ("namespace", "20Gi")),
+        (("modelStorage.mode=ephemeral",), ("ephemeral", "20Gi")),
+        (("modelStorage.mode=ephemeral", "modelStorage.ephemeralSizeLimit=2048Mi"), ("ephemeral", "2Gi")),
+        (("modelStorage.mode=namespace",), ("namespace", "20Gi")),
+    ],
+)
+def test_the_model_storage_follows_the_values(
+    helm_env: dict[str, str], values: tuple[str, ...], storage: tuple[str, str]
+) -> None:
+    """The chart's args, read by the controller's own flags: where pods keep downloaded models."""
+    import argparse
+
+    from llmkube.process.config import controllers_config
+    from llmkube.process.flags import add_controller_flags
+
+    (container,) = the_deployment(template(helm_env, *values))["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_controller_flags(parser)
+    operator = controllers_config(parser.parse_args(container["args"][1:])).operator
+    assert (operator.model_storage, operator.ephemeral_cache_size_limit) == storage
