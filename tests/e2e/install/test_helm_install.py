@@ -447,7 +447,15 @@ def test_helm_test_is_a_restricted_pod_that_asks_the_controller(helm_env: dict[s
     assert test_pod["kind"] == "Pod"
     assert test_pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
     (container,) = test_pod["spec"]["containers"]
-    assert "http://llmkube-controller-metrics.llmkube-system.svc:8080/metrics" in container["command"][-1]
+    script = container["command"][-1]
+    # The Service's variable first (no cluster DNS needed: tests/node/test_newcomer.py runs it on a
+    # node without DNS), its DNS name otherwise.
+    assert (
+        'os.environ.get("LLMKUBE_CONTROLLER_METRICS_SERVICE_HOST") or '
+        '"llmkube-controller-metrics.llmkube-system.svc"' in script
+    )
+    assert 'url = f"http://{host}:8080/metrics"' in script
+    assert test_pod["spec"]["enableServiceLinks"] is True
     assert (
         container["image"]
         == the_deployment(template(helm_env))["spec"]["template"]["spec"]["containers"][0]["image"]
