@@ -20,6 +20,8 @@
 #   REGISTRY         for push: where to (the image keeps its last path element and tag)
 #   BUILDER_ARGS     global options of the builder (e.g. buildah --root DIR)
 #   BUILD_ARGS       more options of its build command (e.g. --network host, -v mounts)
+#   PUSH_ARGS        more options of its push command (e.g. --creds, or --tls-verify=false for a
+#                    plain-HTTP test registry)
 #
 # Progress: the builder's own output, on stderr; one line per step of this script.
 set -euo pipefail
@@ -34,6 +36,7 @@ IMAGE="${IMAGE:-localhost/llmkube:$version}"
 read -r -a builder_args <<< "${BUILDER_ARGS:-}"
 read -r -a build_args <<< "${BUILD_ARGS:-}"
 read -r -a extra_tags <<< "${EXTRA_TAGS:-}"
+read -r -a push_args <<< "${PUSH_ARGS:-}"
 
 pick_tool() {
   if [ -n "${CONTAINER_TOOL:-}" ]; then
@@ -155,9 +158,9 @@ push() {
   case "$TOOL" in
     buildah | podman)
       if tool manifest inspect "$IMAGE" >/dev/null 2>&1; then
-        tool manifest push --all "$IMAGE" "docker://$target"
+        tool manifest push --all "${push_args[@]}" "$IMAGE" "docker://$target"
       else
-        tool push "$IMAGE" "docker://$target"
+        tool push "${push_args[@]}" "$IMAGE" "docker://$target"
       fi
       ;;
     docker)
@@ -169,15 +172,21 @@ push() {
           --platform "$platforms" --tag "$target" --push "${build_args[@]}" "$REPO"
       else
         tool tag "$IMAGE" "$target"
-        tool push "$target"
+        tool push "${push_args[@]}" "$target"
       fi
       ;;
   esac
   log "$target: pushed in $((SECONDS - t0)) s"
 }
 
-case "${1:-}" in
-  build) build ;;
-  push) push ;;
-  *) echo "usage: $0 build|push (see the top of this file for the environment)" >&2; exit 2 ;;
-esac
+# Called from the last line, which also exits: bash reads a script as it runs it, and this way a
+# running build has read all of it, so editing the file cannot change what it does.
+main() {
+  case "${1:-}" in
+    build) build ;;
+    push) push ;;
+    *) echo "usage: $0 build|push (see the top of this file for the environment)" >&2; exit 2 ;;
+  esac
+}
+
+main "$@"; exit

@@ -21,10 +21,19 @@ from typing import Any
 
 import pytest
 from conftest import ModelSource
-from node_support import CONTROLLER_NAMESPACE, TIMINGS, Stopwatch, controller_pods, ready_pods, wait_for
+from node_support import (
+    CONTROLLER_NAMESPACE,
+    CONTROLLER_SELECTOR,
+    TIMINGS,
+    Stopwatch,
+    controller_pods,
+    ready_pods,
+    wait_for,
+)
 from tools import ROOT, tool
 
 from llmkube import __version__
+from llmkube.manager.config import DEFAULT_LEASE_NAME
 from llmkube.testing.images import CONTROLLER, LLAMA_SERVER, archive_refs, default_images_dir
 from llmkube.testing.node import NodeCluster
 from llmkube.testing.rest import RestError, condition_true
@@ -115,6 +124,15 @@ def helm_release(node_cluster: NodeCluster, tmp_path_factory: pytest.TempPathFac
             "--wait",
             "--ignore-not-found",
         )
+        # What the release leaves: its pods a moment longer (the Deployment is gone, the garbage
+        # collector takes them) and the controllers' Lease, which would name a gone pod as leader.
+        wait_for(
+            lambda: not admin.list("v1", "Pod", CONTROLLER_NAMESPACE, label_selector=CONTROLLER_SELECTOR),
+            within=120,
+            what="the release's controller pods gone",
+        )
+        with contextlib.suppress(RestError):
+            admin.delete("coordination.k8s.io/v1", "Lease", DEFAULT_LEASE_NAME, CONTROLLER_NAMESPACE)
 
 
 @pytest.fixture(scope="module")
