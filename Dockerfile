@@ -50,10 +50,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # fragments between long-lived cache entries and transient response buffers. With jemalloc the RSS
 # stays flat from storm to storm (bench/bench_write_storms.py); its background thread gives freed
 # pages back while the controller is idle. LD_PRELOAD= (empty) in the pod runs glibc's again.
+# Not pinned by version: it comes from the Debian release of the base image (pinned by digest), whose
+# point releases carry only fixes, and a pin would break the build at the next one.
+# hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libjemalloc2 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
- && ln -s "$(dpkg -L libjemalloc2 | grep '/libjemalloc\.so\.2$')" /usr/local/lib/libjemalloc.so.2
+ && ln -s "$(find /usr/lib -name libjemalloc.so.2 -print -quit)" /usr/local/lib/libjemalloc.so.2
 ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2 \
     MALLOC_CONF=background_thread:true
 # The build fails rather than ship an image whose preload silently does nothing.
