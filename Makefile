@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries tools node-prereqs test test-unit fuzz-long lint lock crds run bench clean faults fault-long soak
+.PHONY: all venv k8s-binaries tools node-prereqs image push test test-unit fuzz-long lint lock crds run bench clean faults fault-long soak
 
 all: lint test
 
@@ -30,6 +30,17 @@ tools:
 ## it says why and the node tests are skipped with that reason).
 node-prereqs: venv
 	PYTHON=$(abspath $(BIN))/python bash hack/node-prereqs.sh
+
+## The controller image from the Dockerfile, with buildah, podman or docker (the first found; or
+## CONTAINER_TOOL=...): localhost/llmkube:<version>, or IMAGE=...; PLATFORMS=linux/amd64,linux/arm64
+## for a multi-arch manifest where the builder can emulate them; ARCHIVE=llmkube.tar also writes an
+## OCI archive (kind, k3s); BASE_IMAGE=... replaces the pinned base (hack/image.sh, docs/install.md).
+image:
+	bash hack/image.sh build
+
+## Push that image: make push REGISTRY=ghcr.io/you -> ghcr.io/you/llmkube:<version>.
+push:
+	bash hack/image.sh push
 
 ## The whole test suite: unit, integration (real kube-apiserver), e2e (full local control plane)
 ## and node (a real kubelet and containerd, where the machine allows).

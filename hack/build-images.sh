@@ -2,7 +2,8 @@
 # Local container images of the node tier, built without any registry and cached as OCI archives:
 #
 #   llmkube-pause.tar         localhost/llmkube-pause:local     pod sandbox (static Go binary, FROM scratch)
-#   llmkube.tar               localhost/llmkube:dev             the controller, from the project's Dockerfile
+#   llmkube.tar               localhost/llmkube:dev             the controller: `make image` (hack/image.sh), also
+#                             localhost/llmkube:<version>       tagged as it names it
 #   llmkube-curl.tar          localhost/llmkube-curl:local      the model-downloader init container
 #   llama-server.tar          localhost/llama-server:cpu        llama.cpp's server, CPU backend
 #
@@ -90,18 +91,24 @@ ensure_in_store() {  # ensure_in_store NAME REF
   bah inspect --type image "$2" >/dev/null 2>&1 || { log "$2: cannot load $IMAGES/$1.tar"; exit 1; }
 }
 
-build_file() {  # build_file REF CONTAINERFILE CONTEXT [buildah build args...]
-  local ref=$1 file=$2 context=$3
-  shift 3
+# The builder's whole output goes to a log; its steps and compile progress ("[ 42%] Building ...")
+# to stderr.
+filtered() {  # filtered REF COMMAND...
+  local ref=$1
+  shift
   local build_log="$WORK/build-${ref//[\/:]/_}.log"
-  # The whole output goes to a log; its steps and compile progress ("[ 42%] Building ...") to stderr.
-  if ! bah build --isolation chroot --network host --layers=false --format oci \
-      -v "$HOST_CA:/etc/ssl/certs/ca-certificates.crt:ro" \
-      -f "$file" -t "$ref" "$@" "$context" 2>&1 \
-      | tee "$build_log" | { grep --line-buffered -E '^(\[[0-9]+/[0-9]+\] )?STEP [0-9]+/[0-9]+:|^\[ *[0-9]+%\] (Built|Linking)' || true; } \
+  if ! "$@" 2>&1 \
+      | tee "$build_log" | { grep --line-buffered -E '^(\[[0-9]+/[0-9]+\] )?STEP [0-9]+/[0-9]+:|^\[ *[0-9]+%\] (Built|Linking)|^\[image ' || true; } \
       | sed -u "s|^|[build-images] $ref: |" >&2; then
     log "$ref: build failed; the end of $build_log:"; tail -30 "$build_log" >&2; exit 1
   fi
+}
+
+build_file() {  # build_file REF CONTAINERFILE CONTEXT [buildah build args...]
+  local ref=$1 file=$2 context=$3
+  shift 3
+  filtered "$ref" bah build --isolation chroot --network host --layers=false --format oci \
+    -v "$HOST_CA:/etc/ssl/certs/ca-certificates.crt:ro" -f "$file" -t "$ref" "$@" "$context"
 }
 
 build_pause() {
@@ -160,21 +167,25 @@ build_python() {
 build_controller() {
   local hash
   # Everything the build context holds (.dockerignore lets in only these).
-  hash=$(hash_inputs "$(python_hash)" "@$REPO/Dockerfile" "@$REPO/.dockerignore" "@$REPO/pyproject.toml" \
-    "@$REPO/README.md" "@$REPO/requirements" "@$REPO/llmkube" "@$REPO/manifests" "@$REPO/hack/build-k8s.sh")
+  hash=$(hash_inputs "$(python_hash)" "@$REPO/hack/image.sh" "@$REPO/Dockerfile" "@$REPO/.dockerignore" \
+    "@$REPO/pyproject.toml" "@$REPO/README.md" "@$REPO/requirements" "@$REPO/llmkube" "@$REPO/manifests" "@$REPO/hack/build-k8s.sh")
   fresh llmkube "$hash" && { log "$CONTROLLER_REF: cached"; return; }
   build_python
   log "$CONTROLLER_REF: building from Dockerfile (BASE_IMAGE=$PYTHON_REF; pip installs the locked requirements from PyPI)"
   local t0=$SECONDS
   # pip inside the build verifies TLS against the mounted host bundle.
   printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' > "$WORK/pip.conf"
-  local version revision
-  version=$("$PYTHON" -c 'import re,sys; print(re.search(r"__version__ = \"(.+?)\"", open(sys.argv[1]).read())[1])' \
-    "$REPO/llmkube/__init__.py")
-  revision=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)
-  build_file "$CONTROLLER_REF" "$REPO/Dockerfile" "$REPO" --build-arg "BASE_IMAGE=$PYTHON_REF" \
-    --build-arg "VERSION=$version" --build-arg "REVISION=$revision" -v "$WORK/pip.conf:/etc/pip.conf:ro"
-  save llmkube "$CONTROLLER_REF" "$hash"
+  # What `make image` runs (hack/image.sh), in this script's buildah store and on the local base;
+  # tagged with the version too, the name `make image` gives it (the newcomer test installs that).
+  local version
+  version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$REPO/llmkube/__init__.py")
+  filtered "$CONTROLLER_REF" env CONTAINER_TOOL=buildah BASE_IMAGE="$PYTHON_REF" \
+    IMAGE="$CONTROLLER_REF" EXTRA_TAGS="localhost/llmkube:$version" ARCHIVE="$IMAGES/llmkube.tar" \
+    BUILDER_ARGS="--root $WORK/storage --runroot $WORK/runroot --storage-driver overlay" \
+    BUILD_ARGS="--isolation chroot --network host --layers=false -v $HOST_CA:/etc/ssl/certs/ca-certificates.crt:ro -v $WORK/pip.conf:/etc/pip.conf:ro" \
+    bash "$REPO/hack/image.sh" build
+  echo "$hash" > "$IMAGES/llmkube.tar.inputs"
+  log "$CONTROLLER_REF: archived as $IMAGES/llmkube.tar ($(du -h "$IMAGES/llmkube.tar" | cut -f1))"
   log "$CONTROLLER_REF: built in $((SECONDS - t0)) s"
 }
 

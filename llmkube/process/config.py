@@ -38,6 +38,10 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             model_cache_size=args.model_cache_size,
             model_cache_storage_class=args.model_cache_storage_class,
             model_cache_access_mode=args.model_cache_access_mode,
+            model_storage=args.model_storage,
+            ephemeral_cache_size_limit=_parsed(
+                "--ephemeral-cache-size-limit", args.ephemeral_cache_size_limit, _positive_quantity
+            ),
             ca_cert_configmap=args.ca_cert_configmap,
             init_container_image=args.init_container_image,
             hf_endpoint=args.hf_endpoint,
@@ -108,6 +112,15 @@ def tenancy_policy(args: argparse.Namespace, roots: tuple[str, ...]) -> "Tenancy
         allowed_service_types=frozenset(service_types),
         local_source_roots=roots,
     )
+
+
+def _positive_quantity(text: str) -> str:
+    """A quantity above zero, canonical (QuantityError is a ValueError)."""
+    from llmkube.apimachinery.quantity import canonical_quantity, parse_quantity
+
+    if parse_quantity(text).value <= 0:
+        raise ValueError(f"{text!r} must be more than zero")
+    return canonical_quantity(text)
 
 
 def _parsed(flag: str, value: str | None, parse: Callable[[str], T]) -> "T":

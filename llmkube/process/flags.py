@@ -78,6 +78,18 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "--model-cache-access-mode", default="ReadWriteOnce", help="access mode of that claim"
     )
     parser.add_argument(
+        "--model-storage",
+        choices=("namespace", "ephemeral"),  # plan/inferenceservice/config.py: MODEL_STORAGE_KINDS
+        default="namespace",
+        help="where services' pods keep downloaded models: the namespace's claim (default), or an "
+        "emptyDir per pod (ephemeral: replicas on any node, one download per pod start)",
+    )
+    parser.add_argument(
+        "--ephemeral-cache-size-limit",
+        default="20Gi",
+        help="size limit of that emptyDir (default 20Gi); larger models are refused",
+    )
+    parser.add_argument(
         "--ca-cert-configmap",
         default="",
         help="ConfigMap with CA certificates the model downloader trusts (mounted into the init container)",

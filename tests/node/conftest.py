@@ -2,6 +2,7 @@
 overlay) and a pod serving the tiny GGUF over HTTP inside the cluster."""
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,6 +60,18 @@ def model_source(node_cluster: NodeCluster) -> ModelSource:
     source = ModelSource(service["spec"]["clusterIP"])
     eventually_http(node_cluster, source.url())  # through kube-proxy's rules, from the node
     return source
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """test_newcomer.py first among the node tests: its Helm release owns the cluster-wide objects
+    (PriorityClasses, admission policies) the kustomize install of the others owns too, so it runs
+    on a cluster without that install and removes its release before they start."""
+    here = Path(__file__).parent
+    positions = [i for i, item in enumerate(items) if here in item.path.parents]
+    node_items = [items[i] for i in positions]
+    ordered = sorted(node_items, key=lambda item: item.path.name != "test_newcomer.py")
+    for i, item in zip(positions, ordered, strict=True):
+        items[i] = item
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -16,6 +16,7 @@ from node_support import (
     wait_for,
 )
 
+from llmkube import __version__
 from llmkube.manager.config import DEFAULT_LEASE_NAME
 from llmkube.testing.node import NodeCluster
 from llmkube.testing.rest import RestError, condition_true
@@ -35,7 +36,11 @@ def test_available_in_cluster_with_its_own_token(node_cluster: NodeCluster, cont
     for pod in pods:
         assert condition_true(pod, "Ready"), pod["status"]  # kubelet's readiness probe on /readyz passed
         (status,) = pod["status"]["containerStatuses"]
-        assert status["image"].endswith("localhost/llmkube:dev") and status["restartCount"] == 0
+        assert pod["spec"]["containers"][0]["image"] == "localhost/llmkube:dev"
+        # The runtime names the image by any of its tags: the archive tags it :<version> too, as
+        # `make image` does (hack/build-images.sh).
+        assert status["image"] in {"localhost/llmkube:dev", f"localhost/llmkube:{__version__}"}, status
+        assert status["restartCount"] == 0
         assert pod["spec"]["serviceAccountName"] == "llmkube-controller"
         token = [v for v in pod["spec"]["volumes"] if v["name"].startswith("kube-api-access-")]
         assert token, "the ServiceAccount token is projected into the pod"

@@ -17,6 +17,7 @@ from llmkube import __version__
 from llmkube.api.crds import all_crds
 from llmkube.cli import build_parser, main
 from llmkube.controllers.setup import ControllersConfig
+from llmkube.plan.inferenceservice.config import MODEL_STORAGE_KINDS
 from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
 from llmkube.process.config import controllers_config, manager_config
 
@@ -160,6 +161,25 @@ def test_model_source_egress_flags(
     )
     assert main(["controller", "--service-cidr=10.96.0.0/40"]) == 2
     assert "--service-cidr: '10.96.0.0/40' is not a CIDR" in capsys.readouterr().err
+
+
+def test_model_storage_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    default = controllers_config(build_parser().parse_args(["controller"])).operator
+    assert (default.model_storage, default.ephemeral_cache_size_limit) == ("namespace", "20Gi")
+    args = ["controller", "--model-storage=ephemeral", "--ephemeral-cache-size-limit=1024Mi"]
+    given = controllers_config(build_parser().parse_args(args)).operator
+    assert (given.model_storage, given.ephemeral_cache_size_limit) == ("ephemeral", "1Gi")
+    # The flag offers exactly the planner's modes.
+    for kind in MODEL_STORAGE_KINDS:
+        assert build_parser().parse_args(["controller", f"--model-storage={kind}"]).model_storage == kind
+    for limit, says in [("lots", "is not a quantity"), ("0", "must be more than zero"), ("-1Gi", "must be")]:
+        assert main(["controller", f"--ephemeral-cache-size-limit={limit}"]) == 2
+        assert f"--ephemeral-cache-size-limit: '{limit}' {says}" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["controller", "--model-storage=per-node"])
+    assert exit_info.value.code == 2
+    choices = ", ".join(f"'{kind}'" for kind in MODEL_STORAGE_KINDS)
+    assert f"invalid choice: 'per-node' (choose from {choices})" in capsys.readouterr().err
 
 
 def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:

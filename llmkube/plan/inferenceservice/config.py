@@ -7,10 +7,14 @@ so a plan is a function of its arguments and nothing else.
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 from llmkube.api.enums import GPUVendor
 from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT
 from llmkube.plan.tenancy import TenancyPolicy
+
+ModelStorageKind = Literal["namespace", "ephemeral"]
+MODEL_STORAGE_KINDS: tuple[ModelStorageKind, ...] = ("namespace", "ephemeral")
 
 DEFAULT_GPU_RESOURCES: Mapping[GPUVendor, str] = MappingProxyType(
     {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "gpu.intel.com/i915"}
@@ -26,6 +30,11 @@ class OperatorConfig:
     model_cache_storage_class: str = ""
     # Only the literal "ReadWriteMany" gives RWX; anything else is RWO, as the reference's flag does.
     model_cache_access_mode: str = "ReadWriteOnce"
+    # Where pods keep what they download (plan/inferenceservice/storage.py): "namespace", the
+    # namespace's cache claim above; "ephemeral", an emptyDir of each pod, at most
+    # `ephemeral_cache_size_limit` (a quantity; the process checks it), downloaded at every start.
+    model_storage: ModelStorageKind = "namespace"
+    ephemeral_cache_size_limit: str = "20Gi"
     ca_cert_configmap: str = ""
     init_container_image: str = "docker.io/curlimages/curl:8.18.0"
     # Where hf:// Models' files are fetched from (--hf-endpoint): the Hub, or a mirror of it.

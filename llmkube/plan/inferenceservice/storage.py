@@ -5,6 +5,10 @@ Storage is only planned for runtimes that read a local model file (llama.cpp, vL
   pvc:// source  -> the claim mounted read-only, no init container, no cache PVC;
   cached mode    -> the namespace cache PVC, filled by the `model-downloader` init container;
   otherwise      -> an emptyDir, filled by the same init container on every pod start.
+`--model-storage=ephemeral` puts downloaded (remote) sources in that last mode, with the emptyDir
+bounded by `--ephemeral-cache-size-limit`: no claim, so replicas start on any node, at the price of
+a download per pod start. A model known to be larger than the limit is refused (the kubelet would
+evict the pod over and over). Local-path sources keep the namespace cache, which their copy needs.
 The init container is the model downloader (plan/model/downloader.py): the same container a
 Model's prefetch Job runs, so a prefetched Model is a cache hit here.
 """
@@ -16,6 +20,7 @@ from typing import Literal
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
+from llmkube.apimachinery.quantity import canonical_quantity, parse_quantity
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.inferenceservice.objects import compact
@@ -23,6 +28,7 @@ from llmkube.plan.model import downloader
 from llmkube.plan.model.downloader import MODELS_MOUNT, DownloadTarget
 from llmkube.plan.model.fileset import FileSetProblem, staging_plan
 from llmkube.plan.model.remote import RemoteFile, RemoteSource, remote_source
+from llmkube.plan.model.size import parse_size
 from llmkube.plan.model.source import (
     SourceKind,
     canonical_basename,
@@ -107,7 +113,10 @@ def plan_storage(
         return _pvc_storage(model)
     status = model.status
     key = status.cache_key if status and status.cache_key else ""
-    cached = bool(key) and bool(config.model_cache_path)
+    ephemeral = config.model_storage == "ephemeral" and kind is not SourceKind.LOCAL
+    cached = bool(key) and bool(config.model_cache_path) and not ephemeral
+    if ephemeral and (too_large := _over_ephemeral_limit(model, config)):
+        return too_large
     if kind is SourceKind.LOCAL and not cached:
         return StorageProblem(
             "model.spec.source",
@@ -135,7 +144,8 @@ def plan_storage(
         cache_dir = MODELS_MOUNT
         single = f"{namespace}-{model.metadata.name or 'model'}.gguf"
         volume_name = "model-storage"
-        volumes = [{"name": volume_name, "emptyDir": {}}]
+        empty_dir = {"sizeLimit": canonical_quantity(config.ephemeral_cache_size_limit)} if ephemeral else {}
+        volumes = [{"name": volume_name, "emptyDir": empty_dir}]
     init_mounts: list[KubeObject] = [{"name": volume_name, "mountPath": MODELS_MOUNT}]
     if config.ca_cert_configmap:
         volumes.append(downloader.ca_volume(config.ca_cert_configmap))
@@ -181,6 +191,21 @@ def plan_storage(
         volumes=tuple(volumes),
         init_containers=(init_container,),
         mounts=({"name": volume_name, "mountPath": MODELS_MOUNT, "readOnly": True},),
+    )
+
+
+def _over_ephemeral_limit(model: Model, config: OperatorConfig) -> StorageProblem | None:
+    """A model whose size the Model controller measured (status.size) above the emptyDir's limit."""
+    size = parse_size(model.status.size if model.status else None)
+    if size is None:
+        return None  # not measured yet: the kubelet's limit still bounds the pod
+    if size <= parse_quantity(config.ephemeral_cache_size_limit).value:
+        return None
+    return StorageProblem(
+        "model.status.size",
+        f"the model is {model.status.size if model.status else size}, more than the ephemeral "
+        f"cache holds ({config.ephemeral_cache_size_limit}, --ephemeral-cache-size-limit): "
+        "raise the limit or use the namespace cache (--model-storage=namespace)",
     )
 
 

@@ -335,6 +335,8 @@ def test_helm_assumes_the_kubernetes_version_of_its_client_library(helm_env: dic
         ("runtimeImages.llamacpp-cuda13=x", "at '/runtimeImages': additional properties 'llamacpp-cuda13'"),
         ("namespace.podSecurity=strict", "at '/namespace/podSecurity'"),
         ("namespaceCache.accessMode=ReadWriteMany2", "at '/namespaceCache/accessMode'"),
+        ("modelStorage.mode=per-node", "at '/modelStorage/mode'"),
+        ("modelStorage.ephemeralSizeLimit=lots", "at '/modelStorage/ephemeralSizeLimit'"),
     ],
 )
 def test_a_misspelt_or_invalid_value_fails_the_install(
@@ -445,7 +447,15 @@ def test_helm_test_is_a_restricted_pod_that_asks_the_controller(helm_env: dict[s
     assert test_pod["kind"] == "Pod"
     assert test_pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
     (container,) = test_pod["spec"]["containers"]
-    assert "http://llmkube-controller-metrics.llmkube-system.svc:8080/metrics" in container["command"][-1]
+    script = container["command"][-1]
+    # The Service's variable first (no cluster DNS needed: tests/node/test_newcomer.py runs it on a
+    # node without DNS), its DNS name otherwise.
+    assert (
+        'os.environ.get("LLMKUBE_CONTROLLER_METRICS_SERVICE_HOST") or '
+        '"llmkube-controller-metrics.llmkube-system.svc"' in script
+    )
+    assert 'url = f"http://{host}:8080/metrics"' in script
+    assert test_pod["spec"]["enableServiceLinks"] is True
     assert (
         container["image"]
         == the_deployment(template(helm_env))["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -488,3 +498,28 @@ def test_the_namespace_cache_claim_follows_the_values(
         storage_class,
         modes,
     )
+
+
+@pytest.mark.parametrize(
+    ("values", "storage"),
+    [
+        ((), ("namespace", "20Gi")),
+        (("modelStorage.mode=ephemeral",), ("ephemeral", "20Gi")),
+        (("modelStorage.mode=ephemeral", "modelStorage.ephemeralSizeLimit=2048Mi"), ("ephemeral", "2Gi")),
+        (("modelStorage.mode=namespace",), ("namespace", "20Gi")),
+    ],
+)
+def test_the_model_storage_follows_the_values(
+    helm_env: dict[str, str], values: tuple[str, ...], storage: tuple[str, str]
+) -> None:
+    """The chart's args, read by the controller's own flags: where pods keep downloaded models."""
+    import argparse
+
+    from llmkube.process.config import controllers_config
+    from llmkube.process.flags import add_controller_flags
+
+    (container,) = the_deployment(template(helm_env, *values))["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_controller_flags(parser)
+    operator = controllers_config(parser.parse_args(container["args"][1:])).operator
+    assert (operator.model_storage, operator.ephemeral_cache_size_limit) == storage

@@ -255,6 +255,16 @@ def test_cache_pvc_planned_only_when_mounted() -> None:
     assert plan(model=make_model(hardware={"accelerator": "metal"})).cache_pvc is None
 
 
+def test_ephemeral_storage_plans_no_claim_and_a_limited_emptydir() -> None:
+    ephemeral = OperatorConfig(model_storage="ephemeral", ephemeral_cache_size_limit="1Gi")
+    result = plan(config=ephemeral)
+    assert result.cache_pvc is None
+    assert result.deployment is not None
+    volumes = result.deployment["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "model-storage", "emptyDir": {"sizeLimit": "1Gi"}} in volumes
+    assert not [v for v in volumes if "persistentVolumeClaim" in v]
+
+
 @pytest.mark.parametrize(
     ("config", "spec"),
     [

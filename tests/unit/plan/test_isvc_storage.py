@@ -338,3 +338,56 @@ def test_no_user_value_is_interpolated_into_the_script(policy: str | None) -> No
         assert env(result)["MODEL_SOURCE"] == source
     # The remote script is byte-for-byte the same whatever the source: only env vars carry values.
     assert {s for s in scripts if s != LOCAL_COPY} == {DOWNLOAD_REMOTE}
+
+
+EPHEMERAL = OperatorConfig(model_storage="ephemeral", ephemeral_cache_size_limit="2Gi")
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["https://host/x.gguf", "hf://org/repo/x.gguf", "s3://bucket/x.gguf"],
+    ids=["http", "hf", "s3"],
+)
+def test_ephemeral_storage_downloads_remote_sources_into_a_bounded_emptydir(source: str) -> None:
+    result = ok(storage(make_model(source), config=EPHEMERAL))
+    assert result.mode == "emptydir" and not result.uses_cache_pvc
+    assert result.volumes[0] == {"name": "model-storage", "emptyDir": {"sizeLimit": "2Gi"}}
+    assert result.model_path == "/models/ai-tiny.gguf"
+    (init,) = result.init_containers
+    assert init["volumeMounts"] == [{"name": "model-storage", "mountPath": "/models"}]
+    assert result.mounts == ({"name": "model-storage", "mountPath": "/models", "readOnly": True},)
+
+
+@pytest.mark.parametrize(
+    ("source", "mode"),
+    [("pvc://weights/x.gguf", "pvc"), ("/data/models/x.gguf", "cache")],
+    ids=["pvc-source", "local-source"],
+)
+def test_ephemeral_storage_leaves_claims_and_local_copies_as_they_are(source: str, mode: str) -> None:
+    # A pvc:// Model is already on a claim; a local file is copied through the namespace cache.
+    assert ok(storage(make_model(source), config=EPHEMERAL)).mode == mode
+
+
+@pytest.mark.parametrize(
+    ("size", "refused"),
+    [
+        (None, False),  # not measured yet
+        ("0", False),  # a size the controller never saw
+        ("512 B", False),
+        ("2.0 GiB", False),  # exactly the limit fits
+        ("2.1 GiB", True),
+        ("4.6 GiB", True),
+        ("1.0 TiB", True),
+    ],
+)
+def test_a_model_larger_than_the_ephemeral_limit_is_refused(size: str | None, refused: bool) -> None:
+    model = make_model(status={"size": size} if size is not None else None)
+    result = storage(model, config=EPHEMERAL)
+    if not refused:
+        assert ok(result).mode == "emptydir"
+        return
+    assert isinstance(result, StorageProblem)
+    assert result.field == "model.status.size"
+    assert f"the model is {size}, more than the ephemeral cache holds (2Gi" in result.message
+    # The same model in the namespace cache is fine: the claim's size is the admin's.
+    assert ok(storage(model)).mode == "cache"

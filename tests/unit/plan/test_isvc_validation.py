@@ -122,6 +122,14 @@ ERRORS: list[tuple[str, dict[str, Any], Any, OperatorConfig, str, str]] = [
         "operator --model-cache-size",
         '"100 GB"',
     ),
+    (
+        "model larger than the ephemeral cache",
+        {},
+        make_model(status={"size": "4.6 GiB"}),
+        OperatorConfig(model_storage="ephemeral", ephemeral_cache_size_limit="1Gi"),
+        "model.status.size",
+        "4.6 GiB, more than the ephemeral cache holds (1Gi",
+    ),
 ]
 
 
