@@ -301,3 +301,19 @@ async def test_a_context_size_change_rolls_in_place_without_a_failed_request(
     assert new != old and len(set(answers)) == 2  # served by the old port, then by the new one
     assert "RolledOut" in agent_reasons(admin, ns)
     assert status(admin, "chat", ns)["phase"] == "Ready"
+
+
+async def test_an_agent_told_to_stop_its_servers_on_exit_leaves_nothing_running(
+    operator: RunningController, start_agent: object, files: ModelFiles, full_namespace: str, binary: Path
+) -> None:
+    admin, ns = operator.cluster.admin(), full_namespace
+    agent: AgentProcess = await start_agent("--heartbeat-interval=5", "--stop-on-exit")  # type: ignore[operator]
+    admin.create(metal_model("tiny", files.url()), namespace=ns)
+    admin.create(metal_isvc("chat", "tiny"), namespace=ns)
+    await served(admin, ns, "chat")
+    (pid,) = wait_pids(binary, agent.cache_dir, 1)
+
+    assert await agent.stop() == 0
+    assert server_pids(binary, agent.cache_dir) == [], agent.tail(30)
+    assert [r["pid"] for r in agent.logged("server started")] == [pid], agent.tail(30)
+    assert agent_slices(admin, ns, "host-a") == []
