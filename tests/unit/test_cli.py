@@ -174,6 +174,19 @@ def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pyt
     assert controllers_config(explicit).model.local_source_roots == ()
 
 
+def test_run_with_an_agent_needs_the_real_node_and_says_why(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the kwok tier there is no kube-proxy to route the metal sample's ClusterIP to an agent:
+    `--with-agent` stops before any cluster starts, and says why."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert build_parser().parse_args(["run"]).with_agent is False
+    assert main(["run", "--tier", "full", "--with-agent"]) == 2
+    err = capsys.readouterr().err
+    assert "llmkube run: --with-agent needs the real node" in err and "the kwok tier has neither" in err
+
+
 @pytest.mark.parametrize(("command", "missing"), [("cluster", "gguf"), ("run", "cryptography")])
 def test_local_cluster_commands_name_the_extra_they_need(
     command: str, missing: str, monkeypatch: pytest.MonkeyPatch
