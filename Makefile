@@ -22,7 +22,7 @@ venv: $(STAMP)
 k8s-binaries:
 	bash hack/build-k8s.sh
 
-## Build (or reuse from ~/.cache/llmkube) helm, promtool and kustomize for the install/monitoring tests.
+## Build (or reuse from ~/.cache/llmkube) helm, promtool, kustomize and the GitOps health checkers for the install/monitoring/GitOps tests.
 tools:
 	bash hack/build-tools.sh
 

@@ -11,10 +11,12 @@
 #   gitops-health    <- hack/tools/gitops-health.go: Flux's kstatus and CEL health evaluation
 #                       github.com/fluxcd/pkg/runtime $FLUX_RUNTIME (its cel package; kstatus from
 #                       github.com/fluxcd/cli-utils $FLUX_CLI_UTILS)
+#   argocd-health    <- hack/tools/argocd-health.go: our Argo CD health scripts in gopher-lua
+#                       github.com/yuin/gopher-lua $GOPHER_LUA, as Argo CD's controller runs them
 #
 # Output: $LLMKUBE_TOOLS_BIN (default ~/.cache/llmkube/tools/bin). Idempotent: a binary whose stamp
 # file names the pinned version is not rebuilt. Progress on stderr; the bin directory on stdout.
-#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health]
+#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health]
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
@@ -26,6 +28,9 @@ PROMETHEUS_OPERATOR_APIS="${PROMETHEUS_OPERATOR_APIS:-v0.95.2}"
 FLUX_RUNTIME="${FLUX_RUNTIME:-v0.113.0}"
 FLUX_CLI_UTILS="${FLUX_CLI_UTILS:-v1.3.0}"
 FLUX_KUSTOMIZE_APIS="${FLUX_KUSTOMIZE_APIS:-v1.21.0}"
+# The Lua Argo CD embeds, and the YAML reader of the argocd-cm snippet.
+GOPHER_LUA="${GOPHER_LUA:-v1.1.1}"
+SIGS_YAML="${SIGS_YAML:-v1.6.0}"
 CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
 BIN="${LLMKUBE_TOOLS_BIN:-$CACHE_ROOT/tools/bin}"
 
@@ -131,15 +136,22 @@ build_gitops_health() {
     "github.com/fluxcd/pkg/apis/kustomize@$FLUX_KUSTOMIZE_APIS"
 }
 
+build_argocd_health() {
+  build_go_program argocd-health "$GOPHER_LUA-$SIGS_YAML" llmkube.dev/argocdhealth \
+    "gopher-lua, the Lua of Argo CD" \
+    "github.com/yuin/gopher-lua@$GOPHER_LUA" "sigs.k8s.io/yaml@$SIGS_YAML"
+}
+
 t_start=$SECONDS
 case "${1:-all}" in
-  all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health ;;
+  all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health; build_argocd_health ;;
   helm) build_helm ;;
   promtool) build_promtool ;;
   kustomize) build_kustomize ;;
   monitoring-check) build_monitoring_check ;;
   gitops-health) build_gitops_health ;;
-  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health]" >&2; exit 2 ;;
+  argocd-health) build_argocd_health ;;
+  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health]" >&2; exit 2 ;;
 esac
 log "done in $((SECONDS - t_start)) s; tools in $BIN"
 echo "$BIN"

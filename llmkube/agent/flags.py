@@ -5,6 +5,14 @@ import argparse
 import os
 from pathlib import Path
 
+from llmkube.flags import (
+    ProbeAddresses,
+    add_kubeconfig_flag,
+    add_logging_flags,
+    add_probe_flags,
+    add_source_egress_flags,
+)
+
 DEFAULT_METRICS_ADDRESS, DEFAULT_HEALTH_ADDRESS = "127.0.0.1:9090", "127.0.0.1:9091"
 
 
@@ -24,9 +32,7 @@ def _cache_home() -> Path:
 
 def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     env = os.environ.get
-    parser.add_argument(
-        "--kubeconfig", default=None, help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config)"
-    )
+    add_kubeconfig_flag(parser)
     parser.add_argument(
         "--advertise-address",
         default=env("LLMKUBE_AGENT_ADVERTISE_ADDRESS", ""),
@@ -79,26 +85,7 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         help="the only directories local-path Models may be served from, symbolic links leading out "
         "of them refused; empty (the default) refuses every local source [LLMKUBE_MODEL_LOCAL_ROOTS]",
     )
-    parser.add_argument(
-        "--model-source-allowed-hosts",
-        default=env("LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS", ""),
-        metavar="HOST[,HOST...]",
-        help="hosts Models' http(s) sources may be fetched from although they are in a network the "
-        "agent refuses (loopback, link-local and metadata addresses, the cluster's Service and Pod "
-        "networks), as the controller's flag [LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS]",
-    )
-    parser.add_argument(
-        "--service-cidr",
-        default=env("LLMKUBE_SERVICE_CIDR", ""),
-        metavar="CIDR[,CIDR...]",
-        help="the cluster's Service networks (default: its ServiceCIDR objects) [LLMKUBE_SERVICE_CIDR]",
-    )
-    parser.add_argument(
-        "--pod-cidr",
-        default=env("LLMKUBE_POD_CIDR", ""),
-        metavar="CIDR[,CIDR...]",
-        help="the cluster's Pod networks (default: its Nodes' spec.podCIDRs) [LLMKUBE_POD_CIDR]",
-    )
+    add_source_egress_flags(parser, "the agent")
     parser.add_argument(
         "--memory-budget",
         default=env("LLMKUBE_AGENT_MEMORY_BUDGET", ""),
@@ -151,22 +138,13 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         help="stop every server and remove its endpoints when the agent stops (default: leave them "
         "serving; the next agent adopts them) [LLMKUBE_AGENT_STOP_ON_EXIT]",
     )
-    parser.add_argument(
-        "--metrics-bind-address",
-        default=env("LLMKUBE_AGENT_METRICS_BIND_ADDRESS", DEFAULT_METRICS_ADDRESS),
-        help=f"address of /metrics (default {DEFAULT_METRICS_ADDRESS}; :0 picks a free port; 0 disables)",
+    add_probe_flags(
+        parser,
+        ProbeAddresses(
+            DEFAULT_METRICS_ADDRESS,
+            DEFAULT_HEALTH_ADDRESS,
+            metrics_env="LLMKUBE_AGENT_METRICS_BIND_ADDRESS",
+            health_env="LLMKUBE_AGENT_HEALTH_BIND_ADDRESS",
+        ),
     )
-    parser.add_argument(
-        "--health-probe-bind-address",
-        default=env("LLMKUBE_AGENT_HEALTH_BIND_ADDRESS", DEFAULT_HEALTH_ADDRESS),
-        help=f"address of /healthz and /readyz (default {DEFAULT_HEALTH_ADDRESS}; 0 disables)",
-    )
-    parser.add_argument(
-        "--log-level", default=env("LLMKUBE_LOG_LEVEL", "info"), help="debug, info, warning or error"
-    )
-    parser.add_argument(
-        "--log-format",
-        choices=["json", "console", "auto"],
-        default=env("LLMKUBE_LOG_FORMAT", "auto"),
-        help="JSON lines, console, or auto: console on a terminal, else JSON",
-    )
+    add_logging_flags(parser)

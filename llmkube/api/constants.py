@@ -13,7 +13,8 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 ISVC_KIND: Final = "InferenceService"
 ISVC_PLURAL: Final = "inferenceservices"
 ISVC_SINGULAR: Final = "inferenceservice"
-ISVC_SHORT_NAMES: Final = ("isvc",)
+# `isvc` for the reference operator's users; KServe claims it too, so `lkisvc` is ours alone.
+ISVC_SHORT_NAMES: Final = ("isvc", "lkisvc")
 
 MODEL_KIND: Final = "Model"
 MODEL_PLURAL: Final = "models"

@@ -5,15 +5,20 @@ import argparse
 import os
 
 from llmkube.controllers.worker_counts import DEFAULT_WORKERS, MAX_MODEL_WORKERS
+from llmkube.flags import (
+    ProbeAddresses,
+    add_kubeconfig_flag,
+    add_logging_flags,
+    add_probe_flags,
+    add_source_egress_flags,
+)
 
 DEFAULT_METRICS_ADDRESS, DEFAULT_HEALTH_ADDRESS = ":8080", ":8081"
 
 
 def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     env = os.environ.get
-    parser.add_argument(
-        "--kubeconfig", default=None, help="kubeconfig path (default: $KUBECONFIG, in-cluster)"
-    )
+    add_kubeconfig_flag(parser)
     parser.add_argument(
         "--namespace",
         default=env("LLMKUBE_NAMESPACE", ""),
@@ -56,29 +61,8 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         default=2.0,
         help="seconds between Lease attempts (default 2)",
     )
-    parser.add_argument(
-        "--metrics-bind-address",
-        default=env("LLMKUBE_METRICS_BIND_ADDRESS", DEFAULT_METRICS_ADDRESS),
-        help="address of /metrics, host:port (:0 picks a free port; 0 disables) "
-        "[LLMKUBE_METRICS_BIND_ADDRESS]",
-    )
-    parser.add_argument(
-        "--health-probe-bind-address",
-        default=env("LLMKUBE_HEALTH_BIND_ADDRESS", DEFAULT_HEALTH_ADDRESS),
-        help="address of /healthz and /readyz, host:port (:0 picks a free port) "
-        "[LLMKUBE_HEALTH_BIND_ADDRESS]",
-    )
-    parser.add_argument(
-        "--log-level",
-        default=env("LLMKUBE_LOG_LEVEL", "info"),
-        help="debug, info, warning or error (default info) [LLMKUBE_LOG_LEVEL]",
-    )
-    parser.add_argument(
-        "--log-format",
-        choices=["json", "console", "auto"],
-        default=env("LLMKUBE_LOG_FORMAT", "auto"),
-        help="JSON lines, console, or auto: console on a terminal, else JSON [LLMKUBE_LOG_FORMAT]",
-    )
+    add_probe_flags(parser, ProbeAddresses(DEFAULT_METRICS_ADDRESS, DEFAULT_HEALTH_ADDRESS))
+    add_logging_flags(parser)
     parser.add_argument(
         "--model-cache-path",
         default="/models",
@@ -172,29 +156,7 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="Service types spec.endpoint.type may ask for: ClusterIP, NodePort, LoadBalancer "
         "(default ClusterIP) [LLMKUBE_ALLOWED_SERVICE_TYPES]",
     )
-    parser.add_argument(
-        "--model-source-allowed-hosts",
-        default=env("LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS", ""),
-        metavar="HOST[,HOST...]",
-        help="hosts the controller may fetch Models' http(s) sources from although they are in a "
-        "network it refuses (loopback, link-local and metadata addresses, the cluster's Service and "
-        "Pod networks): host, *.domain, host:port, an IP address, [IPv6]:port or a CIDR. The API "
-        "server's own endpoint is never allowed [LLMKUBE_MODEL_SOURCE_ALLOWED_HOSTS]",
-    )
-    parser.add_argument(
-        "--service-cidr",
-        default=env("LLMKUBE_SERVICE_CIDR", ""),
-        metavar="CIDR[,CIDR...]",
-        help="the cluster's Service networks, refused as model sources (default: read from the "
-        "cluster's ServiceCIDR objects) [LLMKUBE_SERVICE_CIDR]",
-    )
-    parser.add_argument(
-        "--pod-cidr",
-        default=env("LLMKUBE_POD_CIDR", ""),
-        metavar="CIDR[,CIDR...]",
-        help="the cluster's Pod networks, refused as model sources (default: the Nodes' "
-        "spec.podCIDRs) [LLMKUBE_POD_CIDR]",
-    )
+    add_source_egress_flags(parser, "the controller")
     parser.add_argument(
         "--model-copy-bytes-per-second",
         type=float,

@@ -4,6 +4,8 @@ controller's Deployment sets the name and namespace; everything else has a defau
 import argparse
 import os
 
+from llmkube.flags import add_kubeconfig_flag, add_logging_flags
+
 
 def add_router_flags(parser: argparse.ArgumentParser) -> None:
     env = os.environ.get
@@ -17,9 +19,7 @@ def add_router_flags(parser: argparse.ArgumentParser) -> None:
         default=env("POD_NAMESPACE", ""),
         help="its namespace (default: $POD_NAMESPACE, else the ServiceAccount's)",
     )
-    parser.add_argument(
-        "--kubeconfig", default=None, help="kubeconfig path (default: in-cluster, $KUBECONFIG)"
-    )
+    add_kubeconfig_flag(parser)
     parser.add_argument(
         "--listen",
         default=env("LLMKUBE_ROUTER_LISTEN", ":8080"),
@@ -45,14 +45,4 @@ def add_router_flags(parser: argparse.ArgumentParser) -> None:
         help="seconds a backend may stay silent in the middle of an answer before it is cut off "
         "(default 600)",
     )
-    parser.add_argument(
-        "--log-level",
-        default=env("LLMKUBE_LOG_LEVEL", "info"),
-        help="debug, info, warning or error (default info) [LLMKUBE_LOG_LEVEL]",
-    )
-    parser.add_argument(
-        "--log-format",
-        choices=["json", "console", "auto"],
-        default=env("LLMKUBE_LOG_FORMAT", "auto"),
-        help="JSON lines, console, or auto: console on a terminal, else JSON [LLMKUBE_LOG_FORMAT]",
-    )
+    add_logging_flags(parser)

@@ -23,4 +23,4 @@ __all__ = [
 
 #: the words `llmkube list` accepts for each kind
 MODEL_KINDS = ("models", "model", "mdl")
-SERVICE_KINDS = ("services", "service", "svc", "inferenceservices", "isvc")
+SERVICE_KINDS = ("services", "service", "svc", "inferenceservices", "isvc", "lkisvc")

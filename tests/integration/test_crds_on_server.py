@@ -1,6 +1,8 @@
 """The generated CRDs install on a real API server, every sample is accepted, and what the server
 stores (with its defaults applied) parses back into our types."""
 
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +11,7 @@ import pytest
 from llmkube.api.crds import all_crds
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
+from llmkube.testing.cluster import default_bin_dir
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import RestError, load_yaml_documents
 
@@ -112,3 +115,83 @@ def test_printer_columns_and_scale_subresource(crds_installed: ClusterHandle, na
     scale["spec"]["replicas"] = 0
     admin.request("PUT", path + "/scale", scale)
     assert admin.get(API, "InferenceService", "cols", namespace)["spec"]["replicas"] == 0
+
+
+def _kserve_like_crd() -> dict[str, Any]:
+    """A CRD that claims `isvc` as KServe's InferenceService does (serving.kserve.io)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "inferenceservices.serving.kserve.io"},
+        "spec": {
+            "group": "serving.kserve.io",
+            "scope": "Namespaced",
+            "names": {
+                "kind": "InferenceService",
+                "plural": "inferenceservices",
+                "singular": "inferenceservice",
+                "shortNames": ["isvc"],
+            },
+            "versions": [
+                {
+                    "name": "v1beta1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_lkisvc_reaches_our_inferenceservices_where_kserve_also_claims_isvc(
+    crds_installed: ClusterHandle, namespace: str
+) -> None:
+    admin = crds_installed.admin()
+    apply_manifests(crds_installed, [_kserve_like_crd()])
+    admin.create(
+        {
+            "apiVersion": API,
+            "kind": "InferenceService",
+            "metadata": {"name": "ours"},
+            "spec": {"modelRef": "m"},
+        },
+        namespace=namespace,
+    )
+    kubectl = default_bin_dir() / "kubectl"
+
+    def get(resource: str) -> str:
+        # Discovery is cached per kubeconfig: a fresh cache dir sees both CRDs.
+        for _ in range(30):
+            result = subprocess.run(
+                [
+                    str(kubectl),
+                    f"--kubeconfig={crds_installed.kubeconfig}",
+                    "--cache-dir",
+                    str(crds_installed.kubeconfig.parent / "kubectl-cache"),
+                    "-n",
+                    namespace,
+                    "get",
+                    resource,
+                    "-o",
+                    "name",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            if result.returncode == 0:
+                return result.stdout.strip()
+            time.sleep(1)  # the new CRD is not in discovery yet
+        raise AssertionError(f"kubectl get {resource}: {result.stderr}")
+
+    try:
+        assert get("lkisvc") == "inferenceservice.inference.llmkube.dev/ours"
+        # The full name always works, whichever CRD kubectl picks for the shared short name.
+        assert get("inferenceservices.inference.llmkube.dev") == "inferenceservice.inference.llmkube.dev/ours"
+    finally:
+        crd = _kserve_like_crd()
+        admin.delete(crd["apiVersion"], crd["kind"], crd["metadata"]["name"])

@@ -81,7 +81,8 @@ def test_isvc_crd_names_subresources_and_columns() -> None:
     crd = crds.inferenceservice_crd()
     spec = crd["spec"]
     assert crd["metadata"]["name"] == "inferenceservices.inference.llmkube.dev"
-    assert spec["names"]["shortNames"] == ["isvc"]
+    # isvc for the reference operator's users, lkisvc where KServe also claims isvc.
+    assert spec["names"]["shortNames"] == ["isvc", "lkisvc"]
     assert spec["names"]["categories"] == ["llmkube"]
     version = spec["versions"][0]
     assert version["name"] == "v1alpha1"
