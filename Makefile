@@ -81,6 +81,7 @@ bench: venv k8s-binaries
 	$(BIN)/python bench/bench_scale.py --services 10000 --no-floor --idle 10 --restart-window 90 --changes 0
 	$(BIN)/python bench/bench_state_metrics.py --services 1000 10000
 	$(BIN)/python bench/bench_gpu_queue.py --waiting 1000 5000
+	$(BIN)/python bench/bench_router.py --requests 1000
 
 ## Regenerate manifests/crd from the API types (never edit those files by hand).
 crds: venv

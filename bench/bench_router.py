@@ -1,21 +1,30 @@
-"""The router's overhead: added latency over going direct, requests/s, and memory per open stream.
+"""The router's overhead: added latency over going direct, requests/s, CPU per request, and memory
+per open stream, beside LiteLLM's proxy (the Python anchor) on the same workload in the same run.
 
-Three processes: an OpenAI-compatible stand-in (llmkube.testing.openai_upstream), the router's
-proxy on one core (the real `llmkube.router.proxy.Proxy` with a static spec: one InferenceService
-backend whose endpoint is the stand-in; the API server plays no part in a request), and this
-process as the client (aiohttp). The same workload goes direct to the stand-in and through the
-router in the same run:
+Processes: an OpenAI-compatible stand-in (llmkube.testing.openai_upstream), each proxy on the same
+one core in turn, and this process as the client (aiohttp). The proxies:
+
+* `router`: the real `llmkube.router.proxy.Proxy` of this tree with a static spec (one
+  InferenceService backend whose endpoint is the stand-in; the API server plays no part in a
+  request);
+* `baseline` (with `--baseline DIR`): the same, from another copy of the package, for a
+  before/after in one run (`git archive main llmkube | tar -x -C DIR`);
+* `litellm` (unless `--no-litellm`): LiteLLM's proxy from the benchmark-only venv
+  `hack/litellm-venv.sh` installs (never a dependency of the package), one worker, its model
+  pointing at the same stand-in.
+
+Workloads, each direct and through every proxy:
 
 * non-streaming answers from an instant stand-in at 1, 64 and 512 concurrent requests: latency
-  p50/p99 direct and routed (added = routed - direct), and requests/s;
-* streams of 200 tokens at a fixed rate: time to first byte direct and routed, at 1, 64 and 512
-  concurrent streams;
-* the router's RSS with 1,000 streams open (a slow stand-in), minus its RSS idle.
-
-The anchor the issue names (LiteLLM's proxy in the benchmark's own environment) is not run here
-yet: the figures below are the router against going direct.
+  p50/p99 (added = through the proxy - direct), requests/s, and the proxy's CPU seconds per request
+  (from /proc: utime + stime of its process tree, which means something on a loaded machine where
+  wall latency does not);
+* streams of 200 tokens at a fixed rate: time to first byte, and CPU per stream;
+* the router's RSS with 1,000 streams open (a stand-in sending a token a second), minus its RSS
+  idle.
 
 Usage: .venv/bin/python bench/bench_router.py [--requests 2000] [--router-core 1]
+       [--baseline DIR] [--no-litellm] [--litellm-streams-up-to 64] [--workloads instant,streaming,slow]
 Prints one JSON object; stores it in bench/results/router-<time>.json.
 """
 
@@ -23,13 +32,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +53,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from scale_support import machine_info, progress, save_result  # noqa: E402
 
 PYTHON = sys.executable
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+LITELLM_SCRIPT = REPO / "hack" / "litellm-venv.sh"
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
 
 # The router process: the proxy with a static spec, on the given port (no API server involved).
@@ -86,13 +100,69 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start(args: list[str], core: int | None) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=REPO)
+def _start(
+    args: list[str],
+    core: int | None,
+    *,
+    cwd: Path = REPO,
+    env: dict[str, str] | None = None,
+    ready: str | None = None,
+) -> subprocess.Popen[str]:
+    """A process pinned to `core`, once it printed its first line (or, with `ready`, once that URL
+    answers)."""
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE if ready is None else subprocess.DEVNULL,
+        stderr=None if ready is None else subprocess.DEVNULL, text=True, cwd=cwd,
+        env={**os.environ, **(env or {})}, start_new_session=True,
+    )  # fmt: skip
     if core is not None:
         os.sched_setaffinity(proc.pid, {core})
-    assert proc.stdout is not None
-    proc.stdout.readline()  # "listening ..." or "ready"
-    return proc
+    if ready is None:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # "listening ..." or "ready"
+        return proc
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{args[0]} exited with {proc.returncode} before it answered {ready}")
+        try:
+            with urllib.request.urlopen(ready, timeout=2) as answer:
+                if answer.status == 200:
+                    return proc
+        except OSError:
+            pass
+        time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"{args[0]} did not answer {ready} within 180 s")
+
+
+def _tree(pid: int) -> list[int]:
+    """The process and its descendants (LiteLLM's CLI may run its server in a child)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo += parents.get(current, [])
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    total = 0
+    for member in _tree(pid):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
 
 
 def _rss_kib(pid: int) -> int:
@@ -108,17 +178,26 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def _requests(url: str, total: int, concurrency: int, stream: bool) -> dict[str, float]:
-    """Latency (non-streaming) or time to first byte (streams) in ms, and requests/s."""
+    """Latency (non-streaming) or time to first byte (streams) in ms, requests/s answered with 200,
+    and how many were not."""
     timings: list[float] = []
     connector = aiohttp.TCPConnector(limit=0)
     body = {**BODY, "stream": True} if stream else BODY
-    async with aiohttp.ClientSession(connector=connector) as session:
+    failed = 0
+    # No total timeout: a proxy that falls behind shows as latency, not as an error.
+    timeout = aiohttp.ClientTimeout(total=None)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         gate = asyncio.Semaphore(concurrency)
 
         async def one() -> None:
+            nonlocal failed
             async with gate:
                 started = time.perf_counter()
                 async with session.post(url + "/v1/chat/completions", json=body) as answer:
+                    if answer.status != 200:
+                        failed += 1
+                        await answer.read()
+                        return
                     if stream:
                         await answer.content.readany()
                         timings.append((time.perf_counter() - started) * 1000)
@@ -127,26 +206,124 @@ async def _requests(url: str, total: int, concurrency: int, stream: bool) -> dic
                     else:
                         await answer.read()
                         timings.append((time.perf_counter() - started) * 1000)
-                    assert answer.status == 200, answer.status
 
         begun = time.perf_counter()
         await asyncio.gather(*(one() for _ in range(total)))
         elapsed = time.perf_counter() - begun
     return {
-        "p50_ms": round(statistics.median(timings), 3),
-        "p99_ms": round(_pct(timings, 0.99), 3),
-        "requests_per_second": round(total / elapsed, 1),
+        "p50_ms": round(statistics.median(timings), 3) if timings else -1.0,
+        "p99_ms": round(_pct(timings, 0.99), 3) if timings else -1.0,
+        "requests_per_second": round(len(timings) / elapsed, 1),
+        "failed": failed,
     }
 
 
 async def _open_streams(url: str, count: int) -> tuple[aiohttp.ClientSession, list[Any]]:
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
     answers = []
-    for _ in range(count):
-        answer = await session.post(url + "/v1/chat/completions", json={**BODY, "stream": True})
-        await answer.content.readany()
-        answers.append(answer)
+    gate = asyncio.Semaphore(32)
+
+    async def one() -> None:
+        async with gate:
+            answer = await session.post(url + "/v1/chat/completions", json={**BODY, "stream": True})
+            await answer.content.readany()
+            answers.append(answer)
+
+    await asyncio.gather(*(one() for _ in range(count)))
     return session, answers
+
+
+LITELLM_CONFIG = """\
+model_list:
+  - model_name: m
+    litellm_params:
+      model: openai/m
+      api_base: http://{upstream}/v1
+      api_key: none
+litellm_settings:
+  telemetry: false
+general_settings:
+  # Without client keys, as the router runs here (LiteLLM refuses to start without a master key
+  # unless told this).
+  dangerously_permit_weak_or_unset_master_key: true
+"""
+
+
+def _litellm_venv() -> Path:
+    """The benchmark-only venv (installed on first use; cached)."""
+    found = subprocess.run(["bash", str(LITELLM_SCRIPT)], check=True, stdout=subprocess.PIPE, text=True)
+    return Path(found.stdout.strip().splitlines()[-1])
+
+
+def _proxies(
+    args: argparse.Namespace, upstream: str, secrets: str, litellm: Path | None
+) -> list[tuple[str, subprocess.Popen[str], str]]:
+    """(name, process, URL) of every proxy in front of `upstream`, started in turn on the router's core."""
+    started = []
+    sources = [("router", REPO)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    for name, source in sources:
+        port = _free_port()
+        proc = _start(
+            [PYTHON, "-c", ROUTER, str(port), upstream, secrets], args.router_core, cwd=source,
+            env={"PYTHONPATH": str(source)},
+        )  # fmt: skip
+        started.append((name, proc, f"http://127.0.0.1:{port}"))
+    if litellm is not None:
+        port = _free_port()
+        config = Path(secrets) / f"litellm-{port}.yaml"
+        config.write_text(LITELLM_CONFIG.format(upstream=upstream))
+        proc = _start(
+            [str(litellm / "bin" / "litellm"), "--config", str(config), "--host", "127.0.0.1",
+             "--port", str(port), "--num_workers", "1"],
+            args.router_core, cwd=Path(secrets),
+            # No model cost map fetched from the network, no telemetry, no request logs.
+            env={
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "LITELLM_LOG": "ERROR",
+                "LITELLM_TELEMETRY": "False",
+            },
+            ready=f"http://127.0.0.1:{port}/health/liveliness",
+        )  # fmt: skip
+        started.append(("litellm", proc, f"http://127.0.0.1:{port}"))
+    return started
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    for member in reversed(_tree(proc.pid)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGTERM)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        for member in reversed(_tree(proc.pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member, signal.SIGKILL)
+        proc.wait(5)
+
+
+async def _through(
+    proc: subprocess.Popen[str], url: str, total: int, concurrency: int, stream: bool
+) -> dict[str, float]:
+    before = _cpu_seconds(proc.pid)
+    found = await _requests(url, total, concurrency, stream)
+    found["cpu_ms_per_request"] = round((_cpu_seconds(proc.pid) - before) / total * 1000, 3)
+    return found
+
+
+def _ratios(row: dict[str, Any]) -> dict[str, float]:
+    """router / each other proxy: requests/s per core and CPU per request (each pinned to one core)."""
+    ours = row["router"]
+    found = {}
+    for name in ("baseline", "litellm"):
+        other = row.get(name)
+        if other and other.get("requests_per_second") and ours["cpu_ms_per_request"]:
+            found[f"requests_per_second_vs_{name}"] = round(
+                ours["requests_per_second"] / other["requests_per_second"], 2
+            )
+            found[f"cpu_per_request_{name}_over_router"] = round(
+                other["cpu_ms_per_request"] / ours["cpu_ms_per_request"], 2
+            )
+    return found
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -154,24 +331,35 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "router",
         "machine": machine_info(),
         "router_core": args.router_core,
+        "baseline": args.baseline,
     }
+    litellm = None
+    if not args.no_litellm:
+        litellm = _litellm_venv()
+        result["litellm"] = (litellm / ".version").read_text().strip()
     procs: list[subprocess.Popen[str]] = []
     secrets = tempfile.mkdtemp()
     try:
-        for label, tokens, interval in (("instant", 8, 0.0), ("streaming", 200, 0.005), ("slow", 200, 0.1)):
+        for label, tokens, interval in (("instant", 8, 0.0), ("streaming", 200, 0.005), ("slow", 200, 1.0)):
+            if label not in args.workloads.split(","):
+                continue
             progress(f"workload {label}")
-            up_port, router_port = _free_port(), _free_port()
+            up_port = _free_port()
             upstream = _start(
                 [PYTHON, "-m", "llmkube.testing.openai_upstream", "--port", str(up_port),
                  "--tokens", str(tokens), "--interval", str(interval)],
                 args.upstream_core,
             )  # fmt: skip
-            router = _start(
-                [PYTHON, "-c", ROUTER, str(router_port), f"127.0.0.1:{up_port}", secrets], args.router_core
-            )
-            procs += [upstream, router]
-            direct, routed = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{router_port}"
+            procs.append(upstream)
+            direct = f"http://127.0.0.1:{up_port}"
             if label == "slow":
+                router_port = _free_port()
+                router = _start(
+                    [PYTHON, "-c", ROUTER, str(router_port), f"127.0.0.1:{up_port}", secrets],
+                    args.router_core,
+                )
+                procs.append(router)
+                routed = f"http://127.0.0.1:{router_port}"
                 idle = _rss_kib(router.pid)
                 session, answers = await _open_streams(routed, args.open_streams)
                 held = _rss_kib(router.pid)
@@ -184,32 +372,38 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     "with_streams_mib": round(held / 1024, 1),
                     "per_1000_streams_mib": round((held - idle) / 1024 * 1000 / args.open_streams, 1),
                 }
+                _stop(router)
             else:
                 stream = label == "streaming"
+                proxies = _proxies(args, f"127.0.0.1:{up_port}", secrets, litellm)
+                procs += [proc for _, proc, _ in proxies]
                 rows = {}
                 for concurrency in (1, 64, 512):
+                    # Streams last a second each (200 tokens, 5 ms apart): one at a time, 20 say enough.
                     total = args.requests if not stream else min(args.requests, max(64, concurrency * 2))
                     if concurrency == 1:
-                        total = min(total, 300)
-                    await _requests(routed, min(total, 100), concurrency, stream)  # warm up
-                    d = await _requests(direct, total, concurrency, stream)
-                    r = await _requests(routed, total, concurrency, stream)
-                    rows[str(concurrency)] = {
-                        "requests": total,
-                        "direct": d,
-                        "routed": r,
-                        "added_p50_ms": round(r["p50_ms"] - d["p50_ms"], 3),
-                        "added_p99_ms": round(r["p99_ms"] - d["p99_ms"], 3),
-                    }
-                    progress(f"  {label} c={concurrency}: {rows[str(concurrency)]}")
+                        total = min(total, 20 if stream else 300)
+                    row: dict[str, Any] = {"requests": total}
+                    row["direct"] = d = await _requests(direct, total, concurrency, stream)
+                    for name, proc, url in proxies:
+                        if name == "litellm" and stream and concurrency > args.litellm_streams_up_to:
+                            row[name] = {"skipped": f"streams beyond {args.litellm_streams_up_to} at once"}
+                            continue
+                        await _requests(url, min(total, 100), concurrency, stream)  # warm up
+                        r = row[name] = await _through(proc, url, total, concurrency, stream)
+                        r["added_p50_ms"] = round(r["p50_ms"] - d["p50_ms"], 3)
+                        r["added_p99_ms"] = round(r["p99_ms"] - d["p99_ms"], 3)
+                    row.update(_ratios(row))
+                    rows[str(concurrency)] = row
+                    progress(f"  {label} c={concurrency}: {json.dumps(row)}")
                 result[label] = rows
-            for proc in (upstream, router):
-                proc.terminate()
-                proc.wait(10)
+                for _, proc, _ in proxies:
+                    _stop(proc)
+            _stop(upstream)
     finally:
         for proc in procs:
             if proc.poll() is None:
-                proc.kill()
+                _stop(proc)
     return result
 
 
@@ -219,6 +413,16 @@ def main() -> None:
     parser.add_argument("--open-streams", type=int, default=1000)
     parser.add_argument("--router-core", type=int, default=min(1, (os.cpu_count() or 1) - 1))
     parser.add_argument("--upstream-core", type=int, default=0)
+    parser.add_argument("--baseline", help="also run the router from this copy of the package")
+    parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's proxy out")
+    parser.add_argument(
+        "--litellm-streams-up-to",
+        type=int,
+        default=64,
+        help="stream through LiteLLM only up to this many at once (it relays about half a stream of "
+        "200 tokens per second on one core here: 1,024 streams would take over half an hour)",
+    )
+    parser.add_argument("--workloads", default="instant,streaming,slow", help="comma-separated: which to run")
     args = parser.parse_args()
     result = asyncio.run(measure(args))
     print(json.dumps(result, indent=2))

@@ -12,7 +12,9 @@ is read at the end of each pause: flat from storm to storm once warmed up, or no
 allocated and not freed since the previous storm, by allocation site (`DIR/diff-<n>.txt`).
 `--source DIR` runs the controller from another copy of the package (see bench_queue_churn.py).
 `--svg FILE` draws RSS per storm. `--controller-arg ARG` (repeatable) passes a flag to the
-controller: the anchor of bench/results/write-storms-trim-* is `--heap-trim-interval=0`.
+controller, `--controller-env NAME=VALUE` (repeatable) sets its environment. Each sample also
+says where the resident memory lies (`memory_map_mib`: glibc's main heap, other anonymous
+mappings, files; read from /proc/PID/smaps).
 
 Usage: .venv/bin/python bench/bench_write_storms.py [--services 2000] [--rate 50] [--duration 120]
        [--storms 10] [--pause 30] [--memtrace /tmp/storms] [--svg bench/results/storms.svg]
@@ -46,6 +48,7 @@ from scale_support import (
     install,
     llmkube_operator,
     machine_info,
+    memory_map,
     progress,
     rss_bytes,
     save_result,
@@ -58,7 +61,9 @@ from llmkube.kube.rest.client import ApiClient
 BENCH = Path(__file__).resolve().parent
 
 
-def operator_spec(source: Path | None, memtrace: Path | None, extra: list[str]) -> OperatorSpec:
+def operator_spec(
+    source: Path | None, memtrace: Path | None, extra: list[str], environment: list[str]
+) -> OperatorSpec:
     spec = llmkube_operator()
     spec.command += "".join(f" {arg}" for arg in extra)
     if memtrace is not None:
@@ -69,7 +74,9 @@ def operator_spec(source: Path | None, memtrace: Path | None, extra: list[str]) 
             f"--top 25 --diff-on {memtrace / 'diff-now'} -- {script} {arguments}"
         )
     if source is not None:
-        spec.command = f"env PYTHONPATH={source} {spec.command}"
+        environment = [f"PYTHONPATH={source}", *environment]
+    if environment:
+        spec.command = f"env {' '.join(environment)} {spec.command}"
     return spec
 
 
@@ -147,7 +154,7 @@ def svg(points: list[float], path: Path, title: str) -> None:
 
 
 async def run(args: argparse.Namespace, source: Path | None, memtrace: Path | None) -> dict[str, Any]:
-    spec = operator_spec(source, memtrace, args.controller_arg)
+    spec = operator_spec(source, memtrace, args.controller_arg, args.controller_env)
     rng = random.Random(args.seed)
     samples: list[dict[str, Any]] = []
     with BenchCluster("api") as cluster:
@@ -173,10 +180,19 @@ async def run(args: argparse.Namespace, source: Path | None, memtrace: Path | No
                     if memtrace is not None:
                         (memtrace / "diff-now").touch()
                     rss = rss_bytes(operator.pid) / 2**20
+                    where = memory_map(operator.pid)
                     samples.append(
-                        {"after_storm": storm_number, "rss_mib": round(rss, 1), "writes": audit.read()}
+                        {
+                            "after_storm": storm_number,
+                            "rss_mib": round(rss, 1),
+                            "writes": audit.read(),
+                            "memory_map_mib": where,
+                        }
                     )
-                    progress(f"after storm {storm_number}: RSS {rss:.1f} MiB, {audit.total} writes so far")
+                    progress(
+                        f"after storm {storm_number}: RSS {rss:.1f} MiB ({where}), "
+                        f"{audit.total} writes so far"
+                    )
 
                 await asyncio.sleep(args.pause)
                 sample(0)
@@ -212,6 +228,7 @@ async def run(args: argparse.Namespace, source: Path | None, memtrace: Path | No
             "mix": args.mix,
             "memtrace": bool(memtrace),
             "controller_args": args.controller_arg,
+            "controller_env": args.controller_env,
         },
         "samples": samples,
         "rss_growth_per_storm_after_the_second_mib": round(per_storm, 2),
@@ -243,6 +260,12 @@ def main() -> None:
         action="append",
         default=[],
         help="one more argument for the controller, e.g. --controller-arg=--heap-trim-interval=0",
+    )
+    parser.add_argument(
+        "--controller-env",
+        action="append",
+        default=[],
+        help="NAME=VALUE in the controller's environment, e.g. --controller-env=MALLOC_ARENA_MAX=2",
     )
     args = parser.parse_args()
     source = Path(args.source).resolve() if args.source else None

@@ -427,6 +427,33 @@ def rss_bytes(pid: int) -> int:
     return total
 
 
+def memory_map(pid: int) -> dict[str, float]:
+    """Where the process's resident memory lies, from /proc/PID/smaps (no help from the process).
+
+    `heap`: glibc's main arena (brk; with one thread, all of malloc but its large blocks);
+    `anonymous`: other anonymous mappings (CPython's small-object arenas, which the kernel merges
+    when adjacent, malloc's own mappings of large blocks, stacks); `files`: code and data of the
+    interpreter and its libraries. MiB each, plus the process's thread count (each thread that
+    allocates may get an arena of its own).
+    """
+    found = {"heap": 0, "anonymous": 0, "files": 0}
+    name = ""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+            head = line.split(None, 5)
+            if "-" in head[0] and not head[0].endswith(":"):
+                name = head[5].strip() if len(head) > 5 else ""
+            elif head[0] == "Rss:":
+                kind = "heap" if name == "[heap]" else "files" if name.startswith("/") else "anonymous"
+                found[kind] += int(head[1])
+    threads = 0
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                threads = int(line.split()[1])
+    return {**{key: round(kib / 1024, 1) for key, kib in found.items()}, "threads": threads}
+
+
 def peak_rss_bytes(pid: int) -> int:
     """VmHWM: the kernel's own high-water mark of resident memory, summed over the tree."""
     total = 0

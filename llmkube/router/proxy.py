@@ -351,7 +351,9 @@ class Proxy:
                 return False  # sensitive data never goes to a cloud backend
             return self.state.usable(backend)
 
-        plan = attempts(config, decision, usable, draw=self.rng.random(), p95=self.state.p95())
+        # The rolling p95s are sorted windows: computed only for a rule that orders by them.
+        slo = decision.rule is not None and decision.rule.latency_slo is not None
+        plan = attempts(config, decision, usable, draw=self.rng.random(), p95=self.state.p95() if slo else {})
         for shadow in plan.shadows:
             backend = config.backend(shadow)
             if backend is not None:

@@ -81,6 +81,10 @@ class GuardedResolver(AbstractResolver):
 def _session(connector: aiohttp.TCPConnector, read_timeout: float) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
         connector=connector,
+        # The pools are shared by every client: a cookie one answer sets (a provider's load
+        # balancer sets them) must not go out with the next client's request. No jar also spares
+        # each request a filtering pass over it.
+        cookie_jar=aiohttp.DummyCookieJar(),
         auto_decompress=False,
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=read_timeout),
         skip_auto_headers=("User-Agent", "Accept-Encoding"),

@@ -5,8 +5,8 @@ usage chunk when `stream_options.include_usage` asks for it) and misbehaves on d
 
 `behaviour` can be changed while it runs: `ok`, `error` (a 500 with an OpenAI error body), `hang`
 (headers never come), `reset` (a stream cut after `reset_after` chunks, the connection aborted), or
-`delay` seconds before the headers. Every request is remembered (path, headers, body) up to
-`keep`, so a test can see what the router sent.
+`delay` seconds before the headers; `health` does the same for GET /health alone. Every request
+is remembered (path, headers, body) up to `keep`, so a test can see what the router sent.
 
     python -m llmkube.testing.openai_upstream --port 9000 --tokens 200 --interval 0.005
 
@@ -51,6 +51,12 @@ class Upstream:
     reset_after: int = 2
     #: report usage (in answers, and in the final chunk when asked)
     usage: bool = True
+    #: how GET /health answers: `ok` (200), `error` (a 503), `hang` (never), whatever `behaviour` is
+    health: Literal["ok", "error", "hang"] = "ok"
+    #: GET /health requests seen
+    health_checks: int = 0
+    #: a Set-Cookie header on every answer (a backend behind a sticky load balancer sends one)
+    set_cookie: str | None = None
     keep: int = 1000
     seen: deque[Seen] = field(default_factory=lambda: deque(maxlen=1000))
     requests: int = 0
@@ -86,6 +92,11 @@ class Upstream:
         path = request.path
         if request.method == "GET":
             if path == "/health":
+                self.health_checks += 1
+                if self.health == "hang":
+                    await asyncio.Event().wait()
+                if self.health == "error":
+                    return _error(503, f"{self.name} is unhealthy on purpose")
                 return web.json_response({"status": "ok"})
             if path == "/v1/models":
                 body = {"object": "list", "data": [{"id": self.name, "object": "model", "owned_by": "test"}]}
@@ -149,20 +160,20 @@ class Upstream:
             }
         return self._json(answer)
 
+    def _headers(self) -> dict[str, str]:
+        headers = {"X-Upstream": self.name}
+        if self.set_cookie:
+            headers["Set-Cookie"] = self.set_cookie
+        return headers
+
     def _json(self, body: dict[str, Any]) -> web.Response:
-        return web.Response(
-            body=orjson.dumps(body), content_type="application/json", headers={"X-Upstream": self.name}
-        )
+        return web.Response(body=orjson.dumps(body), content_type="application/json", headers=self._headers())
 
     async def _stream(
         self, request: web.BaseRequest, model: str, chat: bool, include_usage: bool
     ) -> web.StreamResponse:
         response = web.StreamResponse(
-            headers={
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-cache",
-                "X-Upstream": self.name,
-            }
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **self._headers()}
         )
         await response.prepare(request)
         created = int(time.time())

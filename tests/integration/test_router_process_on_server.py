@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -17,6 +20,7 @@ import pytest
 from llmkube.api import constants as c
 from llmkube.api.crds import all_crds
 from llmkube.router.process import RouterProcess, RouterSettings
+from llmkube.testing.cluster import free_port
 from llmkube.testing.openai_upstream import Upstream
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import KubeRest
@@ -166,3 +170,85 @@ async def test_the_router_follows_its_model_router_and_endpoint_slices(
     finally:
         for upstream in (small_a, small_b, large):
             await upstream.stop()
+
+
+async def test_sigterm_lets_a_stream_in_flight_finish_and_then_refuses_new_connections(
+    api_cluster: ClusterHandle, namespace: str, tmp_path: Path
+) -> None:
+    """`llmkube router` as its own process, stopped with a real SIGTERM while a stream is relayed:
+    /readyz fails at once (the Service stops sending it connections), requests are still answered
+    for the drain delay, then the port is closed while the stream goes on to its last event, and
+    the process exits 0 once it has ended."""
+    address = _outbound_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    apply_manifests(api_cluster, all_crds())
+    admin: KubeRest = api_cluster.admin()
+    # 100 events 50 ms apart: a stream of about 5 s, longer than the drain delay (2 s).
+    backend = await Upstream(name="large", host=address, tokens=100, interval=0.05).start()
+    port = free_port()
+    router: asyncio.subprocess.Process | None = None
+    try:
+        await asyncio.to_thread(admin.create, _router("drained", "large"), namespace=namespace)
+        await asyncio.to_thread(admin.create, _slice("large", address, backend.port), namespace=namespace)
+        router = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "llmkube.cli", "router", "--model-router", "drained",
+            "--namespace", namespace, "--kubeconfig", str(api_cluster.kubeconfig),
+            "--listen", f"127.0.0.1:{port}", "--shutdown-grace", "20", "--log-format", "json",
+            stdout=asyncio.subprocess.DEVNULL, stderr=(tmp_path / "router.log").open("wb"),
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+
+            async def readyz() -> int:
+                try:
+                    async with session.get(url + "/readyz") as answer:
+                        return answer.status
+                except aiohttp.ClientConnectorError:
+                    return 0
+
+            async def ready() -> bool:
+                return await readyz() == 200
+
+            await _eventually(ready, within=60)
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            async with session.post(url + CHAT, json=body) as stream:
+                assert stream.status == 200 and stream.headers["X-Upstream"] == "large"
+                received = await stream.content.readany()
+                assert received.startswith(b"data: ")
+                router.send_signal(signal.SIGTERM)
+
+                async def not_ready() -> bool:
+                    return await readyz() == 503
+
+                await _eventually(not_ready, within=5)
+                # Fresh connections (the Service's last ones) are still served during the drain delay.
+                async with aiohttp.ClientSession() as fresh:
+                    plain = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+                    async with fresh.post(url + CHAT, json=plain) as answer:
+                        assert answer.status == 200
+
+                async def refused() -> bool:
+                    async with aiohttp.ClientSession() as fresh:
+                        try:
+                            async with fresh.get(url + "/healthz") as answer:
+                                await answer.read()
+                                return False
+                        except aiohttp.ClientConnectorError:
+                            return True
+
+                await _eventually(refused, within=10)
+                assert router.returncode is None  # still relaying the stream
+                async for chunk in stream.content.iter_any():
+                    received += chunk
+            events = [e for e in received.split(b"\n\n") if e.startswith(b"data: ")]
+            assert events[-1] == b"data: [DONE]"
+            contents = [e for e in events if b'"content"' in e]
+            assert len(contents) == 100, len(contents)
+        assert await asyncio.wait_for(router.wait(), 30) == 0, (tmp_path / "router.log").read_text()
+        assert backend.cancelled == 0
+    finally:
+        if router is not None and router.returncode is None:
+            router.kill()
+            await router.wait()
+        await backend.stop()

@@ -87,13 +87,19 @@ class StreamUsage:
         return self._look_into(data, chunk, carried, cut)
 
     def _look_into(self, data: bytes, chunk: bytes, carried: int, complete: int) -> bytes:
+        # Only the lines holding a usage object are read: a chunk can carry a whole answer's events
+        # (a fast backend, a slow client), and splitting all of them cost more than relaying them.
         cuts: list[tuple[int, int]] = []
-        start = 0
-        while start < complete:
-            end = data.find(b"\n", start, complete)
+        done = 0
+        for found in _USAGE_OBJECT.finditer(data, 0, complete):
+            start = data.rfind(b"\n", 0, found.start()) + 1
+            if start < done:
+                continue  # a second usage object on a line already read
+            end = data.find(b"\n", found.end(), complete)
             end = complete - 1 if end < 0 else end
+            done = end + 1
             line = data[start:end].rstrip(b"\r")
-            if line.startswith(b"data:") and _USAGE in line:
+            if line.startswith(b"data:"):
                 event = self._parse(line[5:])
                 if event is not None:
                     usage = _from(event.get("usage"))
@@ -107,7 +113,6 @@ class StreamUsage:
                             elif data[stop : stop + 2] == b"\r\n":
                                 stop += 2
                             cuts.append((start - carried, stop - carried))
-            start = end + 1
         if not cuts:
             return chunk
         kept, position = [], 0

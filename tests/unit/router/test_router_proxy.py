@@ -175,6 +175,25 @@ async def test_a_whole_stream_counts_its_usage_chunk_that_the_router_asked_for_a
         assert any(b'"usage"' in event for event in events)
 
 
+async def test_a_backends_cookie_is_neither_kept_nor_sent_with_another_clients_request(
+    tmp_path: Path, upstreams: Any, session: aiohttp.ClientSession
+) -> None:
+    """The router's connections are shared by every client: a cookie one answer set must not ride
+    along with the next request (whoever sent it), nor reach the client."""
+    backend = await upstreams("m", set_cookie="session=of-the-first-client; Path=/")
+    async with running_proxy("no-cookies", tmp_path) as running:
+        running.load({"backends": [_local("m")], "defaultRoute": "m"})
+        # By name: aiohttp's jar keeps no cookie of an IP address, a pod's, but a provider has a name.
+        running.endpoints("m", f"localhost:{backend.port}")
+        for stream in (False, True, False):
+            async with session.post(running.url + CHAT, json=_chat("m", stream=stream)) as answer:
+                assert answer.status == 200 and "Set-Cookie" not in answer.headers
+                await answer.read()
+        assert len(backend.seen) == 3
+        assert [seen.headers.get("Cookie") for seen in backend.seen] == [None, None, None]
+        assert len(running.proxy.upstreams.local.cookie_jar) == 0
+
+
 async def test_curl_streams_and_posts_through_the_router(tmp_path: Path, upstreams: Any) -> None:
     small = await upstreams("small", tokens=3)
     async with running_proxy("curl", tmp_path) as running:

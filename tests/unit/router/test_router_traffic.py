@@ -145,6 +145,23 @@ def test_nulls_and_crlf() -> None:
     assert follower.usage == Usage(9, 2)
 
 
+@pytest.mark.parametrize("null_usage", [False, True], ids=["plain", "usage-null-on-every-event"])
+def test_a_whole_answer_in_one_chunk(null_usage: bool) -> None:
+    """A fast backend's 200 events arrive as one chunk: only the injected usage event leaves it."""
+    delta = {**DELTA, "usage": None} if null_usage else DELTA
+    events = _event(delta) * 200
+    follower = StreamUsage(strip_injected=True)
+    assert follower.feed(events + _event(FINAL) + b"data: [DONE]\n\n") == events + b"data: [DONE]\n\n"
+    assert follower.usage == Usage(9, 2) and follower.content_events == 201
+
+
+def test_two_usage_objects_on_one_line_are_read_once() -> None:
+    follower = StreamUsage(strip_injected=True)
+    event = {"choices": [], "usage": FINAL["usage"], "x_usage": {"usage": {"prompt_tokens": 1}}}
+    assert follower.feed(_event(event) + b"data: [DONE]\n\n") == b"data: [DONE]\n\n"
+    assert follower.usage == Usage(9, 2)
+
+
 def test_events_are_counted_for_estimates() -> None:
     follower = StreamUsage(strip_injected=True)
     for _ in range(5):
