@@ -21,6 +21,7 @@ from e2e_support import (
 )
 
 from llmkube.kube.types import ObjectKey
+from llmkube.plan.inferenceservice.drain import DRAIN_TIMEOUT_ANNOTATION, ROLLOUT_ANNOTATION
 
 # name -> (phase, running pods) once converged
 EXPECTED = {
@@ -34,6 +35,7 @@ EXPECTED = {
     "never": ("Creating", 0),  # Unschedulable: more GPUs than any node has
     "vllm": ("Ready", 1),
     "tgi": ("Ready", 1),
+    "drained": ("Ready", 1),
 }
 
 
@@ -64,9 +66,15 @@ def create_everything(admin: Any, ns: str) -> None:
         isvc("never", modelRef="cuda", skipModelInit=True, resources={"gpu": 4}),
         isvc("vllm", modelRef="hf", runtime="vllm", skipModelInit=True, endpoint={"port": 8000}),
         isvc("tgi", modelRef="hf", runtime="tgi", skipModelInit=True, endpoint={"port": 80}),
+        drained(isvc("drained", modelRef="hf", skipModelInit=True)),  # a preStop hook, a grace period
     ]
     for service in services:
         admin.create(service, namespace=ns)
+
+
+def drained(service: dict[str, Any]) -> dict[str, Any]:
+    service["metadata"]["annotations"] = {ROLLOUT_ANNOTATION: "drain", DRAIN_TIMEOUT_ANNOTATION: "90s"}
+    return service
 
 
 def phases(admin: Any, ns: str) -> dict[str, tuple[Any, Any]]:

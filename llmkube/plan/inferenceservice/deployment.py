@@ -13,6 +13,7 @@ from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.apiserver.merge_keys import merge_by_key
 from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.drain import DrainHook
 from llmkube.plan.inferenceservice.gpu import gpu_toleration
 from llmkube.plan.inferenceservice.hardening import (
     NON_ROOT_USER,
@@ -57,6 +58,13 @@ class WorkloadInputs:
     priority_class_name: str
     replicas: int | None  # None: an HPA owns the count, so we do not apply it
     config: OperatorConfig
+    #: the preStop hook that drains a pod before it stops (`inference.llmkube.dev/rollout: drain`)
+    drain: DrainHook | None = None
+
+
+def recreates(gpu_count: int) -> bool:
+    """A GPU service's old pod must release its GPU before the new one can be scheduled."""
+    return gpu_count > 0
 
 
 def container_port(spec: InferenceServiceSpec, runtime: RuntimeDefaults) -> int:
@@ -104,7 +112,7 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
             {
                 "replicas": inputs.replicas,
                 "selector": {"matchLabels": selector_labels(name)},
-                "strategy": RECREATE_STRATEGY if inputs.gpu_count > 0 else ROLLING_UPDATE_STRATEGY,
+                "strategy": RECREATE_STRATEGY if recreates(inputs.gpu_count) else ROLLING_UPDATE_STRATEGY,
                 "template": {"metadata": template_metadata, "spec": pod_spec(inputs)},
             }
         ),
@@ -134,6 +142,8 @@ def pod_spec(inputs: WorkloadInputs) -> KubeObject:
             "enableServiceLinks": False if inputs.runtime.name == "vllm" else None,
             "tolerations": tolerations,
             "nodeSelector": spec.node_selector,
+            # The hook's wait, then the server's own stop (else the server's default of 30 s).
+            "terminationGracePeriodSeconds": inputs.drain.grace_seconds if inputs.drain else None,
         }
     )
 
@@ -195,6 +205,7 @@ def main_container(inputs: WorkloadInputs) -> KubeObject:
             # A crashing server's last log lines land in its status (lastState.terminated.message),
             # where the controller reads why it stopped without any right to read logs.
             "terminationMessagePolicy": "FallbackToLogsOnError",
+            "lifecycle": inputs.drain.lifecycle() if inputs.drain else None,
             **container_probes(runtime.probe, inputs.port, spec.probe_overrides),
         }
     )

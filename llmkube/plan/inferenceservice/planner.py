@@ -22,11 +22,23 @@ from llmkube.plan.inferenceservice.advice import missing_memory_request, missing
 from llmkube.plan.inferenceservice.cache_pvc import cache_pvc_intent
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.current_model import describes_current_spec, stale_status_message
-from llmkube.plan.inferenceservice.deployment import WorkloadInputs, container_port, deployment_intent
+from llmkube.plan.inferenceservice.deployment import (
+    WorkloadInputs,
+    container_port,
+    deployment_intent,
+    recreates,
+)
 from llmkube.plan.inferenceservice.download import (
     DOWNLOAD_REQUEUE_SECONDS,
     download_progress,
     downloading_pod,
+)
+from llmkube.plan.inferenceservice.drain import (
+    Strategy,
+    drain_conditions,
+    drain_hook,
+    drain_policy,
+    holds_service,
 )
 from llmkube.plan.inferenceservice.gpu import effective_gpu_count, gpu_resource_name, is_metal
 from llmkube.plan.inferenceservice.hpa import hpa_intent, initial_replicas
@@ -430,6 +442,8 @@ def _workload_plan(
         gpu_count=gpu_count,
         mmproj_path=storage.mmproj_path,
     )
+    strategy: Strategy = "Recreate" if recreates(gpu_count) else "RollingUpdate"
+    drain = drain_hook(drain_policy(isvc.metadata.annotations), strategy, port, runtime.in_flight_metrics)
     deployment = deployment_intent(
         WorkloadInputs(
             isvc=isvc,
@@ -443,6 +457,7 @@ def _workload_plan(
             priority_class_name=ctx.priority_class,
             replicas=None if hpa_owns_replicas else replicas,
             config=ctx.config,
+            drain=drain,
         )
     )
     live = observed.deployment
@@ -511,6 +526,11 @@ def _workload_plan(
         generation=ctx.generation,
         now=observed.now,
     )
+    drained = drain_conditions(
+        conditions, drain, strategy, observed.pods, generation=ctx.generation, now=observed.now
+    )
+    conditions = drained.conditions
+    events += drained.events
     status = _status(ctx, conditions, facts)
     if hold is not None and status_changed(isvc.status, status):  # written anyway: with the newest
         status, hold = _status(ctx, conditions, replace(facts, queue_position=position)), None
@@ -518,7 +538,7 @@ def _workload_plan(
         status=status,
         deployment=deployment,
         deployment_initial=initial,
-        service=service_intent(isvc),
+        service=service_intent(isvc, hold=holds_service(drain, strategy, observed.pods)),
         hpa=hpa_intent(isvc, autoscaling, runtime.hpa_metric) if autoscaling is not None else None,
         cache_pvc=cache_pvc_intent(ctx.namespace, ctx.config) if storage.uses_cache_pvc else None,
         deletes=tuple(deletes),
@@ -528,7 +548,7 @@ def _workload_plan(
             if migrate
             else DOWNLOAD_REQUEUE_SECONDS
             if download is not None
-            else hold
+            else _sooner(hold, drained.requeue_after)
         ),
     )
 
@@ -567,6 +587,11 @@ def _int_at(obj: KubeObject | None, section: str, key: str, default: int = 0) ->
 def _spec_replicas(ctx: _Context) -> int:
     replicas = ctx.isvc.spec.replicas
     return replicas if replicas is not None else 1
+
+
+def _sooner(*delays: float | None) -> float | None:
+    given = [delay for delay in delays if delay is not None]
+    return min(given) if given else None
 
 
 def _previous_conditions(ctx: _Context) -> list[Condition]:

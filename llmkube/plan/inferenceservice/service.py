@@ -14,6 +14,7 @@ tenant's choice of name can never attach an agent's endpoint to somebody else's 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceSpec
 from llmkube.plan.inferenceservice.deployment import PORT_NAME
+from llmkube.plan.inferenceservice.drain import HOLD_LABEL, HOLD_VALUE
 from llmkube.plan.inferenceservice.names import managed, selector_labels, service_name
 from llmkube.plan.inferenceservice.objects import object_metadata, owner_reference
 
@@ -33,11 +34,13 @@ def endpoint_url(isvc: InferenceService) -> str:
     return f"http://{host}:{endpoint_port(spec)}{path}"
 
 
-def service_intent(isvc: InferenceService, *, selector: bool = True) -> KubeObject:
-    """`selector=False` for a metal service: the host agents' EndpointSlices are its endpoints."""
+def service_intent(isvc: InferenceService, *, selector: bool = True, hold: bool = False) -> KubeObject:
+    """`selector=False` for a metal service: the host agents' EndpointSlices are its endpoints.
+    `hold`: a Recreate drain is in progress, so the Service selects no pod (drain.py)."""
     name, spec = isvc.metadata.name or "", isvc.spec
     service_type = spec.endpoint.type if spec.endpoint is not None and spec.endpoint.type else "ClusterIP"
-    selected = {"selector": selector_labels(name)} if selector else {}
+    held = {HOLD_LABEL: HOLD_VALUE} if hold else {}
+    selected = {"selector": {**selector_labels(name), **held}} if selector else {}
     return {
         "apiVersion": "v1",
         "kind": "Service",

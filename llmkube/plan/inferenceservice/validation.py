@@ -17,6 +17,7 @@ from llmkube.apimachinery.quantity import QuantityError, parse_quantity
 from llmkube.plan.apiserver.kube_syntax import dns1123_subdomain_errors
 from llmkube.plan.apiserver.labels import label_map_errors
 from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube.plan.inferenceservice.drain import drain_warnings
 from llmkube.plan.inferenceservice.hardening import memory_limit
 from llmkube.plan.inferenceservice.hpa import hpa_errors
 from llmkube.plan.inferenceservice.names import MAX_LABEL_VALUE_LENGTH
@@ -162,6 +163,10 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
         if config.gpu_memory_utilization is not None:
             found.append(Issue("spec.vllmConfig.gpuMemoryUtilization", "is ignored without a GPU", "warning"))
     found += _non_positive_sizes(inputs.isvc.spec, runtime)
+    if not inputs.metal:  # a host agent stops its own servers
+        annotations = inputs.isvc.metadata.annotations
+        drains = drain_warnings(annotations, runtime, inputs.runtime.in_flight_metrics)
+        found += [Issue(path, message, "warning") for path, message in drains]
     autoscaling = spec.autoscaling
     low = autoscaling.min_replicas or 1 if autoscaling is not None else 1
     if (

@@ -116,7 +116,7 @@ def test_generic_passes_args_through(spec_args: list[str] | None, expected: tupl
             "ghcr.io/huggingface/text-generation-inference:3.3.7",
             80,
             False,
-            "tgi:queue_size",
+            "tgi_queue_size",
             "http",
         ),
         ("personaplex", "personaplex", "", 8998, False, "llamacpp:requests_processing", "tcp"),

@@ -116,7 +116,7 @@ def test_no_hpa_without_autoscaling() -> None:
     [
         ("llamacpp", "llamacpp:requests_processing"),
         ("vllm", "vllm:num_requests_running"),
-        ("tgi", "tgi:queue_size"),
+        ("tgi", "tgi_queue_size"),
         ("personaplex", "llamacpp:requests_processing"),
         ("generic", "llamacpp:requests_processing"),
     ],

@@ -36,6 +36,9 @@ class RuntimeDefaults:
     #: False when `hpa_metric` is only the fallback the reference uses and the runtime's server does
     #: not export it: an HPA on it never gets a value, so validation asks for spec.autoscaling.metrics.
     exports_hpa_metric: bool = True
+    #: The gauges on the server's /metrics that count requests being served and waiting (what a drain
+    #: before a pod stops waits on: plan/inferenceservice/drain.py). Empty: the count cannot be told.
+    in_flight_metrics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ DEFAULTS = RuntimeDefaults(
     hpa_metric="llamacpp:requests_processing",
     probe="http",
     writable_dirs=("/tmp",),  # llama-server writes nothing else (`-hf` downloads go to $HOME/.cache)
+    in_flight_metrics=("llamacpp:requests_processing", "llamacpp:requests_deferred"),
 )
 DEFAULT_GPU_LAYERS = 99  # offload everything when the Model does not say otherwise
 _LAYER_RANGE = re.compile(r"^\s*([0-9]+)\s*-\s*([0-9]+)\s*$")

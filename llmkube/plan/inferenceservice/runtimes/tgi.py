@@ -21,10 +21,11 @@ DEFAULTS = RuntimeDefaults(
     default_image=DEFAULT_RUNTIME_IMAGES["tgi"],
     default_port=80,
     needs_model_init=False,  # TGI downloads its own weights from --model-id
-    hpa_metric="tgi:queue_size",
+    hpa_metric="tgi_queue_size",
     probe="http",
     # The image keeps its HuggingFace cache in /data (HUGGINGFACE_HUB_CACHE) and the rest under $HOME.
     writable_dirs=("/tmp", "/data"),
+    in_flight_metrics=("tgi_batch_current_size", "tgi_queue_size"),
 )
 
 

@@ -28,6 +28,7 @@ DEFAULTS = RuntimeDefaults(
     probe="http",
     # The HuggingFace, vLLM, torch-compile and Triton caches and vLLM's config all live under $HOME.
     writable_dirs=("/tmp",),
+    in_flight_metrics=("vllm:num_requests_running", "vllm:num_requests_waiting"),
 )
 
 
