@@ -101,9 +101,10 @@ crds: venv
 
 ## Run the controller: against $$KUBECONFIG / --kubeconfig when given, else a local embedded control plane
 ## (a real node serving a tiny llama.cpp model where the machine allows it: root on Linux).
+## AGENT=1: also a metal sample served by a host agent on this machine (llmkube run --with-agent).
 run: venv
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory node-prereqs; fi
-	$(BIN)/llmkube run $(RUN_ARGS)
+	$(BIN)/llmkube run $(if $(AGENT),--with-agent) $(RUN_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -142,6 +142,11 @@ class Agent:
         self._fetch_session: aiohttp.ClientSession | None = None
         self.store: ModelStore | None = None
         self.addresses: ClusterAddresses | None = None
+        # Set when the agent ends: from then on no reconcile starts a server or writes a slice (the
+        # workers stop only after close() began, and a reconcile then would start a server the
+        # stopping agent leaves behind, or write back the slice it deleted).
+        self._closing = False
+        self._reconciling = asyncio.Lock()
 
         self.services = manager.informer(INFERENCE_SERVICES, label_selector=config.service_selector or None)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
@@ -193,6 +198,11 @@ class Agent:
 
     async def close(self) -> None:
         """Leave the servers running (the next agent adopts them), unless told to stop them."""
+        self._closing = True
+        async with self._reconciling:  # the reconcile in flight, if any, finishes first
+            await self._close()
+
+    async def _close(self) -> None:
         for served in self.served.values():
             for runner in served.runners():
                 if self.config.stop_on_exit:
@@ -282,6 +292,12 @@ class Agent:
 
     # -- reconcile --------------------------------------------------------------------------------------
     async def reconcile(self, key: ObjectKey) -> Result | None:
+        async with self._reconciling:
+            if self._closing:
+                return None
+            return await self._reconcile(key)
+
+    async def _reconcile(self, key: ObjectKey) -> Result | None:
         raw = self.services.store.get_object(key.namespace, key.name)
         isvc = _parse(InferenceService, raw)
         model = self._model(isvc)

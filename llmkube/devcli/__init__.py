@@ -32,6 +32,12 @@ def add_developer_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPar
         help="local cluster without a kubeconfig: a real node where possible (auto), or kwok (full)",
     )
     run.add_argument("--serve-port", type=int, default=18080, help="loopback port for the real node's sample")
+    run.add_argument(
+        "--with-agent",
+        action="store_true",
+        help="on the real node, also a metal sample served by a host agent on this machine "
+        "(`llmkube agent`, beside the kubelet), answering on --serve-port + 1",
+    )
     _add_keep_logs(run)
 
 

@@ -20,6 +20,8 @@ from llmkube.process.flags import DEFAULT_HEALTH_ADDRESS, DEFAULT_METRICS_ADDRES
 
 if TYPE_CHECKING:  # the testing extra is imported only when a local cluster is started
     from llmkube.testing.cluster import LocalCluster
+    from llmkube.testing.metal_demo import MetalDemo
+    from llmkube.testing.node import NodeCluster
 
 
 def run_local(args: argparse.Namespace) -> int:
@@ -33,6 +35,15 @@ def run_local(args: argparse.Namespace) -> int:
 
     tier, why = choose_run_tier(args.tier)
     print(f"llmkube run: using {why}", file=sys.stderr, flush=True)
+    if args.with_agent and tier != "node":
+        print(
+            "llmkube run: --with-agent needs the real node (its kube-proxy routes the metal sample's "
+            "ClusterIP to the agent, and its llama.cpp image gives the agent llama-server); "
+            "the kwok tier has neither",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 2
     if tier == "node":
         return _run_on_node(args)
 
@@ -93,13 +104,35 @@ def _run_on_node(args: argparse.Namespace) -> int:
             f"component logs: {cluster.logs_dir} ({where_logs_go(cluster.keep_workdir)})",
             flush=True,
         )
+        metal = _metal_demo(args, cluster, demo.model_host)
         # The controller runs in this thread: inside the node's network, like an in-cluster one, so
-        # it reaches in-cluster URLs (the Model's source). The loopback forward was opened before.
+        # it reaches in-cluster URLs (the Model's source). The loopback forwards were opened before.
         cluster.network.enter_current_thread()
         demo.announce_when_ready()
+        if metal is not None:
+            metal.announce_when_ready()
         args.kubeconfig = str(cluster.kubeconfig)
         # The sample's model server is a Service of the cluster, which is refused unless allowed.
         args.model_source_allowed_hosts = ",".join(
             filter(None, (args.model_source_allowed_hosts, demo.model_host))
         )
-        return _failed_unless_zero(cluster, run_controller(_loopback_endpoints(args)))
+        try:
+            return _failed_unless_zero(cluster, run_controller(_loopback_endpoints(args)))
+        finally:
+            if metal is not None:
+                metal.stop()
+
+
+def _metal_demo(args: argparse.Namespace, cluster: "NodeCluster", model_host: str) -> "MetalDemo | None":
+    """With --with-agent: the metal sample and a host agent on this machine that serves it."""
+    if not args.with_agent:
+        return None
+    from llmkube.testing.metal_demo import METAL_SAMPLE, MetalDemo
+
+    metal = MetalDemo(cluster, model_host, serve_port=args.serve_port + 1).start()
+    print(
+        f"  {METAL_SAMPLE} (a metal Model + InferenceService) is served by a host agent on this machine;"
+        f" it will answer on {metal.url}",
+        flush=True,
+    )
+    return metal

@@ -120,7 +120,7 @@ class TinyDemo:
             )
             return
         address = self._service_address()
-        answer = _complete(address) if address else None
+        answer = first_completion(address) if address else None
         print(
             f"\n{SAMPLE_NAME} is Ready after {time.monotonic() - t0:.1f} s and answers on this machine:\n"
             f"  {self.curl_line()}\n" + (f"  -> {json.dumps(answer)}\n" if answer else ""),
@@ -129,7 +129,7 @@ class TinyDemo:
         )
 
 
-def _complete(address: tuple[str, int]) -> dict[str, Any] | None:
+def first_completion(address: tuple[str, int]) -> dict[str, Any] | None:
     request = urllib.request.Request(
         f"http://{address[0]}:{address[1]}/v1/chat/completions",
         data=json.dumps(chat_request()).encode(),

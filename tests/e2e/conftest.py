@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The host agent tests' fixtures (tests/e2e/test_agent*.py).
+from agent_fixtures import address, binary, files, identity, start_agent  # noqa: F401
 from e2e_support import RunningController
 
 from llmkube.api.crds import all_crds

@@ -5,29 +5,23 @@ registers into status. The completions go to the address and port the agent regi
 tier routes a ClusterIP there; this tier has no kube-proxy)."""
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from agent_fixtures import agent_reasons
 from agent_support import (
     AgentProcess,
     ModelFiles,
-    advertise_address,
-    agent_args,
-    agent_kubeconfig,
     agent_slices,
     chat,
     command_line,
-    llama_server_binary,
     metal_isvc,
     metal_model,
-    model_files,
     served,
     served_endpoint,
     server_pids,
@@ -42,71 +36,6 @@ from llmkube.testing.rest import load_yaml_documents
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT_EVENTS = "llmkube-agent"
-
-
-@pytest.fixture(scope="module")
-def binary() -> Path:
-    return llama_server_binary()
-
-
-@pytest.fixture(scope="module")
-def address() -> str:
-    return advertise_address()
-
-
-@pytest.fixture(scope="module")
-def identity(operator: RunningController, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return agent_kubeconfig(operator.cluster, tmp_path_factory.mktemp("agent") / "agent.kubeconfig")
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Iterator[ModelFiles]:
-    with model_files(tmp_path / "files") as served_files:
-        yield served_files
-
-
-@pytest.fixture
-async def start_agent(
-    identity: Path, binary: Path, address: str, full_namespace: str, tmp_path: Path
-) -> AsyncIterator[object]:
-    """Starts agents (on this test's state and cache directories); stops them and every server
-    they left behind at the end, and checks that none was refused a request by its RBAC."""
-    started: list[AgentProcess] = []
-
-    async def start(*extra: str, name: str = "host-a", selector: str = "") -> AgentProcess:
-        process = AgentProcess(
-            agent_args(
-                identity,
-                name=name,
-                address=address,
-                llama_server=binary,
-                state=tmp_path / name / "state",
-                cache=tmp_path / name / "cache",
-                namespace=full_namespace,
-                selector=selector,
-                extra=extra or ("--heartbeat-interval=5",),
-            )
-        )
-        started.append(process)
-        return await process.start()
-
-    yield start
-    refused = 0.0
-    for process in started:
-        if process.process is not None and process.process.returncode is None:
-            refused += process.sample("rest_client_requests_total", code="403")
-            await process.stop()
-        print(process.tail(100))
-    for pid in server_pids(binary, tmp_path):  # servers an agent leaves running by design
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    assert refused == 0, "the agent was refused a request its RBAC (manifests/agent/) should grant"
-
-
-def _agent_reasons(admin: object, namespace: str) -> set[str]:
-    events = admin.list("events.k8s.io/v1", "Event", namespace)  # type: ignore[attr-defined]
-    return {e["reason"] for e in events if e.get("reportingController") == AGENT_EVENTS}
 
 
 async def test_a_metal_service_is_served_by_the_agent_and_removed_with_it(
@@ -150,7 +79,7 @@ async def test_a_metal_service_is_served_by_the_agent_and_removed_with_it(
     assert hashlib.sha256(model_path.read_bytes()).hexdigest() == sha
     assert {"--ctx-size", "--metrics"} <= set(command)
     assert command[command.index("--ctx-size") + 1] == "256"
-    await eventually(lambda: "ServerReady" in _agent_reasons(admin, ns), what="the agent's ServerReady Event")
+    await eventually(lambda: "ServerReady" in agent_reasons(admin, ns), what="the agent's ServerReady Event")
     assert agent.sample("llmkube_agent_processes", phase="serving") == 1
     rss = agent.rss()
     print(f"agent RSS with one model served: {rss / 2**20:.1f} MiB")
@@ -194,7 +123,7 @@ async def test_a_killed_server_is_withdrawn_restarted_and_serves_again(
     assert answer["object"] == "chat.completion"
     print(f"agent timing: llama-server killed -> serving again (restart gap) {gap:.1f} s")
     assert agent.sample("llmkube_agent_process_restarts_total", namespace=ns, name="chat") == 1
-    assert "BackOff" in _agent_reasons(admin, ns)
+    assert "BackOff" in agent_reasons(admin, ns)
 
 
 async def test_a_restarted_agent_adopts_its_servers_and_writes_nothing(
@@ -246,7 +175,7 @@ async def test_the_reference_mlx_sample_applies_and_is_reported_unsupported(
     assert await eventually(unsupported, what="qwen-tq reported unsupported") == "Failed"
     message = " ".join(c.get("message", "") for c in conditions(status(admin, "qwen-tq", ns)).values())
     assert "mlx" in message
-    assert "UnsupportedByAgent" in _agent_reasons(admin, ns)
+    assert "UnsupportedByAgent" in agent_reasons(admin, ns)
 
 
 async def test_over_the_budget_the_lower_priority_service_is_evicted_and_says_so(
@@ -277,7 +206,7 @@ async def test_over_the_budget_the_lower_priority_service_is_evicted_and_says_so
 
     condition = await eventually(evicted, what="low reported Evicted")
     assert f"to make room for {ns}/high" in condition["message"]
-    assert "Evicted" in _agent_reasons(admin, ns)
+    assert "Evicted" in agent_reasons(admin, ns)
     assert second.sample("llmkube_agent_evictions_total", reason="priority") == 1
     assert len(wait_pids(binary, second.cache_dir, 1)) == 1
 
@@ -370,5 +299,21 @@ async def test_a_context_size_change_rolls_in_place_without_a_failed_request(
         await running
     assert failures == []
     assert new != old and len(set(answers)) == 2  # served by the old port, then by the new one
-    assert "RolledOut" in _agent_reasons(admin, ns)
+    assert "RolledOut" in agent_reasons(admin, ns)
     assert status(admin, "chat", ns)["phase"] == "Ready"
+
+
+async def test_an_agent_told_to_stop_its_servers_on_exit_leaves_nothing_running(
+    operator: RunningController, start_agent: object, files: ModelFiles, full_namespace: str, binary: Path
+) -> None:
+    admin, ns = operator.cluster.admin(), full_namespace
+    agent: AgentProcess = await start_agent("--heartbeat-interval=5", "--stop-on-exit")  # type: ignore[operator]
+    admin.create(metal_model("tiny", files.url()), namespace=ns)
+    admin.create(metal_isvc("chat", "tiny"), namespace=ns)
+    await served(admin, ns, "chat")
+    (pid,) = wait_pids(binary, agent.cache_dir, 1)
+
+    assert await agent.stop() == 0
+    assert server_pids(binary, agent.cache_dir) == [], agent.tail(30)
+    assert [r["pid"] for r in agent.logged("server started")] == [pid], agent.tail(30)
+    assert agent_slices(admin, ns, "host-a") == []

@@ -1,6 +1,8 @@
-"""`llmkube run` (what `make run` starts) on a machine that allows a real node: the tiny llama.cpp
-sample really serves, and the curl line it prints gets a completion from the user's shell."""
+"""`llmkube run --with-agent` (what `make run AGENT=1` starts) on a machine that allows a real node:
+the tiny llama.cpp sample really serves, so does the metal sample through a host agent on this
+machine, and the curl line printed for each gets a completion from the user's shell."""
 
+import contextlib
 import json
 import os
 import queue
@@ -29,6 +31,7 @@ def test_llmkube_run_serves_the_sample_from_a_loopback_url(tmp_path: Path) -> No
             "-m",
             "llmkube.cli",
             "run",
+            "--with-agent",
             "--serve-port",
             str(free_port()),
             "--log-format",
@@ -45,19 +48,21 @@ def test_llmkube_run_serves_the_sample_from_a_loopback_url(tmp_path: Path) -> No
     threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
     seen: list[str] = []
     try:
-        while not any(line.strip().startswith("curl ") for line in seen):
+        while sum(line.strip().startswith("curl ") for line in seen) < 2:
             try:
                 seen.append(lines.get(timeout=420 - watch.seconds()))
             except (queue.Empty, ValueError):
                 raise AssertionError("no curl line from llmkube run:\n" + "".join(seen)) from None
-        TIMINGS["llmkube run -> sample Ready and answering (s)"] = watch.seconds()
-        curl = next(line.strip() for line in seen if line.strip().startswith("curl "))
-        assert "http://127.0.0.1:" in curl
-        # Exactly what a user would paste, from this machine's own network.
-        result = subprocess.run(shlex.split(curl), capture_output=True, text=True, timeout=60, check=True)
-        answer = json.loads(result.stdout)
-        assert answer["usage"]["completion_tokens"] > 0
-        assert answer["choices"][0]["message"]["role"] == "assistant"
+        TIMINGS["llmkube run --with-agent -> both samples Ready and answering (s)"] = watch.seconds()
+        curls = [line.strip() for line in seen if line.strip().startswith("curl ")]
+        assert any("tiny-metal (metal) is Ready" in line and "host agent" in line for line in seen)
+        for curl in curls:
+            assert "http://127.0.0.1:" in curl
+            # Exactly what a user would paste, from this machine's own network.
+            result = subprocess.run(shlex.split(curl), capture_output=True, text=True, timeout=60, check=True)
+            answer = json.loads(result.stdout)
+            assert answer["usage"]["completion_tokens"] > 0
+            assert answer["choices"][0]["message"]["role"] == "assistant"
         kubeconfig = next(line.split("KUBECONFIG=", 1)[1].strip() for line in seen if "KUBECONFIG=" in line)
     finally:
         process.send_signal(signal.SIGINT)
@@ -67,3 +72,17 @@ def test_llmkube_run_serves_the_sample_from_a_loopback_url(tmp_path: Path) -> No
     log = (tmp_path / "stderr.log").read_text()
     assert "llmkube run: using a real node" in log
     assert mounts_below(str(Path(kubeconfig).parent / "node")) == []
+    # The agent stopped with the run, and its llama-server with it (--stop-on-exit).
+    assert left_running(str(Path(kubeconfig).parent / "agent")) == []
+
+
+def left_running(directory: str) -> list[str]:
+    """The command lines of the processes that still name `directory` (the run's agent's files)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if directory in command:
+                    found.append(command)
+    return found

@@ -2,6 +2,7 @@
 
 import argparse
 import logging
+import select
 import signal
 import subprocess
 import sys
@@ -194,6 +195,19 @@ def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pyt
     assert controllers_config(explicit).model.local_source_roots == ()
 
 
+def test_run_with_an_agent_needs_the_real_node_and_says_why(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the kwok tier there is no kube-proxy to route the metal sample's ClusterIP to an agent:
+    `--with-agent` stops before any cluster starts, and says why."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert build_parser().parse_args(["run"]).with_agent is False
+    assert main(["run", "--tier", "full", "--with-agent"]) == 2
+    err = capsys.readouterr().err
+    assert "llmkube run: --with-agent needs the real node" in err and "the kwok tier has neither" in err
+
+
 @pytest.mark.parametrize(("command", "missing"), [("cluster", "gguf"), ("run", "cryptography")])
 def test_local_cluster_commands_name_the_extra_they_need(
     command: str, missing: str, monkeypatch: pytest.MonkeyPatch
@@ -258,18 +272,20 @@ def test_waiting_for_ctrl_c_stops_on_sigint_even_when_started_with_it_ignored() 
     output = None
     try:
         assert process.stdout is not None and process.stdout.readline() == "waiting\n"
-        # Again until it ends: the first may come before the wait has set its handlers.
+        # Again until the wait ends (the first may come before it has set its handlers), and not
+        # once it has: a SIGINT after the wait, while a loaded machine's interpreter is still
+        # exiting, would kill it with the default handler back in place.
         for _ in range(50):
             process.send_signal(signal.SIGINT)
-            try:
-                output = process.communicate(timeout=0.2)[0]
+            ready, _, _ = select.select([process.stdout], [], [], 0.2)
+            if ready:
+                output = process.stdout.readline()
                 break
-            except subprocess.TimeoutExpired:
-                continue
+        exit_code = process.wait(timeout=30)
     finally:
         process.kill()
     assert output == "stopped\n"
-    assert process.returncode == 0
+    assert exit_code == 0
 
 
 def _fresh_interpreter(code: str) -> tuple[str, str]:
