@@ -97,20 +97,39 @@ class BenchCluster(LocalCluster):
 
 class AuditCounter:
     """Counts the mutating requests of one user in the API server's audit log, reading on from where
-    it stopped the last time."""
+    it stopped the last time. The API server rotates its log at 100 MB (lumberjack's default when no
+    --audit-log-maxsize is given: a long benchmark reaches it), renaming it to audit-<time>.log: the
+    rest of the renamed file is read before the new one."""
 
     def __init__(self, path: Path, user: str = CONTROLLER_USER) -> None:
         self.path = path
         self.user = user
         self._offset = 0
+        self._inode: int | None = None
         self.total = 0
         self.by_resource: Counter[str] = Counter()
 
     def read(self) -> int:
         """Read what was appended; returns the running total."""
-        if not self.path.exists():
+        try:
+            inode = self.path.stat().st_ino
+        except FileNotFoundError:
             return self.total
-        with self.path.open("rb") as log:
+        if self._inode is not None and inode != self._inode:
+            rotated = [
+                other
+                for other in self.path.parent.glob(f"{self.path.stem}-*{self.path.suffix}")
+                if other.stat().st_ino == self._inode
+            ]
+            for other in rotated:
+                self._consume(other)
+            self._offset = 0
+        self._inode = inode
+        self._consume(self.path)
+        return self.total
+
+    def _consume(self, path: Path) -> None:
+        with path.open("rb") as log:
             log.seek(self._offset)
             data = log.read()
         end = data.rfind(b"\n") + 1
@@ -123,7 +142,6 @@ class AuditCounter:
             what = ref.get("resource", "?") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
             self.by_resource[f"{event['verb']} {what}"] += 1
             self.total += 1
-        return self.total
 
     def settle(self, quiet: float = 1.0, limit: float = 15.0) -> int:
         """Read until nothing new arrived for ``quiet`` seconds (the log is written as requests end)."""
