@@ -36,6 +36,7 @@ class HostAgent:
 
     def __init__(self, node: NodeCluster, args: list[str]) -> None:
         self.node = node
+        self.args = args  # what a second agent on the same host starts with
         self.metrics_port = free_port_inside(node)
         self.records: list[dict[str, Any]] = []
         self.other: list[str] = []

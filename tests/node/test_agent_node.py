@@ -5,14 +5,18 @@ run natively (the binary of the node's llama.cpp image) from the tiny GGUF it fe
 of the cluster. The in-cluster controller turns the slice the agent registers into Ready, and a
 client pod gets a real completion through the service's ClusterIP (kube-proxy routes it to the
 node's address, where the agent's server listens). Then the server is killed (the endpoint is
-withdrawn, the server restarted, the ClusterIP serves again) and the agent stops (the controller
-reports the stale heartbeat once the timeout the test overlay gives it has passed)."""
+withdrawn, the server restarted, the ClusterIP serves again), a contextSize change rolls without a
+failed request through the ClusterIP, the agent stops (the controller reports the stale heartbeat
+once the timeout the test overlay gives it has passed), and an agent with room for one server
+adopts it and evicts it for a higher-priority service, which says so."""
 
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,7 @@ from typing import Any
 import pytest
 from conftest import ModelSource
 from host_agent import HostAgent, kill_servers, server_pids
-from node_support import API, TIMINGS, Stopwatch, eventually_http, wait_for
+from node_support import API, TIMINGS, Stopwatch, eventually_http, http, wait_for
 
 from llmkube.plan.inferenceservice.metal import AGENT_HEARTBEAT_STALE, parse_heartbeat
 from llmkube.testing.host_llama_server import extract, runnable
@@ -88,8 +92,8 @@ def host_agent(
     assert refused == 0, "the agent was refused a request its RBAC (manifests/agent/) should grant"
 
 
-def status(admin: KubeRest, namespace: str) -> dict[str, Any]:
-    return (admin.get_or_none(API, "InferenceService", "chat", namespace) or {}).get("status") or {}
+def status(admin: KubeRest, namespace: str, name: str = "chat") -> dict[str, Any]:
+    return (admin.get_or_none(API, "InferenceService", name, namespace) or {}).get("status") or {}
 
 
 def conditions(current: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -156,7 +160,7 @@ def test_a_metal_service_is_served_by_a_host_agent_through_its_cluster_ip(
         "metadata": {"name": "tiny", "namespace": ns},
         "spec": {"source": model_source.url(), "format": "gguf", "hardware": {"accelerator": "metal"}},
     }
-    isvc = {
+    isvc: dict[str, Any] = {
         "apiVersion": API,
         "kind": "InferenceService",
         "metadata": {"name": "chat", "namespace": ns},
@@ -195,6 +199,54 @@ def test_a_metal_service_is_served_by_a_host_agent_through_its_cluster_ip(
     assert complete_from_a_pod(admin, ns, url, "client-2")["object"] == "chat.completion"
     assert host_agent.sample("llmkube_agent_process_restarts_total", namespace=ns, name="chat") == 1
 
+    # A contextSize change rolls in place (the new server ready, then the endpoint moves, then the
+    # old one stops) without a failed request through the ClusterIP, as kube-proxy follows the slice.
+    before = restarted
+    stop_client = threading.Event()
+    answered: list[int] = []
+    failed: list[str] = []
+
+    def client() -> None:
+        while not stop_client.is_set():
+            try:
+                reply = http(node_cluster, url, chat_request(), timeout=30)
+            except OSError as error:
+                failed.append(repr(error))
+                continue
+            if reply.status == 200:
+                answered.append(reply.status)
+            else:
+                failed.append(f"HTTP {reply.status}: {reply.body[:200]!r}")
+
+    def rolled() -> int | None:
+        pids = server_pids(llama_server, cache)
+        if before in pids or len(pids) != 1:
+            return None
+        arguments = Path(f"/proc/{pids[0]}/cmdline").read_bytes().split(b"\0")
+        return pids[0] if arguments[arguments.index(b"--ctx-size") + 1] == b"512" else None
+
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(client)
+        try:
+            wait_for(lambda: len(answered) >= 3, within=60, what="the client served before the roll")
+            rolling = Stopwatch()
+            admin.request(
+                "PATCH",
+                admin.path_for(API, "InferenceService", ns, "chat"),
+                {"spec": {"contextSize": 512}},
+                content_type="application/merge-patch+json",
+            )
+            wait_for(rolled, within=120, interval=0.2, what="the new server alone, at --ctx-size 512")
+            TIMINGS["agent: contextSize change -> the old server stopped (s)"] = rolling.seconds()
+            served_before = len(answered)
+            wait_for(lambda: len(answered) >= served_before + 3, within=60, what="served after the roll")
+        finally:
+            stop_client.set()
+            running.result(timeout=60)
+    assert failed == [], failed
+    need = host_agent.sample("llmkube_agent_memory_used_bytes")
+    assert need > 0
+
     # The agent stops (its host went away): no more heartbeats, and the controller says so once
     # the last one is older than its timeout.
     assert host_agent.stop() == 0
@@ -218,3 +270,37 @@ def test_a_metal_service_is_served_by_a_host_agent_through_its_cluster_ip(
     assert "heartbeat stale" in condition["message"]
     assert HEARTBEAT_TIMEOUT <= after_beat < HEARTBEAT_TIMEOUT + 5
     assert status(admin, ns).get("readyReplicas", 0) == 0
+
+    # The host comes back with room for one server of the tiny model, not two: the new agent adopts
+    # the server that runs (the heartbeat resumes), then a higher-priority service evicts it.
+    second = HostAgent(node_cluster, [*host_agent.args, f"--memory-budget={int(need * 1.5)}"])
+    refused = 0.0
+    try:
+        wait_for(lambda: second.logged("server adopted"), within=60, what="the running server adopted")
+        wait_for(lambda: status(admin, ns).get("phase") == "Ready", within=60, what="chat Ready again")
+        admin.create(
+            {
+                **isvc,
+                "metadata": {"name": "high", "namespace": ns},
+                "spec": {**isvc["spec"], "priority": "high"},
+            }
+        )
+        wait_for(lambda: status(admin, ns, "high").get("phase") == "Ready", within=180, what="high Ready")
+        high = admin.get("v1", "Service", "high", ns)["spec"]["clusterIP"]
+        answer = complete_from_a_pod(admin, ns, f"http://{high}:8080/v1/chat/completions", "client-3")
+        assert answer["object"] == "chat.completion"
+
+        def evicted() -> dict[str, Any] | None:
+            current = status(admin, ns)
+            found = [c for c in conditions(current).values() if c.get("reason") == "Evicted"]
+            return found[0] if current.get("phase") == "Failed" and found else None
+
+        condition = wait_for(evicted, within=60, interval=0.2, what="chat reported Evicted")
+        assert f"to make room for {ns}/high" in condition["message"]
+        assert second.sample("llmkube_agent_evictions_total", reason="priority") == 1
+        assert len(server_pids(llama_server, cache)) == 1
+        refused = second.sample("rest_client_requests_total", code="403")
+    finally:
+        second.stop()
+        print(second.tail())
+    assert refused == 0
