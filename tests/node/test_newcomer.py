@@ -146,6 +146,11 @@ def namespace(node_cluster: NodeCluster, helm_release: Path) -> Iterator[str]:
     finally:
         with contextlib.suppress(RestError):
             admin.delete("v1", "Namespace", name)
+        # Gone before the release is: a namespace still terminating when the next tests' controller
+        # starts gets its writes refused (403), which their zero-403 checks count.
+        wait_for(
+            lambda: admin.get_or_none("v1", "Namespace", name) is None, within=180, what=f"{name} deleted"
+        )
 
 
 def deploy_and_chat(cluster: NodeCluster, source: ModelSource, ns: str, step: str) -> None:
