@@ -11,11 +11,9 @@ sample. The agent's log goes to `<logs>/agent.log`; it stops with the run (`--st
 server goes with it).
 """
 
-import json
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TextIO
@@ -23,14 +21,14 @@ from typing import IO, Any, TextIO
 from llmkube.testing.host_llama_server import extract, runnable
 from llmkube.testing.identities import service_account_kubeconfig
 from llmkube.testing.node import NodeCluster
-from llmkube.testing.real_run import SAMPLE_NAMESPACE, first_completion
-from llmkube.testing.rest import RestError, load_yaml_documents
-from llmkube.testing.tiny_service import chat_request, model_url
+from llmkube.testing.real_run import SAMPLE_NAMESPACE
+from llmkube.testing.rest import load_yaml_documents
+from llmkube.testing.served_sample import API, ServedSample
+from llmkube.testing.tiny_service import model_url
 
 METAL_SAMPLE = "tiny-metal"
 AGENT_NAME = "this-host"
 AGENT_RBAC = Path(__file__).resolve().parents[2] / "manifests" / "agent" / "rbac.yaml"
-API = "inference.llmkube.dev/v1alpha1"
 
 
 class MetalDemoError(RuntimeError):
@@ -105,61 +103,21 @@ class MetalDemo:
             stderr=self._log,
             preexec_fn=self.cluster.network.child_setup(),
         )
-        try:
-            forward = self.cluster.forward(self._service_address, listen_port=self.serve_port)
-        except OSError:  # taken: any free port
-            forward = self.cluster.forward(self._service_address)
-        self.url = f"http://{forward.address}/v1/chat/completions"
+        self.sample = ServedSample(
+            self.cluster, METAL_SAMPLE, SAMPLE_NAMESPACE, self.serve_port, self.out, gone=self._agent_gone
+        )
+        self.url = self.sample.forward()
         return self
 
-    def _service_address(self) -> tuple[str, int] | None:
-        try:
-            service = self.cluster.admin().get("v1", "Service", METAL_SAMPLE, SAMPLE_NAMESPACE)
-        except RestError:
+    def _agent_gone(self) -> str | None:
+        if self.agent is None or self.agent.poll() is None:
             return None
-        ports = service["spec"].get("ports") or [{}]
-        return service["spec"]["clusterIP"], int(ports[0].get("port", 8080))
-
-    def curl_line(self) -> str:
-        body = json.dumps(chat_request("Hello, who are you?"), separators=(",", ":"))
-        return f"curl -s {self.url} -H 'Content-Type: application/json' -d '{body}'"
+        return f"the host agent exited ({self.agent.returncode}); see {self.cluster.logs_dir / 'agent.log'}"
 
     def announce_when_ready(self, timeout: float = 900.0) -> threading.Thread:
-        """From a thread inside the node's namespace (the ClusterIP is reached from there)."""
-        thread = threading.Thread(
-            target=self._announce, args=(timeout,), name="llmkube-run-metal", daemon=True
-        )
-        thread.start()
-        return thread
-
-    def _announce(self, timeout: float) -> None:
-        t0 = time.monotonic()
-        admin = self.cluster.admin()
-        while time.monotonic() - t0 < timeout:
-            if self.agent is not None and self.agent.poll() is not None:
-                print(
-                    f"llmkube run: the host agent exited ({self.agent.returncode}); see "
-                    f"{self.cluster.logs_dir / 'agent.log'}",
-                    file=self.out,
-                    flush=True,
-                )
-                return
-            isvc = admin.get_or_none(API, "InferenceService", METAL_SAMPLE, SAMPLE_NAMESPACE)
-            if ((isvc or {}).get("status") or {}).get("phase") == "Ready":
-                break
-            time.sleep(1)
-        else:
-            print(f"llmkube run: {METAL_SAMPLE} is not Ready after {timeout:.0f} s", file=self.out)
-            return
-        address = self._service_address()
-        answer = first_completion(address) if address else None
-        print(
-            f"\n{METAL_SAMPLE} (metal) is Ready after {time.monotonic() - t0:.1f} s, served by the host "
-            f"agent {AGENT_NAME!r} (log: {self.cluster.logs_dir / 'agent.log'}), and answers on this "
-            f"machine:\n  {self.curl_line()}\n" + (f"  -> {json.dumps(answer)}\n" if answer else ""),
-            file=self.out,
-            flush=True,
-        )
+        log = self.cluster.logs_dir / "agent.log"
+        by = f", served by the host agent {AGENT_NAME!r} (log: {log}),"
+        return self.sample.announce_when_ready(f"{METAL_SAMPLE} (metal)", timeout, served_by=by)
 
     def stop(self, within: float = 30) -> None:
         """SIGTERM: with --stop-on-exit the agent stops its server and removes its slice first."""

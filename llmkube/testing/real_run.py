@@ -10,29 +10,20 @@ node tier (`TinyDemo`):
 3. the calling thread joins the node's network namespace, so the controller that runs next in this
    process reaches in-cluster URLs (the Model's http source) the way an in-cluster one would;
 4. a watcher thread waits for `Ready`, asks for a real completion through the Service, and prints
-   the URL and a `curl` line that gets one.
+   the URL and a `curl` line that gets one (`served_sample`, shared with the other samples).
 """
 
-import json
 import sys
 import threading
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from llmkube.testing import images
 from llmkube.testing.cluster import default_bin_dir
 from llmkube.testing.node import NodeCluster, missing_prerequisites, node_tier_unavailable
-from llmkube.testing.rest import RestError
-from llmkube.testing.tiny_service import (
-    chat_request,
-    model_server,
-    model_url,
-    tiny_llamacpp,
-    write_model_files,
-)
+from llmkube.testing.served_sample import ServedSample
+from llmkube.testing.tiny_service import model_server, model_url, tiny_llamacpp, write_model_files
 
 SAMPLE_NAME = "tiny-llama"
 SAMPLE_NAMESPACE = "default"
@@ -75,72 +66,9 @@ class TinyDemo:
         self.model_host = server_ip
         for obj in tiny_llamacpp(SAMPLE_NAMESPACE, SAMPLE_NAME, model_url(server_ip)):
             admin.apply(obj)
-        try:
-            self.forward = self.cluster.forward(self._service_address, listen_port=self.serve_port)
-        except OSError:  # the usual port is taken: any free one
-            self.forward = self.cluster.forward(self._service_address)
-        self.url = f"http://{self.forward.address}/v1/chat/completions"
+        self.sample = ServedSample(self.cluster, SAMPLE_NAME, SAMPLE_NAMESPACE, self.serve_port, self.out)
+        self.url = self.sample.forward()
         return self
 
-    def _service_address(self) -> tuple[str, int] | None:
-        try:
-            service = self.cluster.admin().get("v1", "Service", SAMPLE_NAME, SAMPLE_NAMESPACE)
-        except RestError:
-            return None
-        ports = service["spec"].get("ports") or [{}]
-        return service["spec"]["clusterIP"], int(ports[0].get("port", 8080))
-
-    def curl_line(self) -> str:
-        body = json.dumps(chat_request("Hello, who are you?"), separators=(",", ":"))
-        return f"curl -s {self.url} -H 'Content-Type: application/json' -d '{body}'"
-
     def announce_when_ready(self, timeout: float = 900.0) -> threading.Thread:
-        """From a thread started by a thread inside the namespace: wait, prove, print."""
-        thread = threading.Thread(
-            target=self._announce, args=(timeout,), name="llmkube-run-ready", daemon=True
-        )
-        thread.start()
-        return thread
-
-    def _announce(self, timeout: float) -> None:
-        t0 = time.monotonic()
-        admin = self.cluster.admin()
-        while time.monotonic() - t0 < timeout:
-            isvc = admin.get_or_none(
-                "inference.llmkube.dev/v1alpha1", "InferenceService", SAMPLE_NAME, SAMPLE_NAMESPACE
-            )
-            status = (isvc or {}).get("status") or {}
-            if status.get("phase") == "Ready":
-                break
-            time.sleep(1)
-        else:
-            print(
-                f"llmkube run: {SAMPLE_NAME} is not Ready after {timeout:.0f} s; see kubectl get isvc,pods",
-                file=self.out,
-            )
-            return
-        address = self._service_address()
-        answer = first_completion(address) if address else None
-        print(
-            f"\n{SAMPLE_NAME} is Ready after {time.monotonic() - t0:.1f} s and answers on this machine:\n"
-            f"  {self.curl_line()}\n" + (f"  -> {json.dumps(answer)}\n" if answer else ""),
-            file=self.out,
-            flush=True,
-        )
-
-
-def first_completion(address: tuple[str, int]) -> dict[str, Any] | None:
-    request = urllib.request.Request(
-        f"http://{address[0]}:{address[1]}/v1/chat/completions",
-        data=json.dumps(chat_request()).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    for _ in range(30):  # readiness and kube-proxy's rules arrive within a second or two of each other
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                body: dict[str, Any] = json.load(response)
-                return body
-        except OSError:
-            time.sleep(1)
-    return None
+        return self.sample.announce_when_ready(SAMPLE_NAME, timeout)
