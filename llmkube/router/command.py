@@ -50,6 +50,7 @@ def run_router(args: argparse.Namespace) -> int:
         secrets_dir=Path(args.secrets_dir),
         shutdown_grace=args.shutdown_grace,
         stream_idle_timeout=args.stream_idle_timeout,
+        endpoint_wait=max(0.0, args.endpoint_wait),
     )
     try:
         asyncio.run(RouterProcess(settings).run())

@@ -45,4 +45,12 @@ def add_router_flags(parser: argparse.ArgumentParser) -> None:
         help="seconds a backend may stay silent in the middle of an answer before it is cut off "
         "(default 600)",
     )
+    parser.add_argument(
+        "--endpoint-wait",
+        type=float,
+        default=float(env("LLMKUBE_ROUTER_ENDPOINT_WAIT", "30")),
+        help="seconds a request nothing else can serve waits for an InferenceService backend with no "
+        "ready pod to get one (a Recreate rollout between its pods), at most its header timeout; 0: "
+        "answer 503 at once (default 30) [LLMKUBE_ROUTER_ENDPOINT_WAIT]",
+    )
     add_logging_flags(parser)

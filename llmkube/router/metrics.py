@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -149,6 +149,13 @@ class _Families:
             ["router", "reason"],
             registry=registry,
         )
+        self.waiting = Gauge(
+            "llmkube_router_waiting_requests",
+            "Requests waiting for an InferenceService backend's first ready endpoint (between the pods "
+            "of a rollout; at most --endpoint-wait).",
+            ["router"],
+            registry=registry,
+        )
 
 
 _families: dict[int, _Families] = {}
@@ -175,6 +182,7 @@ class RouterMetrics:
         self.upstream_failures = families.upstream_failures
         self.shadows = families.shadows
         self.refused = families.refused
+        self._waiting = families.waiting.labels(router)
         self._gauges = families.gauges
         self._children: dict[tuple[str, ...], object] = {}
 
@@ -212,3 +220,6 @@ class RouterMetrics:
 
     def refusal(self, reason: str) -> None:
         self._child(self.refused, reason).inc()  # type: ignore[attr-defined]
+
+    def waiting(self, change: int) -> None:
+        self._waiting.inc(change)

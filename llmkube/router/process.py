@@ -48,6 +48,7 @@ class RouterSettings:
     drain_delay: float = 2.0
     #: a stream that sends nothing for this long is cut off
     stream_idle_timeout: float = 600.0
+    endpoint_wait: float = 30.0
     #: /readyz fails once a watch has failed this long
     watch_failure_tolerance: float = 120.0
     handle_signals: bool = True
@@ -124,6 +125,7 @@ class RouterProcess:
             api_keys_root=settings.secrets_dir / "api-keys",
             ready=self.ready,
             metrics_page=_metrics_page,
+            endpoint_wait=settings.endpoint_wait,
         )
         server = web.Server(self.proxy.handle, handler_cancellation=True, access_log=None)
         runner = web.ServerRunner(server, handle_signals=False)

@@ -38,10 +38,11 @@ from llmkube.plan.router.balancer import AFFINITY_PREFIX, choose
 from llmkube.plan.router.config import TASK_COMPLEXITY_HEADER, Backend, RouterConfig
 from llmkube.plan.router.detector import detect
 from llmkube.plan.router.errors import Refused
+from llmkube.plan.router.hold import endpoint_wait
 from llmkube.plan.router.matching import Decision, Features, decide
 from llmkube.plan.router.providers import auth_headers, upstream_url
 from llmkube.plan.router.requests import PATHS, Endpoint, ParsedRequest, parse_request, upstream_body
-from llmkube.plan.router.strategy import attempts
+from llmkube.plan.router.strategy import Attempts, attempts
 from llmkube.plan.router.timeouts import header_timeout
 from llmkube.plan.router.usage import StreamUsage, Usage, estimate, usage_of_body
 from llmkube.router.audit import AuditSink
@@ -158,6 +159,7 @@ class Proxy:
         ready: Callable[[], list[str]],
         metrics_page: Callable[[web.BaseRequest], Any],
         rng: random.Random | None = None,
+        endpoint_wait: float = 0.0,
     ) -> None:
         self.state = state
         self.upstreams = upstreams
@@ -168,6 +170,8 @@ class Proxy:
         self.ready = ready
         self.metrics_page = metrics_page
         self.rng = rng or random.Random()
+        #: the most a request waits for a backend's first ready endpoint (llmkube.plan.router.hold)
+        self.endpoint_wait = endpoint_wait
         self._api_keys: dict[str, ApiKeys] = {}
         self._shadows: set[asyncio.Task[None]] = set()
         #: requests being answered (a graceful stop waits for them)
@@ -353,7 +357,14 @@ class Proxy:
 
         # The rolling p95s are sorted windows: computed only for a rule that orders by them.
         slo = decision.rule is not None and decision.rule.latency_slo is not None
-        plan = attempts(config, decision, usable, draw=self.rng.random(), p95=self.state.p95() if slo else {})
+        draw = self.rng.random()
+
+        def plan_now() -> Attempts:
+            return attempts(config, decision, usable, draw=draw, p95=self.state.p95() if slo else {})
+
+        plan = plan_now()
+        if not plan.order:
+            plan = await self._wait_for_endpoints(exchange, config, decision, sensitive, plan_now)
         for shadow in plan.shadows:
             backend = config.backend(shadow)
             if backend is not None:
@@ -365,6 +376,35 @@ class Proxy:
             if response is not None:
                 return response
         return self._refuse(exchange, self._nothing_served(exchange, config, decision, sensitive))
+
+    async def _wait_for_endpoints(
+        self,
+        exchange: Exchange,
+        config: RouterConfig,
+        decision: Decision,
+        sensitive: bool,
+        plan_now: Callable[[], Attempts],
+    ) -> Attempts:
+        """Nothing can serve now: wait while an InferenceService backend of the route has no ready
+        endpoint (between the pods of a rollout), as `endpoint_wait` allows; a client that goes
+        away cancels the wait (handler cancellation)."""
+        counts = self.state.endpoint_counts(config)
+        wait = endpoint_wait(config, decision, counts, sensitive=sensitive, limit=self.endpoint_wait)
+        plan = plan_now()
+        if wait <= 0:
+            return plan
+        started = time.perf_counter()
+        deadline = started + wait
+        self.metrics.waiting(1)
+        try:
+            while not plan.order and (left := deadline - time.perf_counter()) > 0:
+                if not await self.state.endpoints_change(left) or self.state.deleted:
+                    break
+                plan = plan_now()
+        finally:
+            self.metrics.waiting(-1)
+            exchange.record.waited_ms = (time.perf_counter() - started) * 1000
+        return plan
 
     def _no_spec(self) -> Refused:
         if self.state.deleted:

@@ -5,6 +5,7 @@ and the requests themselves, all on the one event loop (no locks)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class RouterState:
         self.turn = 0
         #: called with the new config once one is accepted (the watches and probes follow it)
         self.listeners: list[Callable[[RouterConfig], None]] = []
+        #: set (and replaced) when some Service's ready endpoints change: held requests look again
+        self._endpoints_changed = asyncio.Event()
 
     # -- the spec -------------------------------------------------------------------------------
 
@@ -76,6 +79,8 @@ class RouterState:
     def gone(self) -> None:
         self.deleted = True
         self.config = None
+        self._endpoints_changed.set()  # requests waiting for endpoints are answered now
+        self._endpoints_changed = asyncio.Event()
 
     # -- endpoints ------------------------------------------------------------------------------
 
@@ -84,6 +89,19 @@ class RouterState:
         self.endpoints[service] = endpoints
         for gone in set(before) - set(endpoints):
             self.quarantine.forget(gone)
+        if endpoints != before:
+            self._endpoints_changed.set()
+            self._endpoints_changed = asyncio.Event()
+
+    async def endpoints_change(self, within: float) -> bool:
+        """Wait until some Service's ready endpoints change (True) or `within` seconds pass."""
+        changed = self._endpoints_changed
+        try:
+            async with asyncio.timeout(within):
+                await changed.wait()
+        except TimeoutError:
+            return False
+        return True
 
     def drop_service(self, service: str) -> None:
         for gone in self.endpoints.pop(service, ()):
@@ -91,6 +109,10 @@ class RouterState:
 
     def endpoints_of(self, backend: Backend) -> tuple[str, ...]:
         return self.endpoints.get(backend.service or "", ()) if not backend.external else ()
+
+    def endpoint_counts(self, config: RouterConfig) -> dict[str, int]:
+        """The ready endpoints of each InferenceService backend, by backend name."""
+        return {b.name: len(self.endpoints_of(b)) for b in config.backends.values() if not b.external}
 
     def usable(self, backend: Backend) -> bool:
         now = self.clock()

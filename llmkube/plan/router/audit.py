@@ -38,6 +38,8 @@ class AuditRecord:
     tried: list[str] = field(default_factory=list)
     shadows: Sequence[str] = ()
     budget: str | None = None
+    #: how long the request waited for an InferenceService backend's first ready endpoint
+    waited_ms: float | None = None
     body: Any = None
 
 
@@ -71,6 +73,7 @@ def audit_line(record: AuditRecord, now: datetime | None = None, *, include_body
         "tried": record.tried,
         "shadows": list(record.shadows),
         "budget": record.budget,
+        "waited_ms": round(record.waited_ms, 3) if record.waited_ms is not None else None,
     }
     if include_body:
         entry["body"] = record.body

@@ -51,7 +51,7 @@ class _CapturedAudit(AuditSink):
 
 @contextlib.asynccontextmanager
 async def running_proxy(
-    name: str, secrets: Path, *, api_servers: tuple[Any, ...] = ()
+    name: str, secrets: Path, *, api_servers: tuple[Any, ...] = (), endpoint_wait: float = 0.0
 ) -> AsyncIterator[RunningProxy]:
     state = RouterState(name, "ns")
     metrics = RouterMetrics(name)
@@ -67,6 +67,7 @@ async def running_proxy(
         api_keys_root=secrets / "api-keys",
         ready=list,
         metrics_page=_metrics_page,
+        endpoint_wait=endpoint_wait,
     )
     runner = web.ServerRunner(web.Server(proxy.handle, handler_cancellation=True, access_log=None))
     await runner.setup()

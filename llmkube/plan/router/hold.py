@@ -1,0 +1,42 @@
+"""How long a request that no backend can serve right now waits for one to come up.
+
+An InferenceService backend with no ready endpoint is most often between pods: a `Recreate`
+rollout (the old pod drained and gone, the new one still loading its model), a restart, a first
+start. Refusing at once turns every such rollout into 503s for the router's clients; waiting turns
+it into a slower first byte. So a request whose route has such a backend, and nothing else to try,
+waits for that backend's endpoints to change, at most the router's `--endpoint-wait` and never
+longer than the header timeout it would have had with the backend (rule > backend > proxy).
+
+Nothing waits for what an endpoint cannot fix: external backends, endpoints that exist but are in
+quarantine (their `Retry-After` says when to come back), cloud backends for sensitive data.
+"""
+
+from llmkube.plan.router.config import SHADOW, RouterConfig
+from llmkube.plan.router.matching import Decision
+from llmkube.plan.router.strategy import candidates
+from llmkube.plan.router.timeouts import header_timeout
+
+
+def endpoint_wait(
+    config: RouterConfig,
+    decision: Decision,
+    endpoint_count: dict[str, int],
+    *,
+    sensitive: bool,
+    limit: float,
+) -> float:
+    """Seconds to wait for an endpoint (0: answer now). `endpoint_count`: the ready endpoints of
+    each backend by name (external backends need not be there)."""
+    if limit <= 0:
+        return 0.0
+    route = candidates(config, decision)
+    if decision.strategy == SHADOW:
+        route = route[:1]  # only the first backend answers a shadowed request
+    waits = [
+        min(limit, header_timeout(decision.rule, backend, config.header_timeout))
+        for backend in route
+        if not backend.external
+        and endpoint_count.get(backend.name, 0) == 0
+        and not (sensitive and backend.tier == "cloud")
+    ]
+    return max(waits, default=0.0)
