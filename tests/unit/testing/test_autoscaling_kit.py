@@ -3,12 +3,13 @@ adapter rule of the ConfigMap and of the Helm values is one rule, for the metric
 llama.cpp service asks for; the plain scrape job selects what the PodMonitor selects and sets the
 labels the rule maps to pods; the node test's Prometheus and adapter run on exactly these files."""
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from llmkube.plan.inferenceservice.runtimes.llamacpp import DEFAULTS as LLAMACPP
+from llmkube.plan.inferenceservice.runtimes import RUNTIME_NAMES, runtime_defaults
 from llmkube.testing.metrics_stack import (
     ADAPTER_CONFIG,
     MONITORING,
@@ -20,6 +21,8 @@ from llmkube.testing.metrics_stack import (
 )
 
 ROOT = Path(__file__).resolve().parents[3]
+# The runtimes whose servers export the metric their HPA defaults to.
+EXPORTING = [name for name in RUNTIME_NAMES if runtime_defaults(name).exports_hpa_metric]
 HELM_VALUES = ROOT / "charts" / "llmkube" / "prometheus-adapter-values.yaml"
 
 
@@ -28,7 +31,14 @@ def test_the_configmap_and_the_helm_values_hold_the_same_rule_for_the_default_me
     rules = yaml.safe_load(configmap["data"]["config.yaml"])["rules"]
     assert yaml.safe_load(HELM_VALUES.read_text())["rules"] == {"default": False, "custom": rules}
     (rule,) = rules
-    assert rule["seriesQuery"].startswith(LLAMACPP.hpa_metric + "{")
+    # The series the rule takes: each runtime's default metric and the gauges beside it, never a
+    # counter or a histogram's series.
+    kept, dropped = re.findall(r'__name__(?:=|!)~"([^"]+)"', rule["seriesQuery"])
+    served = [*(runtime_defaults(r).hpa_metric for r in EXPORTING), "llamacpp:requests_deferred"]
+    assert sorted(EXPORTING) == ["llamacpp", "tgi", "vllm"]
+    assert all(re.fullmatch(kept, m) and not re.fullmatch(dropped, m) for m in served), served
+    for series in ("llamacpp:tokens_predicted_total", "vllm:e2e_request_latency_seconds_bucket"):
+        assert re.fullmatch(dropped, series), series
     assert rule["resources"]["overrides"] == {
         "namespace": {"resource": "namespace"},
         "pod": {"resource": "pod"},
