@@ -209,7 +209,7 @@ class MetricsStack:
         for process in self.processes:
             if process.poll() is not None:
                 name = Path(str(process.args[0])).name  # type: ignore[index]
-                log = self.dir / f"{'prometheus' if name == 'prometheus' else ADAPTER_NAME}.log"
+                log = self.dir / f"{name}.log"  # the binaries are named as their logs
                 tail = log.read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"{name} exited with code {process.returncode}; {log}:\n{tail}")
 
