@@ -148,9 +148,14 @@ def test_load_scales_one_to_two_and_back(
         TIMINGS[f"autoscale {metric}: load start -> second replica serving (s)"] = watch.seconds()
         # The status follows: two desired and two ready; the adapter serves both pods' values.
         wait_for(lambda: replica_status(node_cluster, ns, NAME) == (2, 2), within=30, what="status 2 of 2")
-        served = metrics_stack.custom_metric(path) or {}
-        names = {i["describedObject"]["name"] for i in served.get("items") or ()}
-        assert names == {first["metadata"]["name"], second["metadata"]["name"]}, served
+        # (The adapter finds a new pod's series at its next re-list, every 5 s here.)
+        both = {first["metadata"]["name"], second["metadata"]["name"]}
+
+        def served_names() -> set[str]:
+            served = metrics_stack.custom_metric(path) or {}
+            return {i["describedObject"]["name"] for i in served.get("items") or ()}
+
+        wait_for(lambda: served_names() == both, within=30, what=f"{path} serving both pods")
         (level,) = benchmark_levels(load, timeout=load_shape.seconds + 60)
     finally:
         if load.poll() is None:
