@@ -22,7 +22,8 @@ venv: $(STAMP)
 k8s-binaries:
 	bash hack/build-k8s.sh
 
-## Build (or reuse from ~/.cache/llmkube) helm, promtool, kustomize and the GitOps health checkers for the install/monitoring/GitOps tests.
+## Build (or reuse from ~/.cache/llmkube) helm, promtool, kustomize, the GitOps health checkers and
+## prometheus-adapter for the install/monitoring/GitOps tests and the autoscaling node test.
 tools:
 	bash hack/build-tools.sh
 

@@ -11,12 +11,16 @@
 #   gitops-health    <- hack/tools/gitops-health.go: Flux's kstatus and CEL health evaluation
 #                       github.com/fluxcd/pkg/runtime $FLUX_RUNTIME (its cel package; kstatus from
 #                       github.com/fluxcd/cli-utils $FLUX_CLI_UTILS)
+#   prometheus <- github.com/prometheus/prometheus $PROMETHEUS_MODULE (the autoscaling node test's
+#                 server; Debian's 2.42 package is built without Kubernetes service discovery)
+#   prometheus-adapter <- sigs.k8s.io/prometheus-adapter $PROMETHEUS_ADAPTER (cmd/adapter: the custom
+#                         metrics API the autoscaling node test serves from Prometheus)
 #   argocd-health    <- hack/tools/argocd-health.go: our Argo CD health scripts in gopher-lua
 #                       github.com/yuin/gopher-lua $GOPHER_LUA, as Argo CD's controller runs them
 #
 # Output: $LLMKUBE_TOOLS_BIN (default ~/.cache/llmkube/tools/bin). Idempotent: a binary whose stamp
 # file names the pinned version is not rebuilt. Progress on stderr; the bin directory on stdout.
-#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health]
+#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter]
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
@@ -31,6 +35,7 @@ FLUX_KUSTOMIZE_APIS="${FLUX_KUSTOMIZE_APIS:-v1.21.0}"
 # The Lua Argo CD embeds, and the YAML reader of the argocd-cm snippet.
 GOPHER_LUA="${GOPHER_LUA:-v1.1.1}"
 SIGS_YAML="${SIGS_YAML:-v1.6.0}"
+PROMETHEUS_ADAPTER="${PROMETHEUS_ADAPTER:-v0.12.0}"
 CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
 BIN="${LLMKUBE_TOOLS_BIN:-$CACHE_ROOT/tools/bin}"
 
@@ -90,6 +95,15 @@ build_promtool() {
     "-s -w -X github.com/prometheus/common/version.Version=3.$minor.$patch"
 }
 
+build_prometheus() {
+  # The same module as promtool, so most of it is already compiled in GOCACHE by then. Without the
+  # builtinassets tag the web UI is not embedded (the HTTP API, all the tests use, is there).
+  local minor=${PROMETHEUS_MODULE#v0.}; minor=${minor%%.*}; minor=$((10#$minor % 100))
+  local patch=${PROMETHEUS_MODULE##*.}
+  install_tool prometheus "$PROMETHEUS_MODULE" github.com/prometheus/prometheus/cmd/prometheus \
+    "-s -w -X github.com/prometheus/common/version.Version=3.$minor.$patch"
+}
+
 build_kustomize() {
   install_tool kustomize "$KUSTOMIZE_VERSION" sigs.k8s.io/kustomize/kustomize/v5 \
     "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=$KUSTOMIZE_VERSION"
@@ -142,16 +156,39 @@ build_argocd_health() {
     "github.com/yuin/gopher-lua@$GOPHER_LUA" "sigs.k8s.io/yaml@$SIGS_YAML"
 }
 
+build_prometheus_adapter() {
+  # Built inside the release's own module (its go.mod and go.sum, as its Makefile builds it), not with
+  # `go install ...@version`: that asks the proxy for the module's version list (for deprecation
+  # notices), which proxy.golang.org refuses for this module with 403 "This module version is not
+  # available", while the pinned version itself downloads.
+  local name=prometheus-adapter version=$PROMETHEUS_ADAPTER dir
+  if fresh "$name" "$version"; then
+    log "$name $version: cached"
+    return
+  fi
+  log "$name $version: building sigs.k8s.io/prometheus-adapter/cmd/adapter (~3 min cold on 2 cores)"
+  local t0=$SECONDS
+  dir=$(go mod download -json "sigs.k8s.io/prometheus-adapter@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$dir" ] || { log "$name $version: the module did not download"; exit 1; }
+  (cd "$dir" && go build -ldflags "-s -w" -o "$BIN/$name.tmp" ./cmd/adapter)
+  mv "$BIN/$name.tmp" "$BIN/$name"
+  echo "$version" > "$BIN/.$name.version"
+  log "$name $version: built in $((SECONDS - t0)) s"
+}
+
 t_start=$SECONDS
 case "${1:-all}" in
-  all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health; build_argocd_health ;;
+  all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health; build_argocd_health
+       build_prometheus; build_prometheus_adapter ;;
   helm) build_helm ;;
   promtool) build_promtool ;;
   kustomize) build_kustomize ;;
   monitoring-check) build_monitoring_check ;;
   gitops-health) build_gitops_health ;;
   argocd-health) build_argocd_health ;;
-  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health]" >&2; exit 2 ;;
+  prometheus) build_prometheus ;;
+  prometheus-adapter) build_prometheus_adapter ;;
+  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter]" >&2; exit 2 ;;
 esac
 log "done in $((SECONDS - t_start)) s; tools in $BIN"
 echo "$BIN"

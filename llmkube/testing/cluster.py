@@ -267,6 +267,8 @@ class LocalCluster:
         self.startup_seconds: dict[str, float] = {}
         #: extra kube-apiserver flags (e.g. `--watch-cache=false` for tests that need etcd's own 410s)
         self.apiserver_args = apiserver_args
+        #: extra kube-controller-manager flags (the node tier shortens the HPA's scale-down window)
+        self.controller_manager_args: tuple[str, ...] = ()
         #: with `audit`, every request of the controller identity is written to `audit_log`
         self.audit_log: Path | None = self.workdir / "audit.log" if audit else None
         #: keep the whole directory after the stop, even a clean one (None: LLMKUBE_KEEP_CLUSTER_DIR)
@@ -627,6 +629,7 @@ class LocalCluster:
                 "--controllers=*",
                 "--use-service-account-credentials=false",
                 "--horizontal-pod-autoscaler-sync-period=5s",
+                *self.controller_manager_args,
                 "--v=1",
             ],
         )

@@ -43,6 +43,8 @@ from llmkube.testing.pki import issue_certificate
 from llmkube.testing.rest import condition_true
 
 NODE_NAME = "llmkube-node"
+FRONT_PROXY_CLIENT = "front-proxy-client"
+HPA_DOWNSCALE_WINDOW = "20s"
 NODE_BINARIES = ("kubelet", "kube-proxy", "kubectl")
 # Host programs the node needs (hack/node-host.sh installs them).
 HOST_PROGRAMS = (
@@ -92,6 +94,11 @@ class NodeCluster(LocalCluster):
         **kwargs: object,
     ) -> None:
         super().__init__("node", **kwargs)  # type: ignore[arg-type]
+        # An HPA waits 5 minutes of lower recommendations before it scales down (the cluster-wide
+        # default, which a service's HPA keeps: spec.autoscaling has no behaviour field); the
+        # autoscaling test needs the way back to minReplicas within a test's time.
+        window = f"--horizontal-pod-autoscaler-downscale-stabilization={HPA_DOWNSCALE_WINDOW}"
+        self.controller_manager_args = (window,)
         self.layout = layout or NetworkLayout()
         self.network = PrivateNetwork(self.layout)
         self.images_dir = images_dir or images.default_images_dir()
@@ -223,6 +230,7 @@ class NodeCluster(LocalCluster):
             common_name="kube-apiserver-kubelet-client",
             organizations=("system:masters",),
         )
+        proxy_cert, proxy_key = issue_certificate(pki, FRONT_PROXY_CLIENT, common_name=FRONT_PROXY_CLIENT)
         replaced = {
             # Inside the private namespace only: the pods reach the API server on the node address.
             "--bind-address": "0.0.0.0",
@@ -243,6 +251,18 @@ class NodeCluster(LocalCluster):
             f"--kubelet-client-key={directory / 'apiserver-kubelet-client.key'}",
             f"--kubelet-certificate-authority={pki.ca_cert}",
             "--kubelet-preferred-address-types=InternalIP",
+            # The aggregation layer, as kubeadm sets it up: an APIService served by a process of
+            # the test (prometheus-adapter for custom.metrics.k8s.io) gets the caller's identity in
+            # request headers it trusts from this client certificate, and is dialled at its
+            # endpoint address (the API server runs inside the node's network, beside it).
+            f"--requestheader-client-ca-file={pki.ca_cert}",
+            f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={proxy_cert}",
+            f"--proxy-client-key-file={proxy_key}",
+            "--enable-aggregator-routing=true",
         ]
 
     # -- the node ----------------------------------------------------------------------------------

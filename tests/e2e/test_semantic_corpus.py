@@ -154,6 +154,21 @@ CASES: list[Case] = [
         isvc=_cpu(vllmConfig={"dtype": "float16"}),
     ),
     Case(
+        # The generic runtime's HPA falls back to llama.cpp's metric, which its server never
+        # exports: the HPA is created as asked, and the warning names the field that fixes it.
+        "generic-autoscaling-default-metric",
+        "isvc",
+        "Ready",
+        ("SpecValid", "False", "IgnoredSettings"),
+        ("spec.autoscaling.metrics", 'runtime "generic" does not export', "llamacpp:requests_processing"),
+        "IgnoredSetting",
+        isvc=_cpu(
+            runtime="generic",
+            image="registry.example/my-server:1",
+            autoscaling={"minReplicas": 1, "maxReplicas": 2},
+        ),
+    ),
+    Case(
         "flash-without-gpu",
         "isvc",
         "Ready",
