@@ -13,10 +13,12 @@
 #                       github.com/fluxcd/cli-utils $FLUX_CLI_UTILS)
 #   argocd-health    <- hack/tools/argocd-health.go: our Argo CD health scripts in gopher-lua
 #                       github.com/yuin/gopher-lua $GOPHER_LUA, as Argo CD's controller runs them
+#   minio      <- github.com/minio/minio $MINIO_VERSION: the S3-compatible server the Model tests
+#                 download s3:// sources from (SigV4, private buckets, the S3 error codes)
 #
 # Output: $LLMKUBE_TOOLS_BIN (default ~/.cache/llmkube/tools/bin). Idempotent: a binary whose stamp
 # file names the pinned version is not rebuilt. Progress on stderr; the bin directory on stdout.
-#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health]
+#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|minio]
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
@@ -31,6 +33,9 @@ FLUX_KUSTOMIZE_APIS="${FLUX_KUSTOMIZE_APIS:-v1.21.0}"
 # The Lua Argo CD embeds, and the YAML reader of the argocd-cm snippet.
 GOPHER_LUA="${GOPHER_LUA:-v1.1.1}"
 SIGS_YAML="${SIGS_YAML:-v1.6.0}"
+# MinIO tags its releases RELEASE.<date>, which are no Go module versions: the module proxy serves
+# its commits as pseudo-versions. This one is the newest it serves (2026-02-12).
+MINIO_VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
 CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
 BIN="${LLMKUBE_TOOLS_BIN:-$CACHE_ROOT/tools/bin}"
 
@@ -142,16 +147,23 @@ build_argocd_health() {
     "github.com/yuin/gopher-lua@$GOPHER_LUA" "sigs.k8s.io/yaml@$SIGS_YAML"
 }
 
+build_minio() {
+  # MinIO stamps its version into the binary (`minio --version`, the Server header) at build time.
+  install_tool minio "$MINIO_VERSION" github.com/minio/minio \
+    "-s -w -X github.com/minio/minio/cmd.Version=$MINIO_VERSION -X github.com/minio/minio/cmd.ReleaseTag=$MINIO_VERSION"
+}
+
 t_start=$SECONDS
 case "${1:-all}" in
-  all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health; build_argocd_health ;;
+  all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health; build_argocd_health; build_minio ;;
   helm) build_helm ;;
   promtool) build_promtool ;;
   kustomize) build_kustomize ;;
   monitoring-check) build_monitoring_check ;;
   gitops-health) build_gitops_health ;;
   argocd-health) build_argocd_health ;;
-  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health]" >&2; exit 2 ;;
+  minio) build_minio ;;
+  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|minio]" >&2; exit 2 ;;
 esac
 log "done in $((SECONDS - t_start)) s; tools in $BIN"
 echo "$BIN"
