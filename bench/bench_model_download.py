@@ -10,6 +10,10 @@ Cases, each against the same random file of --mib MiB, each run --repeat times (
   * hf: the downloader on an hf:// Model of two shards from the Hub stand-in (llmkube.testing.hfhub,
     in this process): /resolve/ and its 302 per shard, each shard checked against the SHA-256 the
     Hub announces;
+  * s3: the downloader on an s3:// Model, the same file from a real S3 server (MinIO, built by
+    `hack/build-tools.sh minio`, a separate process on loopback) in a private bucket, every
+    request signed with SigV4 (curl's --aws-sigv4) and checked by the server; s3+shards: the two
+    shards under a prefix (skipped, with a note, when MinIO is not built);
   * cache hit: the downloader again on the filled cache (IfNotPresent: no request at all), and
     with refreshPolicy OnChange (one ETag probe per file).
 
@@ -35,6 +39,7 @@ from llmkube.plan.model.download_scripts import downloader_script
 from llmkube.plan.model.downloader import DownloadTarget, download_env
 from llmkube.plan.model.remote import RemoteSource, remote_source
 from llmkube.testing.hfhub import running_hub
+from llmkube.testing.s3server import minio_binary, running_minio
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRIPT = downloader_script(local_source=False, custom_ca=False)
@@ -134,13 +139,27 @@ def main() -> int:
             hub.add("bench/split", shards)
             hf = planned_env({"source": "hf://bench/split@main", "files": list(shards)}, hub.base, cache)
             seconds["hf"] = timed(downloader(hf), args.repeat, empty_cache)
+        if os.access(minio_binary(), os.X_OK):
+            with running_minio(work) as s3:
+                s3.make_bucket("bench")
+                s3.put("bench", "one/model.gguf", served / "model.gguf")
+                for name, shard in shards.items():
+                    s3.put("bench", f"split/{name}", shard)
+                keys = s3.credentials.secret_data(s3.endpoint)
+                one = {**keys, **planned_env({"source": "s3://bench/one/model.gguf"}, "", cache)}
+                seconds["s3"] = timed(downloader(one), args.repeat, empty_cache)
+                split = {
+                    **keys,
+                    **planned_env({"source": "s3://bench/split", "files": list(shards)}, "", cache),
+                }
+                seconds["s3+shards"] = timed(downloader(split), args.repeat, empty_cache)
     finally:
         server.terminate()
         server.wait(timeout=10)
         shutil.rmtree(work, ignore_errors=True)
 
     mib = size / (1 << 20)
-    downloads = ("anchor", "http", "http+sha256", "hf")
+    downloads = tuple(k for k in ("anchor", "http", "http+sha256", "hf", "s3", "s3+shards") if k in seconds)
     result = {
         "bench": "model-download",
         "mib": args.mib,
@@ -149,7 +168,12 @@ def main() -> int:
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "mib_per_second": {k: round(mib / seconds[k], 1) for k in downloads},
         "time_vs_anchor": {k: round(seconds[k] / seconds["anchor"], 2) for k in downloads},
-        "note": "best of --repeat, loopback; hf hashes both shards (the Hub's SHA-256), as http+sha256 does",
+        "note": "best of --repeat, loopback; hf hashes both shards (the Hub's SHA-256), as http+sha256 does"
+        + (
+            ""
+            if "s3" in seconds
+            else f"; no s3 case: {minio_binary()} is not built (bash hack/build-tools.sh minio)"
+        ),
     }
     text = json.dumps(result, indent=2)
     print(text)

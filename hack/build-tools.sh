@@ -17,10 +17,12 @@
 #                         metrics API the autoscaling node test serves from Prometheus)
 #   argocd-health    <- hack/tools/argocd-health.go: our Argo CD health scripts in gopher-lua
 #                       github.com/yuin/gopher-lua $GOPHER_LUA, as Argo CD's controller runs them
+#   minio      <- github.com/minio/minio $MINIO_VERSION: the S3-compatible server the Model tests
+#                 download s3:// sources from (SigV4, private buckets, the S3 error codes)
 #
 # Output: $LLMKUBE_TOOLS_BIN (default ~/.cache/llmkube/tools/bin). Idempotent: a binary whose stamp
 # file names the pinned version is not rebuilt. Progress on stderr; the bin directory on stdout.
-#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter]
+#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter|minio]
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
@@ -36,6 +38,9 @@ FLUX_KUSTOMIZE_APIS="${FLUX_KUSTOMIZE_APIS:-v1.21.0}"
 GOPHER_LUA="${GOPHER_LUA:-v1.1.1}"
 SIGS_YAML="${SIGS_YAML:-v1.6.0}"
 PROMETHEUS_ADAPTER="${PROMETHEUS_ADAPTER:-v0.12.0}"
+# MinIO tags its releases RELEASE.<date>, which are no Go module versions: the module proxy serves
+# its commits as pseudo-versions. This one is the newest it serves (2026-02-12).
+MINIO_VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
 CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
 BIN="${LLMKUBE_TOOLS_BIN:-$CACHE_ROOT/tools/bin}"
 
@@ -176,10 +181,16 @@ build_prometheus_adapter() {
   log "$name $version: built in $((SECONDS - t0)) s"
 }
 
+build_minio() {
+  # MinIO stamps its version into the binary (`minio --version`, the Server header) at build time.
+  install_tool minio "$MINIO_VERSION" github.com/minio/minio \
+    "-s -w -X github.com/minio/minio/cmd.Version=$MINIO_VERSION -X github.com/minio/minio/cmd.ReleaseTag=$MINIO_VERSION"
+}
+
 t_start=$SECONDS
 case "${1:-all}" in
   all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health; build_argocd_health
-       build_prometheus; build_prometheus_adapter ;;
+       build_prometheus; build_prometheus_adapter; build_minio ;;
   helm) build_helm ;;
   promtool) build_promtool ;;
   kustomize) build_kustomize ;;
@@ -188,7 +199,8 @@ case "${1:-all}" in
   argocd-health) build_argocd_health ;;
   prometheus) build_prometheus ;;
   prometheus-adapter) build_prometheus_adapter ;;
-  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter]" >&2; exit 2 ;;
+  minio) build_minio ;;
+  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter|minio]" >&2; exit 2 ;;
 esac
 log "done in $((SECONDS - t_start)) s; tools in $BIN"
 echo "$BIN"

@@ -137,6 +137,7 @@ def write_llama_gguf(
     merges: Sequence[str] = FEW_MERGES,
     seed: int | None = None,
     chat: bool = False,
+    split_max_tensors: int = 0,
 ) -> Path:
     """Write the model to `path` (replacing it) and return the path.
 
@@ -144,13 +145,17 @@ def write_llama_gguf(
     whose figures depend on shapes and types, not values. `chat`: also the keys a chat server needs
     (the vocabulary size, no BOS token before a ChatML prompt, the end of a turn ending generation,
     the template); without them the vocabulary's size is only the tokenizer's array length. The
-    name (`general.name`) says the shape unless given."""
+    name (`general.name`) says the shape unless given. `split_max_tensors`: a sharded GGUF as
+    llama.cpp's `llama-gguf-split` writes it (gguf's writer: `<stem>-00001-of-0000N.gguf` beside
+    `path`, each shard with its `split.*` keys, the metadata in the first); the first shard's path
+    is returned (what llama.cpp is given: it finds the others by name)."""
     path = Path(path)
     tensor_type, file_type = FILE_TYPES[shape.type]
     vocab = vocabulary(merges, shape.vocab)
     rng = np.random.default_rng(seed) if seed is not None else None
 
-    writer = gguf.GGUFWriter(str(path), "llama")  # also writes general.architecture
+    # (also writes general.architecture)
+    writer = gguf.GGUFWriter(str(path), "llama", split_max_tensors=split_max_tensors)
     writer.add_name(name or f"synthetic-{shape.layers}x{shape.embedding}-{shape.type}")
     writer.add_file_type(int(file_type))
     writer.add_context_length(shape.context)
@@ -219,8 +224,9 @@ def write_llama_gguf(
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
+    shards = writer.format_shard_names(path)
     writer.close()
-    return path
+    return shards[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

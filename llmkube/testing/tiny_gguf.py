@@ -35,6 +35,7 @@ __all__ = [
     "byte_symbols",
     "vocabulary",
     "write_tiny_gguf",
+    "write_tiny_gguf_shards",
 ]
 
 Dtype = Literal["f16", "f32"]
@@ -74,6 +75,28 @@ def write_tiny_gguf(
         seed=seed,
         chat=True,
     )
+
+
+def write_tiny_gguf_shards(
+    path: Path | str, *, shards: int = 2, seed: int = 0, dtype: Dtype = "f16"
+) -> list[Path]:
+    """The same model split in `shards` GGUF files beside `path` (`<stem>-00001-of-0000N.gguf`, ...),
+    the way llama.cpp's `llama-gguf-split --split-max-tensors` splits it; llama.cpp loads it from the
+    first. Returns the shards in order."""
+    path = Path(path)
+    tensors = 3 + 9 * DEFAULT_SHAPE.layers  # embeddings, output norm and output, 9 per block
+    first = write_llama_gguf(
+        path,
+        dataclasses.replace(DEFAULT_SHAPE, type=dtype),
+        name=f"llmkube-tiny-llama-seed{seed}",
+        merges=MERGES,
+        seed=seed,
+        chat=True,
+        split_max_tensors=-(-tensors // shards),
+    )
+    found = sorted(first.parent.glob(f"{path.stem}-*-of-{shards:05d}.gguf"))
+    assert len(found) == shards, f"gguf wrote {[p.name for p in found]}, not {shards} shards"
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -124,7 +124,9 @@ server_error() {  # the server's own words for a refusal: S3's <Code>/<Message>,
   code=$(header x-error-code first)
   [ -n "$code" ] || code=$(sed -n 's:.*<Code>\([^<]*\)</Code>.*:\1:p' "$B" 2>/dev/null | head -n 1)
   text=$(header x-error-message first)
-  [ -n "$text" ] || text=$(sed -n 's:.*<Message>\([^<]*\)</Message>.*:\1:p' "$B" 2>/dev/null | head -n 1)
+  # (XML escapes its quotes: MinIO says "expecting &#39;eu-central-1&#39;"; `&amp;` last.)
+  [ -n "$text" ] || text=$(sed -n 's:.*<Message>\([^<]*\)</Message>.*:\1:p' "$B" 2>/dev/null | head -n 1 \
+    | sed "s/&#39;/'/g; s/&apos;/'/g; s/&quot;/\"/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\\&/g")
   [ -n "$text" ] || text=$(sed -n 's/.*"error" *: *"\([^"]*\)".*/\1/p' "$B" 2>/dev/null | head -n 1)
   printf 'HTTP %s%s%s' "$1" "${code:+ $code}" "${text:+: $text}" | tr -d '\000-\037' | cut -c 1-300
 }

@@ -363,6 +363,16 @@ def test_a_file_that_does_not_match_the_announced_sha256_is_refused(tmp_path: Pa
             EXIT_PERMANENT,
         ),
         (
+            # XML's escapes are the words' own characters again (MinIO escapes quotes as &#39;).
+            400,
+            b"<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region is wrong;"
+            b" expecting &#39;eu-central-1&#39; &amp; not &quot;us&quot; &lt;sic&gt;</Message></Error>",
+            {"Content-Type": "application/xml"},
+            "HTTP 400 AuthorizationHeaderMalformed: the region is wrong;"
+            " expecting 'eu-central-1' & not \"us\" <sic>",
+            EXIT_PERMANENT,
+        ),
+        (
             401,
             b'{"error":"Invalid credentials in Authorization header"}',
             {"X-Error-Code": "GatedRepo", "Content-Type": "application/json"},
