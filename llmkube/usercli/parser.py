@@ -162,7 +162,9 @@ def _deploy(sub: Any) -> None:
         "wait until it is Ready, showing progress. With --dry-run, print them for GitOps instead.",
     )
     p.add_argument(
-        "source", help="model source: https://.../file.gguf, /path, file://..., pvc://claim/path, org/repo"
+        "source",
+        help="model source: https://.../file.gguf, /path, file://..., pvc://claim/path, hf://org/repo, "
+        "org/repo, s3://bucket/key, or an id of the catalog (llmkube catalog list)",
     )
     p.add_argument("--name", help="name of both objects (default: made from the source's file name)")
     p.add_argument("--runtime", choices=RUNTIMES, help="serving runtime (default: llamacpp)")
@@ -310,6 +312,37 @@ def _cache(sub: Any) -> None:
     q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_preload")))
 
 
+def _catalog(sub: Any) -> None:
+    p = sub.add_parser(
+        "catalog",
+        help="well-known GGUF models to deploy by id, with the memory each needs",
+        description="The catalog shipped with llmkube: well-known GGUF models (facts from their public "
+        "model cards) and the memory the controller's estimator says each needs. "
+        "`llmkube deploy ID` deploys one. No cluster is needed.",
+    )
+    catalog = p.add_subparsers(dest="catalog_command", metavar="{list,info}", required=True)
+    q = catalog.add_parser("list", aliases=["ls"], help="every model of the catalog")
+    _no_headers_flag(q)
+    _output_flag(q, ("wide", "name", "json", "yaml"))
+    q.set_defaults(func=_offline("llmkube.usercli.catalog.command", "run_catalog_list"))
+    q = catalog.add_parser("info", help="one model in full: files, architecture, memory on CPU and GPU")
+    q.add_argument("id", help="catalog id (see llmkube catalog list)")
+    _output_flag(q)
+    q.set_defaults(func=_offline("llmkube.usercli.catalog.command", "run_catalog_info"))
+
+
+def _offline(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """A command that needs no cluster, imported when it runs."""
+    if importlib.util.find_spec(module) is None:
+        raise ModuleNotFoundError(module)
+
+    def run(args: argparse.Namespace) -> int:
+        function: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
+        return function(args)
+
+    return run
+
+
 def _use(sub: Any) -> None:
     p = sub.add_parser("logs", help="the serving container's logs of every replica")
     p.add_argument("name", help="InferenceService name")
@@ -448,9 +481,9 @@ def _benchmark(sub: Any) -> None:
 
 
 def add_user_commands(sub: Any) -> None:
-    """Add deploy, list, status, queue, scale, delete, cache, logs, chat, curl, benchmark and
-    completion to a subparsers object."""
-    for register in (_deploy, _inspect, _manage, _cache, _use, _benchmark):
+    """Add deploy, list, status, queue, scale, delete, cache, catalog, logs, chat, curl, benchmark
+    and completion to a subparsers object."""
+    for register in (_deploy, _inspect, _manage, _cache, _catalog, _use, _benchmark):
         register(sub)
     p = sub.add_parser(
         "completion",
