@@ -299,8 +299,10 @@ def _manage(sub: Any) -> None:
 
 
 def _cache(sub: Any) -> None:
-    p = sub.add_parser("cache", help="the namespaces' model caches: what they hold, prefetch a Model")
-    cache = p.add_subparsers(dest="cache_command", metavar="{list,preload}", required=True)
+    p = sub.add_parser(
+        "cache", help="the namespaces' model caches: what they hold, prefetch or clear a Model"
+    )
+    cache = p.add_subparsers(dest="cache_command", metavar="{list,preload,clear}", required=True)
     q = cache.add_parser("list", aliases=["ls"], help="what each cache holds, and which services use it")
     q.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace's cache")
     _output_flag(q)
@@ -310,6 +312,22 @@ def _cache(sub: Any) -> None:
     q.add_argument("model", help="Model name (sets spec.prefetch: true)")
     _connection_flags(q)
     q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_preload")))
+    q = cache.add_parser(
+        "clear",
+        help="remove a Model's files from the namespace's cache (refused while a service uses it)",
+        description="Ask the controller to remove the Model's files from the namespace's model cache "
+        "claim (a Job it owns does, no pod is exec'ed into) and wait for its answer. Refused while an "
+        "InferenceService names the Model, unless --force (its running pods keep the files they "
+        "opened; the next pod downloads them again). Sets spec.prefetch: false when it was true.",
+    )
+    q.add_argument("model", help="Model name")
+    q.add_argument("--force", action="store_true", help="clear it even while services use it")
+    q.add_argument("--no-wait", action="store_true", help="return once the request is made")
+    q.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for the controller (default: 120)"
+    )
+    _connection_flags(q)
+    q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_clear")))
 
 
 def _catalog(sub: Any) -> None:
