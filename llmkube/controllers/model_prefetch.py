@@ -97,8 +97,8 @@ async def prefetch_jobs_of(
     found = []
     for job in jobs:
         metadata = job.get("metadata") or {}
-        if _component(job) != COMPONENT or not _owned_by(job, model_uid):
-            continue
+        if _component(job) == CLEAR_COMPONENT or not _owned_by(job, model_uid):
+            continue  # a cache clear's Job (clear_jobs_of), or another Model's
         fact = prefetch_job_fact(job)
         own = [
             p
