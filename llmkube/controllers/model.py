@@ -334,6 +334,7 @@ class ModelController:
                 key.namespace,
                 claims=self.cache_claims.store,
                 claim_intent=None,
+                what="cache clear",
             )
         if decision.waiting:
             return None  # the action's end queues the Model again

@@ -125,6 +125,7 @@ async def carry_out(
     *,
     claims: Store,
     claim_intent: Callable[[str], Obj] | None,
+    what: str = "prefetch",
 ) -> None:
     """Delete the stale Jobs (by uid: never a newer Job of the same name; their pods with them),
     then create the wanted one, after the cache claim it mounts."""
@@ -132,7 +133,7 @@ async def carry_out(
     for name, uid in plan.deletes:
         try:
             await client.delete(JOBS, name, namespace, uid=uid, propagation_policy=propagation)
-            log.info("prefetch job deleted", namespace=namespace, name=name)
+            log.info(f"{what} job deleted", namespace=namespace, name=name)
         except (NotFound, Conflict):
             pass  # gone already, or another Job of that name now
     if plan.job is None:
@@ -145,6 +146,6 @@ async def carry_out(
             pass
     try:
         await client.create(JOBS, plan.job, namespace)
-        log.info("prefetch job created", namespace=namespace, name=plan.job["metadata"]["name"])
+        log.info(f"{what} job created", namespace=namespace, name=plan.job["metadata"]["name"])
     except AlreadyExists:
         pass  # created by an earlier reconcile; the cache shows it soon

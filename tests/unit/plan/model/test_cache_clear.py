@@ -174,3 +174,20 @@ def test_the_script_refuses_what_is_no_cache_key(tmp_path: Path, key: str) -> No
     (tmp_path / "keep").mkdir()
     code, said = run_script(tmp_path, key)
     assert code == 3 and "is not a cache key" in said and (tmp_path / "keep").exists()
+
+
+def test_each_answer_is_one_event() -> None:
+    from llmkube.plan.model.events import model_events
+
+    clearing = ready(record=CacheClearStatus(request="r1", phase="Clearing", job="j", message="removes"))
+    refused = ready(
+        record=CacheClearStatus(request="r2", phase="Refused", message="InferenceServices use it")
+    )
+    assert [(e.type, e.reason) for e in model_events(ready(), clearing)] == [("Normal", "CacheClearing")]
+    assert model_events(clearing, clearing) == []
+    [event] = model_events(clearing, refused)
+    assert (event.type, event.reason, event.message) == (
+        "Warning",
+        "CacheClearRefused",
+        "InferenceServices use it",
+    )
