@@ -91,12 +91,20 @@ async def test_cache_clear_refuses_while_used_then_clears_through_a_job(
 async def test_a_clear_job_is_hardened_and_owned_by_the_model(
     operator: RunningController, full_cluster: ClusterHandle, full_namespace: str
 ) -> None:
-    """Asked with kubectl's annotate alone (no CLI): the Job while it exists, as the cluster has it."""
+    """Asked with kubectl's annotate alone (no CLI), the Job as the cluster has it: held while a
+    quota of no pods keeps its pod from being created (kwok completes a Job's pod at once)."""
     admin, ns = operator.cluster.admin(), full_namespace
     created = admin.create(model("plain", "https://models.invalid/plain.gguf", prefetch=True), namespace=ns)
     await eventually(
         lambda: status_of(admin, "Model", "plain", ns).get("phase") == "Ready", within=90, what="prefetched"
     )
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}},
+    }
+    admin.create(quota, namespace=ns)
     asked = {"metadata": {"annotations": {CLEAR_ANNOTATION: "by-hand"}}, "spec": {"prefetch": False}}
     patch(admin, API, "Model", "plain", ns, asked)
     [job] = await eventually(lambda: jobs(admin, ns, COMPONENT), what="the clear Job")
@@ -106,14 +114,26 @@ async def test_a_clear_job_is_hardened_and_owned_by_the_model(
     assert container["name"] == CONTAINER and container["securityContext"]["capabilities"] == {
         "drop": ["ALL"]
     }
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert pod["automountServiceAccountToken"] is False and pod["securityContext"]["runAsNonRoot"] is True
     assert {v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]} == {CACHE_CLAIM}
+    record = status_of(admin, "Model", "plain", ns)["cacheClear"]
+    assert (record["request"], record["phase"], record["job"]) == (
+        "by-hand",
+        "Clearing",
+        job["metadata"]["name"],
+    )
+    admin.delete("v1", "ResourceQuota", "no-pods", ns)
 
     def answered() -> dict[str, Any] | None:
         record = status_of(admin, "Model", "plain", ns).get("cacheClear") or {}
         return record if record.get("request") == "by-hand" and record.get("phase") == "Cleared" else None
 
     await eventually(answered, within=90, what="the clear recorded")
+    reasons = {
+        e["reason"] for e in admin.list("v1", "Event", ns) if e["involvedObject"].get("name") == "plain"
+    }
+    assert {"CacheClearing", "CacheCleared"} <= reasons
 
 
 async def test_deploy_a_catalog_id_and_its_server_dry_run(
