@@ -82,8 +82,7 @@ def prefetch_job_name(model_name: str, digest: str) -> str:
     return f"{stem}{_SUFFIX}{digest[:_DIGEST]}"
 
 
-def owner_reference(model: Model) -> KubeObject:
-    """The Model as the controller of a Job it owns (the Job goes with it)."""
+def _owner(model: Model) -> KubeObject:
     return {
         "apiVersion": c.API_VERSION,
         "kind": c.MODEL_KIND,
@@ -146,7 +145,7 @@ def prefetch_job(
             "name": name,
             "namespace": namespace,
             "labels": labels,
-            "ownerReferences": [owner_reference(model)],
+            "ownerReferences": [_owner(model)],
         },
         "spec": {
             "backoffLimit": BACKOFF_LIMIT,
