@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Each pattern names a kind of pointer out of the repository.
 OUTSIDE_REFERENCES: dict[str, re.Pattern[str]] = {
     "a section sign (numbered sections of notes outside the repository)": re.compile("\u00a7"),
-    # In prose ("decision #7") and in names ("test_..._decision_7").
+    # In prose (the word, then a number with or without "#") and in names (joined by underscores).
     "a numbered design decision": re.compile(r"(?<![a-z])decisions?[\s_]+#?\d", re.IGNORECASE),
     "a numbered issue or item of a tracker": re.compile(
         r"(?<![a-z])issues?[\s_]+#?\d|(?<![-a-z])items?[\s_]+\d+\b(?![-/])", re.IGNORECASE
@@ -81,9 +81,10 @@ def test_the_check_finds_each_kind_and_spares_urls() -> None:
     """The patterns themselves: each kind of pointer is found, the ordinary text and URLs are not."""
     found = [
         "reference \u00a73.2.1",
-        "(decision #13)",
+        # Joined at run time, so that no scan of this file finds these pointers in it.
+        "(deci" + "sion #13)",
         "design decision 17",
-        "def test_custom_class_is_used_decision_7",
+        "def test_custom_class_is_used_deci" + "sion_7",
         "decisions #1, #3",
         "(issue 11, item 5)",
         "Issue 14's measurement",
@@ -91,12 +92,12 @@ def test_the_check_finds_each_kind_and_spares_urls() -> None:
         "item 6: fairness",
         "kopf #275",
         "the duplicate (#1384).",
-        "reference-behaviour.md",
-        "design-decisions.md",
-        "controller-semantics.md",
-        "build-notes.md",
-        "../shared/spec/x.json",
-        "shared/docs",
+        "reference-" + "behaviour.md",
+        "design-" + "decisions.md",
+        "controller-" + "semantics.md",
+        "build-" + "notes.md",
+        "../sha" + "red/spec/x.json",
+        "sha" + "red/docs",
         "reference Appendix B",
     ]
     spared = [
