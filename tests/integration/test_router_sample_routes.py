@@ -9,20 +9,18 @@ The local backend's InferenceService is an EndpointSlice of its Service naming a
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 import yaml
-from test_router_process_on_server import _eventually, _outbound_address, _slice
+from test_router_process_on_server import _eventually, _outbound_address, _running, _slice
 
 from llmkube.api import constants as c
 from llmkube.api.crds import all_crds
 from llmkube.plan.router.providers import ANTHROPIC_VERSION
-from llmkube.router.process import RouterProcess, RouterSettings
+from llmkube.router.process import RouterSettings
 from llmkube.testing.openai_upstream import Upstream
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import KubeRest
@@ -42,18 +40,6 @@ def sample_objects(cloud_url: str) -> tuple[dict[str, Any], dict[str, Any]]:
     assert cloud["external"]["url"] == "https://api.anthropic.com"
     cloud["external"]["url"] = cloud_url
     return secret, router
-
-
-@contextlib.asynccontextmanager
-async def running(settings: RouterSettings) -> AsyncIterator[RouterProcess]:
-    process = RouterProcess(settings)
-    task = asyncio.get_running_loop().create_task(process.run())
-    try:
-        await asyncio.wait_for(process.started.wait(), 30)
-        yield process
-    finally:
-        process.request_stop()
-        await asyncio.wait_for(task, 30)
 
 
 async def test_the_coding_router_sample_applies_and_routes_as_it_says(
@@ -86,7 +72,7 @@ async def test_the_coding_router_sample_applies_and_routes_as_it_says(
             shutdown_grace=5.0,
             handle_signals=False,
         )
-        async with running(settings) as process, aiohttp.ClientSession() as session:
+        async with _running(settings) as process, aiohttp.ClientSession() as session:
             assert process.address is not None
             url = f"http://127.0.0.1:{process.address[1]}"
 
