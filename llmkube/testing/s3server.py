@@ -165,7 +165,10 @@ class MinioServer:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"minio exited with {self._process.returncode}: {self.log()}")
-            if self.request("GET", "/minio/health/ready", sign=False).status == 200:
+            # /minio/health/ready can answer 200 while the object layer is still being set up, and
+            # S3 calls then get 503 XMinioServerNotInitialized; a signed ListBuckets answering 200
+            # is the state the callers need.
+            if self.request("GET", "/", sign=True).status == 200:
                 return self
             time.sleep(0.2)
         self.stop()
