@@ -16,7 +16,7 @@ controller answers each id once, in `status.cacheClear`:
 The Job is hardened as the prefetch Job is (same user, Pod Security restricted, no token), mounts
 the same claim at the same place and removes one directory whose name is the cache key (16 hex
 digits: the script refuses anything else). It is owned by the Model; a completed one is deleted
-once the status says Cleared, a failed one stays with its log until the next request.
+by the reconcile that records Cleared, a failed one stays with its log until the next request.
 """
 
 import hashlib
@@ -77,6 +77,28 @@ def clear_request(annotations: Mapping[str, str] | None) -> ClearRequest | None:
         return None
     force = (annotations or {}).get(FORCE_ANNOTATION, "").strip().lower() == "true"
     return ClearRequest(value, force)
+
+
+def unanswered(annotations: Mapping[str, str] | None, record: CacheClearStatus | None) -> ClearRequest | None:
+    """The request the Model's status has not given its final answer to yet, or None."""
+    request = clear_request(annotations)
+    if request is None or (
+        record is not None and record.request == request.request and record.phase in FINAL
+    ):
+        return None
+    return request
+
+
+def services_to_confirm(
+    annotations: Mapping[str, str] | None, record: CacheClearStatus | None, cached: Sequence[str]
+) -> bool:
+    """Whether the services the controller's cache says name the Model must be read again from the
+    API server before a refusal. A refusal is final for its request, and that cache may lag: a
+    service deleted just before the request (delete it, then `cache clear`) can still
+    be in it, while a read made after the request was seen shows the deletion. Only a pending,
+    unforced request that the cache would refuse needs the read."""
+    request = unanswered(annotations, record)
+    return bool(cached) and request is not None and not request.force
 
 
 def clear_job_name(model_name: str, request: str, key: str) -> str:
@@ -185,14 +207,13 @@ def plan_cache_clear(
     now: datetime,
     config: ModelPlanConfig,
 ) -> ClearDecision:
-    request = clear_request(model.metadata.annotations)
     record = status.cache_clear
     name_of = model.metadata.name or ""
-    if request is None or (
-        record is not None and record.request == request.request and record.phase in FINAL
-    ):
+    request = unanswered(model.metadata.annotations, record)
+    if request is None:
         # Nothing (more) to do: only a failed Job of the answered request stays, for its log.
-        keep = record.job if record is not None and record.phase == "Failed" and request is not None else None
+        asked = clear_request(model.metadata.annotations) is not None
+        keep = record.job if record is not None and record.phase == "Failed" and asked else None
         stale = tuple((job.name, job.uid) for job in facts.jobs if job.name != keep)
         return ClearDecision(status, PrefetchPlan(deletes=stale))
     key = status.cache_key or ""
@@ -231,8 +252,11 @@ def plan_cache_clear(
         f'the files of cache key {key} were removed from claim "{CACHE_CLAIM}" (Job {name}); '
         "the next pod that needs them downloads them again"
     )
-    # Done: the status holds the answer, the Job goes (the next reconcile deletes it, once written).
-    return ClearDecision(answered("Cleared", message, name), PrefetchPlan(deletes=stale))
+    # Done: the Job goes in this same reconcile. The controller writes the status before it
+    # carries out the plan (a failed write raises first), so the answer is recorded before the Job
+    # is deleted. No later reconcile may be counted on: nothing of the Job changes after Complete,
+    # a status write wakes no reconcile, and the Model's next requeue is its revalidation.
+    return ClearDecision(answered("Cleared", message, name), PrefetchPlan(deletes=others))
 
 
 def refilled(status: ModelStatus, now: datetime, job: str) -> ModelStatus:

@@ -16,8 +16,9 @@ from llmkube.plan.model.cache_clear import (
     FORCE_ANNOTATION,
     clear_job_name,
     plan_cache_clear,
+    services_to_confirm,
 )
-from llmkube.plan.model.decision import ModelPlanConfig
+from llmkube.plan.model.decision import ModelDecision, ModelPlanConfig
 from llmkube.plan.model.facts import ClearFacts, Fingerprint, ModelFacts, PrefetchJob, ProbeOutcome
 from llmkube.plan.model.planner import plan_model
 from llmkube.plan.model.prefetch import CACHE_CLAIM
@@ -191,3 +192,132 @@ def test_each_answer_is_one_event() -> None:
         "CacheClearRefused",
         "InferenceServices use it",
     )
+
+
+# --- transitions, through plan_model: each reconcile planned from what the last one wrote --------
+
+PROBED = ProbeOutcome(fingerprint=Fingerprint(etag='"e1"', content_length=9))  # not due again for 1 h
+
+
+def reconcile(the_model: Model, status: ModelStatus, clear: ClearFacts) -> ModelDecision:
+    return plan_model(
+        the_model.model_copy(update={"status": status}), ModelFacts(probe=PROBED, clear=clear), NOW, CONFIG
+    )
+
+
+def test_the_reconcile_that_records_cleared_deletes_the_job() -> None:
+    """Nothing wakes the Model after its Job completed (a Job changes no more once Complete, a
+    status write wakes no reconcile, and the next requeue is the revalidation an hour later): the
+    Job goes with the reconcile that records the answer, or it stays forever."""
+    forced = model(force=True)
+    clearing = reconcile(forced, ready(), CLAIM)
+    assert clearing.status.cache_clear is not None and clearing.status.cache_clear.phase == "Clearing"
+    done = ClearFacts(jobs=(job("Succeeded"),), claim_exists=True)
+    cleared = reconcile(forced, clearing.status, done)
+    assert cleared.status.cache_clear is not None and cleared.status.cache_clear.phase == "Cleared"
+    assert cleared.cache_clear is not None and cleared.cache_clear.deletes == (
+        (job("Succeeded").name, "j-1"),
+    )
+    assert cleared.requeue.after is not None and cleared.requeue.after.total_seconds() >= 3600
+    # The Job's deletion brings the Model back: the answer stands, nothing more to do or write.
+    after = reconcile(forced, cleared.status, CLAIM)
+    assert after.status == cleared.status and after.cache_clear is None
+
+
+@pytest.mark.parametrize(
+    ("record", "jobs", "phase", "creates", "deletes"),
+    [
+        # Down before Clearing was written, its Job created: taken up, not created again.
+        (None, (job("Running"),), "Clearing", False, ()),
+        (None, (job("Succeeded"),), "Cleared", False, (job("Succeeded").name,)),
+        # Clearing written, the Job gone meanwhile (deleted by hand): created again, same name.
+        ("Clearing", (), "Clearing", True, ()),
+        ("Clearing", (job("Running"),), "Clearing", False, ()),
+        ("Clearing", (job("Succeeded"),), "Cleared", False, (job("Succeeded").name,)),
+        ("Clearing", (job("Failed", message="BackoffLimitExceeded"),), "Failed", False, ()),
+    ],
+)  # fmt: skip
+def test_a_restarted_controller_takes_up_a_pending_clear(
+    record: str | None, jobs: tuple[PrefetchJob, ...], phase: str, creates: bool, deletes: tuple[str, ...]
+) -> None:
+    """A restart keeps nothing in memory: the next reconcile plans from the status and the Job
+    cache alone."""
+    name = clear_job_name("tiny", "r1", KEY)
+    stored = (
+        CacheClearStatus(request="r1", phase=record, cache_key=KEY, job=name, time=NOW) if record else None
+    )
+    decision = reconcile(model(), ready(record=stored), ClearFacts(jobs=jobs, claim_exists=True))
+    answer = decision.status.cache_clear
+    assert answer is not None and (answer.request, answer.phase, answer.job) == ("r1", phase, name)
+    plan = decision.cache_clear
+    assert plan is not None
+    assert (plan.job is not None) is creates
+    assert tuple(n for n, _ in plan.deletes) == deletes
+    if record == phase:
+        assert answer.time == NOW  # the same answer: no new write
+
+
+def test_a_clear_asked_twice() -> None:
+    """The same id again is the answered request; a new id while the first Job runs is a new
+    request: its own Job, the first one deleted."""
+    first = reconcile(model(request="r1"), ready(), CLAIM)
+    running = ClearFacts(jobs=(job("Running", "r1"),), claim_exists=True)
+    second = reconcile(model(request="r2"), first.status, running)
+    record = second.status.cache_clear
+    assert record is not None and (record.request, record.phase) == ("r2", "Clearing")
+    assert record.job == clear_job_name("tiny", "r2", KEY) != clear_job_name("tiny", "r1", KEY)
+    assert second.cache_clear is not None and second.cache_clear.job is not None
+    assert second.cache_clear.deletes == ((job("Running", "r1").name, "j-1"),)
+    both = ClearFacts(jobs=(job("Succeeded", "r2"),), claim_exists=True)
+    cleared = reconcile(model(request="r2"), second.status, both)
+    assert cleared.status.cache_clear is not None and cleared.status.cache_clear.phase == "Cleared"
+    again = reconcile(model(request="r2"), cleared.status, CLAIM)
+    assert again.status == cleared.status and again.cache_clear is None
+
+
+def test_an_annotation_under_a_running_service_then_the_service_deleted() -> None:
+    """kubectl annotate while a service names the Model: refused, no Job. That id stays answered
+    when the service goes; a new request (the command makes one each time) is carried out."""
+    used = ClearFacts(services=("web",), claim_exists=True)
+    refused = reconcile(model(request="by-hand"), ready(), used)
+    record = refused.status.cache_clear
+    assert record is not None and (record.phase, record.job) == ("Refused", None)
+    assert refused.cache_clear is not None and refused.cache_clear.job is None
+    assert "InferenceServices use it (web)" in (record.message or "")
+    unused = reconcile(model(request="by-hand"), refused.status, CLAIM)
+    assert unused.status == refused.status and unused.cache_clear is None
+    asked = reconcile(model(request="r2"), refused.status, CLAIM)
+    assert asked.status.cache_clear is not None and asked.status.cache_clear.phase == "Clearing"
+    assert asked.cache_clear is not None and asked.cache_clear.job is not None
+    # Forced, the same services: carried out.
+    forced = reconcile(model(request="r3", force=True), refused.status, used)
+    assert forced.status.cache_clear is not None and forced.status.cache_clear.phase == "Clearing"
+
+
+def answered_record(phase: str, request: str = "r1") -> CacheClearStatus:
+    return CacheClearStatus(request=request, phase=phase, cache_key=KEY)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "record", "cached", "confirm"),
+    [
+        # A pending, unforced request the cache would refuse: read the services again.
+        ({CLEAR_ANNOTATION: "r1"}, None, ("web",), True),
+        ({CLEAR_ANNOTATION: "r1"}, answered_record("Clearing"), ("web",), True),
+        ({CLEAR_ANNOTATION: "r2"}, answered_record("Refused"), ("web",), True),
+        # The cache names none, the request is forced, or it is answered: the cache's word stands.
+        ({CLEAR_ANNOTATION: "r1"}, None, (), False),
+        ({CLEAR_ANNOTATION: "r1", FORCE_ANNOTATION: "true"}, None, ("web",), False),
+        ({CLEAR_ANNOTATION: "r1"}, answered_record("Refused"), ("web",), False),
+        ({CLEAR_ANNOTATION: "r1"}, answered_record("Cleared"), ("web",), False),
+        ({}, None, ("web",), False),
+        (None, answered_record("Cleared"), ("web",), False),
+    ],
+)  # fmt: skip
+def test_when_the_services_are_read_again(
+    annotations: dict[str, str] | None,
+    record: CacheClearStatus | None,
+    cached: tuple[str, ...],
+    confirm: bool,
+) -> None:
+    assert services_to_confirm(annotations, record, cached) is confirm
