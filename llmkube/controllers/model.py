@@ -56,7 +56,7 @@ from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
-from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, FORCE_ANNOTATION
+from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, FORCE_ANNOTATION, services_to_confirm
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.egress import EgressConfig
@@ -296,7 +296,7 @@ class ModelController:
                 jobs=clear_jobs_of(
                     self.jobs.store.by_index(BY_NAMESPACE, key.namespace), model.metadata.uid or ""
                 ),
-                services=services_naming(self.services.store.by_index(BY_NAMESPACE, key.namespace), key.name),
+                services=await self._services_naming(model),
                 claim_exists=self.cache_claims.store.get_object(key.namespace, CACHE_CLAIM) is not None,
             ),
         )
@@ -387,6 +387,25 @@ class ModelController:
         if result is not None:
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
         return result
+
+    async def _services_naming(self, model: Model) -> tuple[str, ...]:
+        """The services that name the Model, from the cache; read again from the API server when
+        a pending clear request would be refused on the cache's word (services_to_confirm)."""
+        namespace, name = model.metadata.namespace or "", model.metadata.name or ""
+        cached = services_naming(self.services.store.by_index(BY_NAMESPACE, namespace), name)
+        record = model.status.cache_clear if model.status is not None else None
+        if not services_to_confirm(model.metadata.annotations, record, cached):
+            return cached
+        live = services_naming(await self.host.client.list_all(INFERENCE_SERVICES, namespace), name)
+        if live != cached:
+            log.info(
+                "services read again for a cache clear",
+                namespace=namespace,
+                name=name,
+                cached=cached,
+                live=live,
+            )
+        return live
 
     async def _downloader_log(self, namespace: str, pod: str) -> str | None:
         """The last lines a prefetch pod's downloader printed (its progress), or None: the figures
