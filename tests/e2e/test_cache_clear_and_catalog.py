@@ -11,7 +11,7 @@ import yaml
 from e2e_support import RunningController, eventually, isvc, model, patch, status_of
 from usercli_support import llmkube, row_of
 
-from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, COMPONENT, CONTAINER
+from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, COMPONENT, CONTAINER, clear_job_name
 from llmkube.plan.model.prefetch import CACHE_CLAIM
 from llmkube.plan.model.prefetch import COMPONENT as PREFETCH_COMPONENT
 from llmkube.plan.model.source import cache_key
@@ -134,6 +134,114 @@ async def test_a_clear_job_is_hardened_and_owned_by_the_model(
         e["reason"] for e in admin.list("v1", "Event", ns) if e["involvedObject"].get("name") == "plain"
     }
     assert {"CacheClearing", "CacheCleared"} <= reasons
+
+
+def answer_to(admin: Any, name: str, namespace: str, request: str) -> Any:
+    """A check for `eventually`: the Model's cacheClear once it is about `request`."""
+
+    def check() -> dict[str, Any] | None:
+        record = status_of(admin, "Model", name, namespace).get("cacheClear") or {}
+        return record if record.get("request") == request else None
+
+    return check
+
+
+def clear_reasons(admin: Any, namespace: str, name: str) -> list[str]:
+    return [
+        e["reason"]
+        for e in admin.list("v1", "Event", namespace)
+        if e["involvedObject"].get("name") == name and e["reason"].startswith("Cache")
+    ]
+
+
+async def test_a_clear_refused_under_a_service_then_carried_out_once_it_is_deleted(
+    operator: RunningController, full_cluster: ClusterHandle, full_namespace: str
+) -> None:
+    """The annotation alone (kubectl annotate: no generation bump) on a Model a running service
+    names: refused, no Job. The service deleted, `cache clear` right after (not forced): cleared,
+    although the controller's cache of services may not have seen the deletion yet when the request
+    reaches it (it reads the services again before it refuses)."""
+    admin, kc, ns = operator.cluster.admin(), full_cluster.kubeconfig, full_namespace
+    source = "https://models.invalid/in-use.gguf"
+    admin.create(model("in-use", source, prefetch=True), namespace=ns)
+    admin.create(isvc("web", modelRef="in-use"), namespace=ns)
+    await eventually(
+        lambda: (
+            status_of(admin, "Model", "in-use", ns).get("phase") == "Ready"
+            and jobs(admin, ns, PREFETCH_COMPONENT)
+        ),
+        within=90,
+        what="the Model prefetched",
+    )
+    generation = admin.get(API, "Model", "in-use", ns)["metadata"]["generation"]
+    patch(admin, API, "Model", "in-use", ns, {"metadata": {"annotations": {CLEAR_ANNOTATION: "by-hand"}}})
+    assert admin.get(API, "Model", "in-use", ns)["metadata"]["generation"] == generation
+
+    refused = await eventually(answer_to(admin, "in-use", ns, "by-hand"), what="the annotation answered")
+    assert (refused["phase"], refused["cacheKey"]) == ("Refused", cache_key(source))
+    assert refused["message"] == "InferenceServices use it (web): clear it with --force, or delete them first"
+    assert "job" not in refused and not jobs(admin, ns, COMPONENT)
+    await eventually(lambda: clear_reasons(admin, ns, "in-use") == ["CacheClearRefused"], what="its Event")
+
+    admin.delete(API, "InferenceService", "web", ns)
+    await eventually(lambda: admin.get_or_none(API, "InferenceService", "web", ns) is None, what="web gone")
+    cleared = await llmkube(kc, "cache", "clear", "in-use", "-n", ns, within=150)
+    assert cleared.code == 0, cleared.text
+    assert f'"in-use" cleared: the files of cache key {cache_key(source)} were removed' in cleared.out
+    record = status_of(admin, "Model", "in-use", ns)["cacheClear"]
+    assert record["phase"] == "Cleared" and record["request"] != "by-hand"
+    await eventually(lambda: not jobs(admin, ns, COMPONENT), what="the clear Job deleted")
+    assert not jobs(admin, ns, PREFETCH_COMPONENT)
+
+
+async def test_a_clear_asked_again_while_its_job_is_held(
+    operator: RunningController, full_cluster: ClusterHandle, full_namespace: str
+) -> None:
+    """A second request id while the first one's Job cannot start (a quota of no pods): the second
+    gets its own Job, the first Job is deleted, and the second is answered and its Job deleted."""
+    admin, ns = operator.cluster.admin(), full_namespace
+    source = "https://models.invalid/twice.gguf"
+    key = cache_key(source)
+    admin.create(model("twice", source, prefetch=True), namespace=ns)
+    await eventually(
+        lambda: (
+            status_of(admin, "Model", "twice", ns).get("phase") == "Ready"
+            and jobs(admin, ns, PREFETCH_COMPONENT)
+        ),
+        within=90,
+        what="the Model prefetched",
+    )
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}},
+    }
+    admin.create(quota, namespace=ns)
+    names = {r: clear_job_name("twice", r, key) for r in ("r1", "r2")}
+
+    def clear_jobs() -> list[str]:
+        return sorted(j["metadata"]["name"] for j in jobs(admin, ns, COMPONENT))
+
+    first = {"metadata": {"annotations": {CLEAR_ANNOTATION: "r1"}}, "spec": {"prefetch": False}}
+    patch(admin, API, "Model", "twice", ns, first)
+    await eventually(lambda: clear_jobs() == [names["r1"]], what="the first clear Job")
+    record = await eventually(answer_to(admin, "twice", ns, "r1"), what="r1 recorded")
+    assert (record["phase"], record["job"]) == ("Clearing", names["r1"])
+
+    patch(admin, API, "Model", "twice", ns, {"metadata": {"annotations": {CLEAR_ANNOTATION: "r2"}}})
+    await eventually(lambda: clear_jobs() == [names["r2"]], what="the second Job, the first deleted")
+    record = await eventually(answer_to(admin, "twice", ns, "r2"), what="r2 recorded")
+    assert (record["phase"], record["job"]) == ("Clearing", names["r2"])
+
+    admin.delete("v1", "ResourceQuota", "no-pods", ns)
+    done = await eventually(
+        lambda: (r := answer_to(admin, "twice", ns, "r2")()) and r["phase"] == "Cleared" and r,
+        within=90,
+        what="r2 cleared",
+    )
+    assert done["job"] == names["r2"]
+    await eventually(lambda: clear_jobs() == [], what="the second Job deleted")
 
 
 async def test_deploy_a_catalog_id_and_its_server_dry_run(
