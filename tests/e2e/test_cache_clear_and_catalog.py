@@ -8,13 +8,25 @@ nothing."""
 from typing import Any
 
 import yaml
-from e2e_support import RunningController, eventually, isvc, model, patch, status_of
+from e2e_support import (
+    RunningController,
+    eventually,
+    isvc,
+    model,
+    patch,
+    poll,
+    restarted_controller,
+    settled,
+    status_of,
+)
 from usercli_support import llmkube, row_of
 
+from llmkube.kube.types import ObjectKey
 from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, COMPONENT, CONTAINER, clear_job_name
 from llmkube.plan.model.prefetch import CACHE_CLAIM
 from llmkube.plan.model.prefetch import COMPONENT as PREFETCH_COMPONENT
 from llmkube.plan.model.source import cache_key
+from llmkube.testing.controller_harness import reconcile_log
 from llmkube.testing.pytest_plugin import ClusterHandle
 
 API = "inference.llmkube.dev/v1alpha1"
@@ -242,6 +254,59 @@ async def test_a_clear_asked_again_while_its_job_is_held(
     )
     assert done["job"] == names["r2"]
     await eventually(lambda: clear_jobs() == [], what="the second Job deleted")
+
+
+async def test_a_restarted_controller_takes_up_a_pending_clear(
+    operator: RunningController, full_namespace: str
+) -> None:
+    """A clear under way (its Job held by a quota of no pods) when a fresh controller starts (its
+    own client, caches and queues, as after a restart): it reconciles the Model from
+    status.cacheClear and the Job it finds, and sends nothing (no second Job, no status write);
+    once the Job can run, the clear is recorded and its Job deleted."""
+    admin, ns = operator.cluster.admin(), full_namespace
+    source = "https://models.invalid/pending.gguf"
+    admin.create(model("pending", source, prefetch=True), namespace=ns)
+    await eventually(
+        lambda: (
+            status_of(admin, "Model", "pending", ns).get("phase") == "Ready"
+            and jobs(admin, ns, PREFETCH_COMPONENT)
+        ),
+        within=90,
+        what="the Model prefetched",
+    )
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}},
+    }
+    admin.create(quota, namespace=ns)
+    asked = {"metadata": {"annotations": {CLEAR_ANNOTATION: "r1"}}, "spec": {"prefetch": False}}
+    patch(admin, API, "Model", "pending", ns, asked)
+    name = clear_job_name("pending", "r1", cache_key(source))
+    await eventually(
+        lambda: [j["metadata"]["name"] for j in jobs(admin, ns, COMPONENT)] == [name], what="the Job"
+    )
+    clearing = await eventually(answer_to(admin, "pending", ns, "r1"), what="Clearing recorded")
+    assert (clearing["phase"], clearing["job"]) == ("Clearing", name)
+    await settled(operator.controllers.models.controller)
+
+    async with restarted_controller(operator, ns) as restarted:
+        reconciles = reconcile_log(restarted.controllers.models.controller)
+        await poll(lambda: reconciles(ObjectKey(ns, "pending")) >= 1, what="the Model reconciled")
+        await restarted.idle()
+        assert restarted.mutating_requests() == 0, sorted(restarted.requests.request_counts.items())
+        [job] = jobs(admin, ns, COMPONENT)
+        assert job["metadata"]["uid"] and status_of(admin, "Model", "pending", ns)["cacheClear"] == clearing
+
+        admin.delete("v1", "ResourceQuota", "no-pods", ns)
+        done = await eventually(
+            lambda: (r := answer_to(admin, "pending", ns, "r1")()) and r["phase"] == "Cleared" and r,
+            within=90,
+            what="r1 cleared",
+        )
+        assert done["job"] == name
+        await eventually(lambda: not jobs(admin, ns, COMPONENT), what="the Job deleted")
 
 
 async def test_deploy_a_catalog_id_and_its_server_dry_run(
