@@ -291,6 +291,22 @@ def model_schema() -> Schema:
                 "items": {"type": "string"},
             },
             "lastUpdated": _s("When the status last changed.", format="date-time"),
+            "cacheClear": _o(
+                "The last cache clear asked for (the annotation inference.llmkube.dev/clear-cache) "
+                "and what became of it.",
+                {
+                    "request": _s("The annotation's value this answers."),
+                    "phase": _s(
+                        "Clearing, Cleared, Refilled (a prefetch downloaded the files again since), "
+                        "Refused or Failed.",
+                        enum=["Clearing", "Cleared", "Refilled", "Refused", "Failed"],
+                    ),
+                    "cacheKey": _s("The cache directory it is about."),
+                    "job": _s("The Job that removes the files."),
+                    "message": _s("What happened, in words."),
+                    "time": _s("When it reached this phase.", format="date-time"),
+                },
+            ),
             "observedGeneration": _i(
                 "The metadata.generation this status describes: a status of an older spec says nothing "
                 "about the current one (InferenceServices wait for it to catch up).",

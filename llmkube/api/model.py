@@ -6,6 +6,7 @@ Fields it lacks are llmkube additions, marked as such.
 """
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import Field
 
@@ -94,6 +95,22 @@ class GGUFMetadata(ApiModel):
     license: str | None = None
 
 
+class CacheClearStatus(ApiModel):
+    """The last `llmkube cache clear` (the annotation inference.llmkube.dev/clear-cache) and what
+    became of it (an llmkube addition)."""
+
+    #: the annotation's value this answers: a new value is a new request
+    request: str | None = None
+    #: Clearing, Cleared, Refilled (a prefetch downloaded the files again since), Refused or Failed
+    phase: Literal["Clearing", "Cleared", "Refilled", "Refused", "Failed"] | None = None
+    #: the cache directory it is about (<claim>/<cacheKey>/)
+    cache_key: str | None = None
+    job: str | None = None
+    message: str | None = None
+    #: when it reached this phase
+    time: datetime | None = None
+
+
 class ModelStatus(ApiModel):
     phase: ModelPhase | None = None
     size: str | None = None
@@ -108,6 +125,8 @@ class ModelStatus(ApiModel):
     #: the repository-relative paths staged in the cache (when spec.files or spec.mmproj are set)
     staged_files: list[str] | None = None
     last_updated: datetime | None = None
+    #: the last cache clear asked for (an llmkube addition)
+    cache_clear: CacheClearStatus | None = None
     #: the metadata.generation this status describes (an llmkube addition, the kstatus convention)
     observed_generation: int | None = None
     conditions: list[Condition] | None = None

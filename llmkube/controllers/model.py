@@ -28,6 +28,7 @@ from llmkube.controllers.model_prefetch import (
     PREFETCH_PODS_SELECTOR,
     PREFETCH_SELECTOR,
     carry_out,
+    clear_jobs_of,
     prefetch_jobs_of,
 )
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
@@ -35,6 +36,7 @@ from llmkube.controllers.modelsource.background import BackgroundActions, SlotPo
 from llmkube.controllers.modelsource.egress import GuardedResolver
 from llmkube.controllers.modelsource.executor import ActionPerformer
 from llmkube.controllers.resources import (
+    INFERENCE_SERVICES,
     JOBS,
     MODELS,
     NAMESPACE_CACHE_TRANSFORM,
@@ -49,16 +51,18 @@ from llmkube.kube.blocking import StopFlag
 from llmkube.kube.cache.store import BY_NAMESPACE, Change
 from llmkube.kube.control.controller import Controller, Result, TerminalError
 from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.control.predicates import generation_changed, labels_changed
+from llmkube.kube.control.predicates import any_of, generation_changed, labels_changed
 from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
+from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, FORCE_ANNOTATION, services_to_confirm
 from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.egress import EgressConfig
 from llmkube.plan.model.events import model_events
-from llmkube.plan.model.facts import ModelFacts
+from llmkube.plan.model.facts import ClearFacts, ModelFacts
+from llmkube.plan.model.prefetch import CACHE_CLAIM
 from llmkube.plan.model.refused_status import MAX_STATUS_BYTES, is_refused_status, status_after_refusal
 from llmkube.plan.model.source import REMOTE_KINDS, SourceKind, classify_source, parse_pvc_source
 from llmkube.plan.model.status import status_changed
@@ -95,6 +99,29 @@ def node_capacity_changed(change: Change) -> bool:
     if change.type != "MODIFIED":
         return True
     return _extended_capacity(change.old_obj) != _extended_capacity(change.new)
+
+
+def clear_requested(change: Change) -> bool:
+    """A cache clear asked for (or its force flag): annotations, which bump no generation."""
+    if change.type != "MODIFIED":
+        return True
+
+    def wanted(obj: Obj | None) -> tuple[str | None, str | None]:
+        annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+        return annotations.get(CLEAR_ANNOTATION), annotations.get(FORCE_ANNOTATION)
+
+    return wanted(change.old_obj) != wanted(change.new)
+
+
+def services_naming(services: Iterable[Obj], model: str) -> tuple[str, ...]:
+    """The InferenceServices (of the Model's namespace) whose modelRef names it, by name."""
+    return tuple(
+        sorted(
+            str((s.get("metadata") or {}).get("name") or "")
+            for s in services
+            if (s.get("spec") or {}).get("modelRef") == model
+        )
+    )
 
 
 def encode_status(status: ModelStatus) -> Obj:
@@ -142,6 +169,9 @@ class ModelController:
         self.jobs = host.informer(JOBS, label_selector=PREFETCH_SELECTOR)
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
         self.prefetch_pods = host.informer(PODS, label_selector=PREFETCH_PODS_SELECTOR)
+        # The services that name a Model (a cache clear is refused while one does): the
+        # InferenceService controller's own cache, shared.
+        self.services = host.informer(INFERENCE_SERVICES, compact=True)
         self._cache_claim = cache_claim
         self._session: aiohttp.ClientSession | None = None
         self._copy_bytes_per_second = copy_bytes_per_second
@@ -159,7 +189,7 @@ class ModelController:
             metrics.timed(MODEL_CONTROLLER, self.reconcile),
             workers=workers,
             watches=[
-                Watch(MODELS, enqueue_object, predicates=[generation_changed]),
+                Watch(MODELS, enqueue_object, predicates=[any_of(generation_changed, clear_requested)]),
                 Watch(NODES, enqueue_mapped(self._gpu_models), predicates=[node_capacity_changed]),
                 # Whether a namespace may use local sources (the cache keeps only the policy labels).
                 Watch(NAMESPACES, enqueue_mapped(self._local_models), predicates=[labels_changed]),
@@ -262,6 +292,13 @@ class ModelController:
                 model.metadata.uid or "",
                 self._downloader_log,
             ),
+            clear=ClearFacts(
+                jobs=clear_jobs_of(
+                    self.jobs.store.by_index(BY_NAMESPACE, key.namespace), model.metadata.uid or ""
+                ),
+                services=await self._services_naming(model),
+                claim_exists=self.cache_claims.store.get_object(key.namespace, CACHE_CLAIM) is not None,
+            ),
         )
         facts, results = self.actions.facts_for(key, observed)
         stored = {"raw": raw}
@@ -289,6 +326,15 @@ class ModelController:
                 key.namespace,
                 claims=self.cache_claims.store,
                 claim_intent=self._cache_claim,
+            )
+        if decision.cache_clear is not None:
+            await carry_out(
+                self.host.client,
+                decision.cache_clear,
+                key.namespace,
+                claims=self.cache_claims.store,
+                claim_intent=None,
+                what="cache clear",
             )
         if decision.waiting:
             return None  # the action's end queues the Model again
@@ -341,6 +387,25 @@ class ModelController:
         if result is not None:
             log.info("status written", namespace=key.namespace, name=key.name, phase=status.phase)
         return result
+
+    async def _services_naming(self, model: Model) -> tuple[str, ...]:
+        """The services that name the Model, from the cache; read again from the API server when
+        a pending clear request would be refused on the cache's word (services_to_confirm)."""
+        namespace, name = model.metadata.namespace or "", model.metadata.name or ""
+        cached = services_naming(self.services.store.by_index(BY_NAMESPACE, namespace), name)
+        record = model.status.cache_clear if model.status is not None else None
+        if not services_to_confirm(model.metadata.annotations, record, cached):
+            return cached
+        live = services_naming(await self.host.client.list_all(INFERENCE_SERVICES, namespace), name)
+        if live != cached:
+            log.info(
+                "services read again for a cache clear",
+                namespace=namespace,
+                name=name,
+                cached=cached,
+                live=live,
+            )
+        return live
 
     async def _downloader_log(self, namespace: str, pod: str) -> str | None:
         """The last lines a prefetch pod's downloader printed (its progress), or None: the figures

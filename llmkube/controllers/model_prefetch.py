@@ -18,6 +18,7 @@ from llmkube.kube.cache.store import Store
 from llmkube.kube.errors import AlreadyExists, Conflict, NotFound
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.types import Obj
+from llmkube.plan.model.cache_clear import COMPONENT as CLEAR_COMPONENT
 from llmkube.plan.model.decision import PrefetchPlan
 from llmkube.plan.model.facts import PrefetchJob, PrefetchPhase
 from llmkube.plan.model.prefetch import (
@@ -31,7 +32,8 @@ from llmkube.plan.model.prefetch import (
 
 log = structlog.get_logger("llmkube.controllers.model")
 
-PREFETCH_SELECTOR = f"{LABEL_COMPONENT}={COMPONENT}"
+# Prefetch Jobs and cache-clear Jobs (plan/model/cache_clear.py), in one cache.
+PREFETCH_SELECTOR = f"{LABEL_COMPONENT} in ({COMPONENT},{CLEAR_COMPONENT})"
 CACHE_CLAIM_SELECTOR = f"metadata.name={CACHE_CLAIM}"
 #: The Job's pods carry its digest label (the template's); the Job controller adds the Job's name.
 PREFETCH_PODS_SELECTOR = LABEL_PREFETCH
@@ -65,6 +67,25 @@ def prefetch_job_fact(job: Obj) -> PrefetchJob:
 LogReader = Callable[[str, str], Awaitable[str | None]]  # (namespace, pod) -> the log's last lines
 
 
+def _component(job: Obj) -> str:
+    return str(((job.get("metadata") or {}).get("labels") or {}).get(LABEL_COMPONENT) or "")
+
+
+def _owned_by(job: Obj, model_uid: str) -> bool:
+    refs = (job.get("metadata") or {}).get("ownerReferences") or []
+    return any(ref.get("uid") == model_uid and ref.get("controller") for ref in refs)
+
+
+def clear_jobs_of(jobs: Iterable[Obj], model_uid: str) -> tuple[PrefetchJob, ...]:
+    """The cached cache-clear Jobs the Model owns, as facts (their Job conditions)."""
+    found = [
+        prefetch_job_fact(job)
+        for job in jobs
+        if _component(job) == CLEAR_COMPONENT and _owned_by(job, model_uid)
+    ]
+    return tuple(sorted(found, key=lambda job: job.name))
+
+
 async def prefetch_jobs_of(
     jobs: Iterable[Obj], pods: Iterable[Obj], model_uid: str, read_log: LogReader
 ) -> tuple[PrefetchJob, ...]:
@@ -76,11 +97,8 @@ async def prefetch_jobs_of(
     found = []
     for job in jobs:
         metadata = job.get("metadata") or {}
-        if not any(
-            ref.get("uid") == model_uid and ref.get("controller")
-            for ref in metadata.get("ownerReferences") or []
-        ):
-            continue
+        if _component(job) == CLEAR_COMPONENT or not _owned_by(job, model_uid):
+            continue  # a cache clear's Job (clear_jobs_of), or another Model's
         fact = prefetch_job_fact(job)
         own = [
             p
@@ -107,13 +125,15 @@ async def carry_out(
     *,
     claims: Store,
     claim_intent: Callable[[str], Obj] | None,
+    what: str = "prefetch",
 ) -> None:
     """Delete the stale Jobs (by uid: never a newer Job of the same name; their pods with them),
     then create the wanted one, after the cache claim it mounts."""
+    propagation = "Foreground" if plan.foreground else "Background"
     for name, uid in plan.deletes:
         try:
-            await client.delete(JOBS, name, namespace, uid=uid, propagation_policy="Background")
-            log.info("prefetch job deleted", namespace=namespace, name=name)
+            await client.delete(JOBS, name, namespace, uid=uid, propagation_policy=propagation)
+            log.info(f"{what} job deleted", namespace=namespace, name=name)
         except (NotFound, Conflict):
             pass  # gone already, or another Job of that name now
     if plan.job is None:
@@ -126,6 +146,6 @@ async def carry_out(
             pass
     try:
         await client.create(JOBS, plan.job, namespace)
-        log.info("prefetch job created", namespace=namespace, name=plan.job["metadata"]["name"])
+        log.info(f"{what} job created", namespace=namespace, name=plan.job["metadata"]["name"])
     except AlreadyExists:
         pass  # created by an earlier reconcile; the cache shows it soon

@@ -16,7 +16,9 @@ from llmkube.kube.resource import Resource
 from llmkube.kube.rest.client import APPLY_PATCH
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.memory_fit import ENFORCE_ANNOTATION, ENFORCE_VALUE
+from llmkube.plan.model.source import SourceKind, classify_source
 from llmkube.usercli import render
+from llmkube.usercli.catalog.entries import CatalogEntry, deploy_options, find_entry
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.fit import check_memory_fit, report
 from llmkube.usercli.kinds import FIELD_MANAGER, INFERENCE_SERVICES, MODELS
@@ -26,7 +28,9 @@ from llmkube.usercli.session import Session
 
 
 def options_from_args(args: argparse.Namespace, namespace: str) -> DeployOptions:
-    return DeployOptions(
+    """The command line's options; for a catalog id (`deploy qwen2.5-7b-instruct`), the entry's
+    source, files, quantisation and context under them."""
+    options = DeployOptions(
         source=args.source,
         name=args.name,
         namespace=namespace,
@@ -55,6 +59,16 @@ def options_from_args(args: argparse.Namespace, namespace: str) -> DeployOptions
         annotations=dict(args.annotations)
         | ({ENFORCE_ANNOTATION: ENFORCE_VALUE} if args.enforce_memory_fit else {}),
     )
+    entry = catalog_entry(args.source)
+    return deploy_options(entry, options) if entry is not None else options
+
+
+def catalog_entry(source: str) -> CatalogEntry | None:
+    """The catalog entry a source names: only a word that is no source of any kind (a URL, a path,
+    `org/repo`) is looked up, so a source is never shadowed by an id."""
+    if classify_source(source) is not SourceKind.UNKNOWN:
+        return None
+    return find_entry(source)
 
 
 def manifests_from_args(args: argparse.Namespace, namespace: str) -> tuple[Obj, Obj]:

@@ -54,6 +54,9 @@ class DeployOptions:
     priority: str | None = None
     quantization: str | None = None
     sha256: str | None = None
+    #: the files to stage from the source (its first is the one loaded) and a projector beside it
+    files: tuple[str, ...] = ()
+    mmproj: str | None = None
     port: int | None = None
     extra_args: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
@@ -77,7 +80,8 @@ def _check(options: DeployOptions, name: str) -> None:
     if classify_source(options.source) is SourceKind.UNKNOWN:
         raise DeployError(
             f'source "{options.source}" is not a URL (http, https), a path (/..., file://...), '
-            "a pvc://claim/path or a HuggingFace repo id (org/name)"
+            "a pvc://claim/path, a HuggingFace repo id (org/name) or an id of the catalog "
+            "(llmkube catalog list)"
         )
     if len(name) > MAX_LABEL_VALUE_LENGTH or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name):
         raise DeployError(
@@ -124,6 +128,8 @@ def build_manifests(options: DeployOptions) -> tuple[dict[str, Any], dict[str, A
             {
                 "source": options.source,
                 "sha256": options.sha256,
+                "files": list(options.files),
+                "mmproj": options.mmproj,
                 "quantization": options.quantization,
                 "hardware": _compact({"accelerator": accelerator, "gpu": gpu}),
             }

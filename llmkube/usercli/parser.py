@@ -162,7 +162,9 @@ def _deploy(sub: Any) -> None:
         "wait until it is Ready, showing progress. With --dry-run, print them for GitOps instead.",
     )
     p.add_argument(
-        "source", help="model source: https://.../file.gguf, /path, file://..., pvc://claim/path, org/repo"
+        "source",
+        help="model source: https://.../file.gguf, /path, file://..., pvc://claim/path, hf://org/repo, "
+        "org/repo, s3://bucket/key, or an id of the catalog (llmkube catalog list)",
     )
     p.add_argument("--name", help="name of both objects (default: made from the source's file name)")
     p.add_argument("--runtime", choices=RUNTIMES, help="serving runtime (default: llamacpp)")
@@ -297,8 +299,10 @@ def _manage(sub: Any) -> None:
 
 
 def _cache(sub: Any) -> None:
-    p = sub.add_parser("cache", help="the namespaces' model caches: what they hold, prefetch a Model")
-    cache = p.add_subparsers(dest="cache_command", metavar="{list,preload}", required=True)
+    p = sub.add_parser(
+        "cache", help="the namespaces' model caches: what they hold, prefetch or clear a Model"
+    )
+    cache = p.add_subparsers(dest="cache_command", metavar="{list,preload,clear}", required=True)
     q = cache.add_parser("list", aliases=["ls"], help="what each cache holds, and which services use it")
     q.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace's cache")
     _output_flag(q)
@@ -308,6 +312,53 @@ def _cache(sub: Any) -> None:
     q.add_argument("model", help="Model name (sets spec.prefetch: true)")
     _connection_flags(q)
     q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_preload")))
+    q = cache.add_parser(
+        "clear",
+        help="remove a Model's files from the namespace's cache (refused while a service uses it)",
+        description="Ask the controller to remove the Model's files from the namespace's model cache "
+        "claim (a Job it owns does, no pod is exec'ed into) and wait for its answer. Refused while an "
+        "InferenceService names the Model, unless --force (its running pods keep the files they "
+        "opened; the next pod downloads them again). Sets spec.prefetch: false when it was true.",
+    )
+    q.add_argument("model", help="Model name")
+    q.add_argument("--force", action="store_true", help="clear it even while services use it")
+    q.add_argument("--no-wait", action="store_true", help="return once the request is made")
+    q.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for the controller (default: 120)"
+    )
+    _connection_flags(q)
+    q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_clear")))
+
+
+def _catalog(sub: Any) -> None:
+    p = sub.add_parser(
+        "catalog",
+        help="well-known GGUF models to deploy by id, with the memory each needs",
+        description="The catalog shipped with llmkube: well-known GGUF models (facts from their public "
+        "model cards) and the memory the controller's estimator says each needs. "
+        "`llmkube deploy ID` deploys one. No cluster is needed.",
+    )
+    catalog = p.add_subparsers(dest="catalog_command", metavar="{list,info}", required=True)
+    q = catalog.add_parser("list", aliases=["ls"], help="every model of the catalog")
+    _no_headers_flag(q)
+    _output_flag(q, ("wide", "name", "json", "yaml"))
+    q.set_defaults(func=_offline("llmkube.usercli.catalog.command", "run_catalog_list"))
+    q = catalog.add_parser("info", help="one model in full: files, architecture, memory on CPU and GPU")
+    q.add_argument("id", help="catalog id (see llmkube catalog list)")
+    _output_flag(q)
+    q.set_defaults(func=_offline("llmkube.usercli.catalog.command", "run_catalog_info"))
+
+
+def _offline(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """A command that needs no cluster, imported when it runs."""
+    if importlib.util.find_spec(module) is None:
+        raise ModuleNotFoundError(module)
+
+    def run(args: argparse.Namespace) -> int:
+        function: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
+        return function(args)
+
+    return run
 
 
 def _use(sub: Any) -> None:
@@ -448,9 +499,9 @@ def _benchmark(sub: Any) -> None:
 
 
 def add_user_commands(sub: Any) -> None:
-    """Add deploy, list, status, queue, scale, delete, cache, logs, chat, curl, benchmark and
-    completion to a subparsers object."""
-    for register in (_deploy, _inspect, _manage, _cache, _use, _benchmark):
+    """Add deploy, list, status, queue, scale, delete, cache, catalog, logs, chat, curl, benchmark
+    and completion to a subparsers object."""
+    for register in (_deploy, _inspect, _manage, _cache, _catalog, _use, _benchmark):
         register(sub)
     p = sub.add_parser(
         "completion",

@@ -116,6 +116,9 @@ class PrefetchPlan:
 
     job: KubeObject | None = None
     deletes: tuple[tuple[str, str], ...] = ()
+    #: delete with foreground propagation: the Job is gone only once its pods are, so nothing of it
+    #: still writes into the cache (a cache clear waits for that)
+    foreground: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,3 +137,5 @@ class ModelDecision:
     error: str | None = None  # set with requeue.backoff: the failure to log and count
     waiting: bool = False
     prefetch: PrefetchPlan | None = None
+    #: the cache clear's Job to create and stale ones to delete (plan/model/cache_clear.py)
+    cache_clear: PrefetchPlan | None = None

@@ -6,6 +6,7 @@ check failed, a source went missing, the upstream file changed.
 """
 
 from collections.abc import Sequence
+from typing import Literal
 
 from llmkube.api.meta import Condition
 from llmkube.api.model import ModelStatus
@@ -47,4 +48,26 @@ def model_events(old: ModelStatus | None, new: ModelStatus) -> list[PlannedEvent
         message = available.message if available is not None else "Model is Ready"
         size = new.size if new.size not in (None, "", "0") else None
         events.append(PlannedEvent("Normal", READY_EVENT, f"{message} ({size})" if size else message))
+    events.extend(cache_clear_events(old, new))
     return events
+
+
+# A cache clear's answers (status.cacheClear): one Event when the phase of a request changes.
+_CLEAR_EVENTS: dict[str, tuple[Literal["Normal", "Warning"], str]] = {
+    "Clearing": ("Normal", "CacheClearing"),
+    "Cleared": ("Normal", "CacheCleared"),
+    "Refilled": ("Normal", "CacheRefilled"),
+    "Refused": ("Warning", "CacheClearRefused"),
+    "Failed": ("Warning", "CacheClearFailed"),
+}
+
+
+def cache_clear_events(old: ModelStatus | None, new: ModelStatus) -> list[PlannedEvent]:
+    before = old.cache_clear if old is not None else None
+    now = new.cache_clear
+    if now is None or now.phase is None:
+        return []
+    if before is not None and (before.request, before.phase, before.job) == (now.request, now.phase, now.job):
+        return []
+    kind, reason = _CLEAR_EVENTS[now.phase]
+    return [PlannedEvent(kind, reason, now.message or now.phase)]

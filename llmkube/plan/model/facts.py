@@ -147,6 +147,17 @@ class PrefetchJob:
 
 
 @dataclass(frozen=True)
+class ClearFacts:
+    """What a cache clear needs beyond the Model (plan/model/cache_clear.py): its clear Jobs, as
+    the Job cache shows them, the services of its namespace that name it, and whether the
+    namespace's model cache claim exists."""
+
+    jobs: tuple[PrefetchJob, ...] = ()
+    services: tuple[str, ...] = ()
+    claim_exists: bool = False
+
+
+@dataclass(frozen=True)
 class ModelFacts:
     """Everything plan_model needs besides the Model itself.
 
@@ -171,3 +182,4 @@ class ModelFacts:
     results_for: ActionTarget | None = None  # None: this reconcile's own, for the current spec
     pending: ModelAction | None = None
     prefetch_jobs: tuple[PrefetchJob, ...] = ()  # the Model's prefetch Jobs
+    clear: ClearFacts = ClearFacts()  # for `llmkube cache clear`

@@ -24,6 +24,7 @@ from llmkube.plan.conditions.standard import find_condition, remove_condition
 from llmkube.plan.conditions.summary import summarize
 from llmkube.plan.model import conditions as cond
 from llmkube.plan.model.accelerator import accelerator_ready
+from llmkube.plan.model.cache_clear import plan_cache_clear, refilled
 from llmkube.plan.model.cache_layout import cache_layout, is_controller_cached
 from llmkube.plan.model.decision import (
     BACKOFF,
@@ -192,7 +193,26 @@ def plan_model(
             cond.msg_unsupported_source(inputs.source),
             NO_REQUEUE,
         )
-    return _stamped(decision, inputs)
+    return _stamped(_with_cache_clear(decision, inputs), inputs)
+
+
+def _with_cache_clear(decision: ModelDecision, inputs: _Inputs) -> ModelDecision:
+    """`llmkube cache clear` (plan/model/cache_clear.py), once the source's own decision is made:
+    its record in the status, its Job, and no prefetch Job while the files are being removed."""
+    if decision.action.kind is not ActionKind.NONE or decision.waiting:
+        return decision
+    jobs = inputs.facts.prefetch_jobs
+    clear = plan_cache_clear(
+        inputs.model, decision.status, inputs.facts.clear, jobs, inputs.now, inputs.config
+    )
+    if clear.status is decision.status and not clear.jobs.deletes and clear.jobs.job is None:
+        return decision
+    prefetch, requeue = decision.prefetch, decision.requeue
+    if clear.holds_prefetch:
+        prefetch = PrefetchPlan(deletes=tuple((job.name, job.uid) for job in jobs), foreground=True)
+        if requeue.backoff or requeue.after is None or requeue.after > PREFETCH_PROGRESS_REQUEUE:
+            requeue = Requeue(after=PREFETCH_PROGRESS_REQUEUE)
+    return replace(decision, status=clear.status, prefetch=prefetch, cache_clear=clear.jobs, requeue=requeue)
 
 
 def _stages_from(kind: SourceKind, metal: bool) -> bool:
@@ -660,7 +680,8 @@ def _prefetched(inputs: _Inputs, status: ModelStatus, job: PrefetchJob) -> Model
             conditions, drifted=False, source=inputs.source, now=inputs.now, generation=inputs.generation
         )
     size = status.size or (format_size(result.bytes) if result is not None and result.bytes else None)
-    return status.model_copy(update={"phase": PHASE_READY, "conditions": conditions, "size": size})
+    status = status.model_copy(update={"phase": PHASE_READY, "conditions": conditions, "size": size})
+    return refilled(status, inputs.now, job.name)
 
 
 # --- local paths: the controller keeps its own copy ---------------------------------------------

@@ -82,7 +82,8 @@ def prefetch_job_name(model_name: str, digest: str) -> str:
     return f"{stem}{_SUFFIX}{digest[:_DIGEST]}"
 
 
-def _owner(model: Model) -> KubeObject:
+def owner_reference(model: Model) -> KubeObject:
+    """The Model as the controller of a Job it owns (the Job goes with it)."""
     return {
         "apiVersion": c.API_VERSION,
         "kind": c.MODEL_KIND,
@@ -145,7 +146,7 @@ def prefetch_job(
             "name": name,
             "namespace": namespace,
             "labels": labels,
-            "ownerReferences": [_owner(model)],
+            "ownerReferences": [owner_reference(model)],
         },
         "spec": {
             "backoffLimit": BACKOFF_LIMIT,

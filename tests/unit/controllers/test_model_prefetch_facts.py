@@ -105,3 +105,25 @@ def test_progress_lines() -> None:
     )
     assert progress_of("llmkube-download: 4096 bytes") == (4096, None)
     assert progress_of("llmkube-download: 10 of 0 bytes (m.gguf done)") == (10, None)
+
+
+async def test_cache_clear_jobs_are_told_apart_from_prefetch_jobs() -> None:
+    """One Job cache holds both kinds (by their component label): each list has only its own."""
+    from llmkube.api.constants import LABEL_COMPONENT
+    from llmkube.controllers.model_prefetch import clear_jobs_of
+    from llmkube.plan.model.cache_clear import COMPONENT as CLEAR
+
+    prefetch = job("m-prefetch-aaaa", ("Complete", "", ""))
+    clear = job("m-cache-clear-bbbb", ("Complete", "", ""))
+    clear["metadata"]["labels"] = {LABEL_COMPONENT: CLEAR}
+    others = job("o-cache-clear-cccc", owner="another-model")
+    others["metadata"]["labels"] = {LABEL_COMPONENT: CLEAR}
+
+    async def no_log(namespace: str, name: str) -> str:
+        raise AssertionError("no pod runs")
+
+    found = await prefetch_jobs_of([prefetch, clear, others], [], UID, no_log)
+    assert [fact.name for fact in found] == ["m-prefetch-aaaa"]
+    assert clear_jobs_of([prefetch, clear, others], UID) == (
+        PrefetchJob("m-cache-clear-bbbb", "m-cache-clear-bbbb-uid", "Succeeded"),
+    )
