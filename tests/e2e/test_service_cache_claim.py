@@ -236,3 +236,27 @@ async def test_a_changed_size_annotation_never_resizes_the_claim_and_the_service
         messages = [c["message"] for c in failed["conditions"] if c["status"] == "False"]
         assert any("5Gi" in m and MAXIMUM in m for m in messages), messages
         assert admin.get(*CLAIM, "svc-model-cache", ns)["spec"]["resources"]["requests"]["storage"] == "1Gi"
+
+        # What the service says to do: with no pod on it, delete the claim; it is made again at the
+        # size asked for, and there is nothing left to say.
+        patch(
+            admin,
+            API,
+            "InferenceService",
+            "svc",
+            ns,
+            {"metadata": {"annotations": {CACHE_SIZE_ANNOTATION: "2Gi"}}},
+        )
+        await eventually(phase_is(admin, "InferenceService", "svc", ns, "Stopped"), what="svc Stopped again")
+        admin.delete(*CLAIM, "svc-model-cache", ns)
+
+        def made_again() -> dict[str, Any] | None:
+            found = admin.get_or_none(*CLAIM, "svc-model-cache", ns)
+            return found if found and found["metadata"]["uid"] != first["metadata"]["uid"] else None
+
+        again = await eventually(made_again, within=90, what="the claim made again")
+        assert again["spec"]["resources"]["requests"]["storage"] == "2Gi"
+        await eventually(
+            lambda: spec_valid(admin, "svc", ns).get("status") in (None, "True"),
+            what="SpecValid with nothing to say",
+        )
