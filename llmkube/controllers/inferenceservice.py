@@ -102,6 +102,7 @@ from llmkube.plan.inferenceservice.objects import controlled_by
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
 from llmkube.plan.inferenceservice.rollout import rollout_of
+from llmkube.plan.inferenceservice.service_cache import SERVICE_CACHE_SELECTOR, service_cache_claim_name
 from llmkube.plan.inferenceservice.status import (
     failed_status,
     gpu_queue_wait_seconds,
@@ -177,6 +178,8 @@ class InferenceServiceController:
         # Only their names: whether a service's runtimeClassName exists.
         self.runtime_classes = host.informer(RUNTIME_CLASSES, transform=keep_only())
         self.cache_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, field_selector=CACHE_CLAIM_SELECTOR)
+        # The services' own cache claims (per-service storage), by their labels.
+        self.service_claims = host.informer(PERSISTENT_VOLUME_CLAIMS, label_selector=SERVICE_CACHE_SELECTOR)
         self.slices = host.informer(ENDPOINT_SLICES, label_selector=METAL_SLICES_SELECTOR)
         self.slices.add_index(BY_SLICE_SERVICE, by_label(SLICE_SERVICE_LABEL))
         # GPU counts (a service asking more than any node has is not queued) and, for the memory-fit
@@ -221,6 +224,12 @@ class InferenceServiceController:
                     enqueue_mapped(self._services_in_namespace),
                     predicates=[deleted],
                     field_selector=CACHE_CLAIM_SELECTOR,
+                ),
+                # A service's own claim: created (so its size is known), changed, or deleted by hand.
+                Watch(
+                    PERSISTENT_VOLUME_CLAIMS,
+                    enqueue_owner(INFERENCE_SERVICES),
+                    label_selector=SERVICE_CACHE_SELECTOR,
                 ),
                 Watch(
                     ENDPOINT_SLICES,
@@ -394,6 +403,9 @@ class InferenceServiceController:
             namespace=namespace_policy(self.namespaces.store.get_object(None, namespace)),
             gpu_nodes=self.gpu_nodes.largest() if self.nodes.has_synced() else None,
             preemption=self.preemptions.pending(ObjectKey(namespace, name)),
+            service_cache_claim=self.service_claims.store.get_object(
+                namespace, service_cache_claim_name(name)
+            ),
         )
 
     async def _converge(
@@ -406,6 +418,9 @@ class InferenceServiceController:
         if plan.cache_pvc is not None:
             with writing("PersistentVolumeClaim", plan.cache_pvc):
                 await self._ensure_cache_pvc(namespace, plan.cache_pvc)
+        if plan.service_cache is not None:
+            with writing("PersistentVolumeClaim", plan.service_cache):
+                await self._create_service_cache(isvc, plan.service_cache)
         observed = {"deployment": facts.deployment, "service": facts.service, "hpa": facts.hpa}
         for field, resource in _APPLY_ORDER:
             desired: Obj | None = getattr(plan, field)
@@ -473,6 +488,28 @@ class InferenceServiceController:
         try:
             await self.host.client.create(PERSISTENT_VOLUME_CLAIMS, pvc, namespace)
             log.info("model cache PVC created", namespace=namespace, name=name)
+        except AlreadyExists:
+            pass  # created meanwhile (the cache will show it)
+
+    async def _create_service_cache(self, isvc: InferenceService, pvc: Obj) -> None:
+        """Create the service's own claim; never change it (the plan has one only while the cache
+        has none). A claim of that name that the service does not control is never taken over
+        (NotOurs: the service fails naming it). Created, not applied: an apply of a claim the cache
+        has not seen yet would resize it, which the controller never does."""
+        meta = pvc["metadata"]
+        existing = await refuse_foreign(
+            self.host.client,
+            PERSISTENT_VOLUME_CLAIMS,
+            pvc,
+            lambda found: controlled_by(found, isvc),
+            owner="InferenceService",
+        )
+        if existing is not None:
+            return  # ours already: the cache will show it
+        try:
+            manager = self.host.applier.field_manager
+            await self.host.client.create(PERSISTENT_VOLUME_CLAIMS, pvc, field_manager=manager)
+            log.info("service model cache PVC created", namespace=meta["namespace"], name=meta["name"])
         except AlreadyExists:
             pass  # created meanwhile (the cache will show it)
 

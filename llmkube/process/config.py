@@ -31,6 +31,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
 
     intel = os.environ.get("LLMKUBE_INTEL_GPU_RESOURCE") or "gpu.intel.com/i915"
     roots = normalized_roots((args.model_local_roots or "").split(","))
+    cache_sizes = service_cache_sizes(args.service_cache_size, args.max_service_cache_size)
     return ControllersConfig(
         model_egress=egress_config(args),
         operator=OperatorConfig(
@@ -42,6 +43,8 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             ephemeral_cache_size_limit=_parsed(
                 "--ephemeral-cache-size-limit", args.ephemeral_cache_size_limit, _positive_quantity
             ),
+            service_cache_size=cache_sizes[0],
+            max_service_cache_size=cache_sizes[1],
             ca_cert_configmap=args.ca_cert_configmap,
             init_container_image=args.init_container_image,
             hf_endpoint=args.hf_endpoint,
@@ -112,6 +115,18 @@ def tenancy_policy(args: argparse.Namespace, roots: tuple[str, ...]) -> "Tenancy
         allowed_service_types=frozenset(service_types),
         local_source_roots=roots,
     )
+
+
+def service_cache_sizes(size: str, maximum: str) -> tuple[str, str]:
+    """--service-cache-size (empty: by the Model) and --max-service-cache-size, canonical; the size
+    at most the maximum."""
+    from llmkube.apimachinery.quantity import parse_quantity
+
+    most = _parsed("--max-service-cache-size", maximum, _positive_quantity)
+    given = _parsed("--service-cache-size", size, _positive_quantity) if size else ""
+    if given and parse_quantity(given).value > parse_quantity(most).value:
+        raise ValueError(f"--service-cache-size: {size} is more than --max-service-cache-size ({maximum})")
+    return given, most
 
 
 def _positive_quantity(text: str) -> str:

@@ -79,15 +79,27 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--model-storage",
-        choices=("namespace", "ephemeral"),  # plan/inferenceservice/config.py: MODEL_STORAGE_KINDS
+        choices=("namespace", "ephemeral", "per-service"),  # config.py: MODEL_STORAGE_KINDS
         default="namespace",
-        help="where services' pods keep downloaded models: the namespace's claim (default), or an "
-        "emptyDir per pod (ephemeral: replicas on any node, one download per pod start)",
+        help="where services' pods keep downloaded models: the namespace's claim (default), an "
+        "emptyDir per pod (ephemeral: replicas on any node, one download per pod start), or a "
+        "ReadWriteOnce claim of each service, deleted with it (per-service: single-replica services)",
     )
     parser.add_argument(
         "--ephemeral-cache-size-limit",
         default="20Gi",
         help="size limit of that emptyDir (default 20Gi); larger models are refused",
+    )
+    parser.add_argument(
+        "--service-cache-size",
+        default="",
+        help="size of each per-service claim (default: the Model's size and a quarter, in whole GiB); "
+        "the annotation inference.llmkube.dev/model-cache-size on a service asks for another",
+    )
+    parser.add_argument(
+        "--max-service-cache-size",
+        default="100Gi",
+        help="the most a per-service claim may be (default 100Gi); larger models are refused",
     )
     parser.add_argument(
         "--ca-cert-configmap",

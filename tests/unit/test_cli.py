@@ -183,6 +183,33 @@ def test_model_storage_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert f"invalid choice: 'per-node' (choose from {choices})" in capsys.readouterr().err
 
 
+def test_service_cache_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    default = controllers_config(build_parser().parse_args(["controller"])).operator
+    assert (default.service_cache_size, default.max_service_cache_size) == ("", "100Gi")
+    args = [
+        "controller",
+        "--model-storage=per-service",
+        "--service-cache-size=2048Mi",
+        "--max-service-cache-size=10Gi",
+    ]
+    given = controllers_config(build_parser().parse_args(args)).operator
+    assert (given.model_storage, given.service_cache_size, given.max_service_cache_size) == (
+        "per-service",
+        "2Gi",
+        "10Gi",
+    )
+    for flags, says in [
+        (["--max-service-cache-size=0"], "--max-service-cache-size: '0' must be more than zero"),
+        (["--service-cache-size=lots"], "--service-cache-size: 'lots' is not a quantity"),
+        (
+            ["--service-cache-size=20Gi", "--max-service-cache-size=10Gi"],
+            "--service-cache-size: 20Gi is more than --max-service-cache-size (10Gi)",
+        ),
+    ]:
+        assert main(["controller", *flags]) == 2
+        assert says in capsys.readouterr().err
+
+
 def test_run_reads_local_models_from_home_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     from llmkube.devcli.run import _local_roots_for_run
 

@@ -312,12 +312,15 @@ class ApiClient:
         obj: Obj,
         namespace: str | None = None,
         *,
+        field_manager: str | None = None,
         request_timeout: RequestTimeout | None = None,
     ) -> Obj:
+        """POST; `field_manager` names who owns the fields it sets (the server's default otherwise)."""
         namespace = namespace or (obj.get("metadata") or {}).get("namespace")
         result: Obj = await self.request(
             "POST",
             resource.collection_path(namespace if resource.namespaced else None),
+            params={"fieldManager": field_manager} if field_manager else None,
             body=obj,
             request_timeout=request_timeout,
         )

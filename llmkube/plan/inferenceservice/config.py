@@ -13,8 +13,8 @@ from llmkube.api.enums import GPUVendor
 from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT
 from llmkube.plan.tenancy import TenancyPolicy
 
-ModelStorageKind = Literal["namespace", "ephemeral"]
-MODEL_STORAGE_KINDS: tuple[ModelStorageKind, ...] = ("namespace", "ephemeral")
+ModelStorageKind = Literal["namespace", "ephemeral", "per-service"]
+MODEL_STORAGE_KINDS: tuple[ModelStorageKind, ...] = ("namespace", "ephemeral", "per-service")
 
 DEFAULT_GPU_RESOURCES: Mapping[GPUVendor, str] = MappingProxyType(
     {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "gpu.intel.com/i915"}
@@ -33,8 +33,12 @@ class OperatorConfig:
     # Where pods keep what they download (plan/inferenceservice/storage.py): "namespace", the
     # namespace's cache claim above; "ephemeral", an emptyDir of each pod, at most
     # `ephemeral_cache_size_limit` (a quantity; the process checks it), downloaded at every start.
+    # "per-service", a ReadWriteOnce claim of each service (plan/inferenceservice/service_cache.py):
+    # `service_cache_size` ("" sizes it by the Model), never more than `max_service_cache_size`.
     model_storage: ModelStorageKind = "namespace"
     ephemeral_cache_size_limit: str = "20Gi"
+    service_cache_size: str = ""
+    max_service_cache_size: str = "100Gi"
     ca_cert_configmap: str = ""
     init_container_image: str = "docker.io/curlimages/curl:8.18.0"
     # Where hf:// Models' files are fetched from (--hf-endpoint): the Hub, or a mirror of it.

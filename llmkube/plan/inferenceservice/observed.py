@@ -39,3 +39,5 @@ class ObservedState:
     download_log: str | None = None
     # What the service's namespace allows (its labels): Pod Security level, local sources, priority.
     namespace: NamespacePolicy = field(default_factory=NamespacePolicy)
+    # The service's own model cache claim (per-service storage), as the controller caches it.
+    service_cache_claim: KubeObject | None = None

@@ -77,6 +77,12 @@ from llmkube.plan.inferenceservice.runtimes import (
 from llmkube.plan.inferenceservice.runtimes.vllm import speculative_missing_model
 from llmkube.plan.inferenceservice.scheduling import SchedulingInfo, diagnose_scheduling, running_pod_count
 from llmkube.plan.inferenceservice.service import endpoint_url, service_intent
+from llmkube.plan.inferenceservice.service_cache import (
+    CacheProblem,
+    ServiceCache,
+    plan_service_cache,
+    service_cache_intent,
+)
 from llmkube.plan.inferenceservice.status import (
     DEGRADED,
     FAILED_REASON,
@@ -110,6 +116,8 @@ class InferenceServicePlan:
     service: KubeObject | None = None
     hpa: KubeObject | None = None
     cache_pvc: KubeObject | None = None  # not owned: shared by the namespace, never deleted
+    # The service's own cache claim (per-service storage): only to create it, never to change it.
+    service_cache: KubeObject | None = None
     deletes: tuple[ObjectRef, ...] = ()
     events: tuple[PlannedEvent, ...] = ()
     requeue_after: float | None = None
@@ -239,6 +247,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
             model=model,
             config=ctx.config,
             needs_model_init=runtime.needs_model_init,
+            service=ctx.name,
         )
     )
     issues = _policy_issues(ctx)
@@ -257,7 +266,15 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     )
     if isinstance(storage, StorageProblem):
         issues.append(Issue(storage.field, storage.message, "error"))
-    issues += _ownership_conflicts(ctx, metal=metal)
+    cache: ServiceCache | None = None
+    if isinstance(storage, ModelStorage) and storage.uses_service_cache:
+        planned = plan_service_cache(ctx.isvc, model, ctx.config, ctx.observed.service_cache_claim)
+        if isinstance(planned, CacheProblem):
+            issues.append(Issue(planned.field, planned.message, "error"))
+        else:
+            cache = planned
+            issues += [Issue(w.field, w.message, "warning", w.reason) for w in planned.warnings]
+    issues += _ownership_conflicts(ctx, metal=metal, service_cache=cache is not None)
     errors = [i.text() for i in issues if i.severity == "error"]
     # A spec asking for more than the admin allows is a policy violation first, whatever else is wrong.
     error_reason = next(
@@ -278,7 +295,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         *(
             PlannedEvent("Warning", i.reason or INVALID_SPEC, i.text(), DEGRADED)
             if i.severity == "error"
-            else PlannedEvent("Warning", IGNORED_SETTING, i.text(), SPEC_VALID)
+            else PlannedEvent("Warning", i.reason or IGNORED_SETTING, i.text(), SPEC_VALID)
             for i in issues
         ),
     ]
@@ -313,6 +330,8 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     if metal:
         return _metal_plan(ctx, conditions, events)
     plan = _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
+    if cache is not None and cache.create:
+        plan = replace(plan, service_cache=service_cache_intent(ctx.isvc, cache, ctx.config))
     # What the API server would refuse in the objects themselves, named by the service's fields.
     refused = object_issues(ctx.isvc.spec, plan.deployment)
     if refused:
@@ -553,13 +572,15 @@ def _workload_plan(
     )
 
 
-def _ownership_conflicts(ctx: _Context, *, metal: bool) -> list[Issue]:
+def _ownership_conflicts(ctx: _Context, *, metal: bool, service_cache: bool = False) -> list[Issue]:
     """An object with our name that another owner controls is never taken over. A metal
     service has only its Service."""
     hpa = ctx.observed.hpa if ctx.isvc.spec.autoscaling is not None else None
     wanted = [("Service", ctx.observed.service)]
     if not metal:
         wanted = [("Deployment", ctx.observed.deployment), *wanted, ("HorizontalPodAutoscaler", hpa)]
+    if service_cache:
+        wanted.append(("PersistentVolumeClaim", ctx.observed.service_cache_claim))
     return [
         Issue(
             f"{kind} {ctx.namespace}/{obj.get('metadata', {}).get('name', '')}",

@@ -9,6 +9,8 @@ Storage is only planned for runtimes that read a local model file (llama.cpp, vL
 bounded by `--ephemeral-cache-size-limit`: no claim, so replicas start on any node, at the price of
 a download per pod start. A model known to be larger than the limit is refused (the kubelet would
 evict the pod over and over). Local-path sources keep the namespace cache, which their copy needs.
+`--model-storage=per-service` puts remote sources in cached mode on the service's own claim
+(service_cache.py) instead of the namespace's: the same layout, another claim.
 The init container is the model downloader (plan/model/downloader.py): the same container a
 Model's prefetch Job runs, so a prefetched Model is a cache hit here.
 """
@@ -24,6 +26,7 @@ from llmkube.apimachinery.quantity import canonical_quantity, parse_quantity
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.inferenceservice.objects import compact
+from llmkube.plan.inferenceservice.service_cache import service_cache_claim_name
 from llmkube.plan.model import downloader
 from llmkube.plan.model.downloader import MODELS_MOUNT, DownloadTarget
 from llmkube.plan.model.fileset import FileSetProblem, staging_plan
@@ -37,7 +40,7 @@ from llmkube.plan.model.source import (
     parse_pvc_source,
 )
 
-StorageMode = Literal["none", "pvc", "cache", "emptydir"]
+StorageMode = Literal["none", "pvc", "cache", "service", "emptydir"]
 
 PVC_SOURCE_MOUNT = "/model-source"
 HOST_MODEL_FILE = "/host-model/model.gguf"
@@ -56,7 +59,13 @@ class ModelStorage:
 
     @property
     def uses_cache_pvc(self) -> bool:
+        """The namespace's shared claim."""
         return self.mode == "cache"
+
+    @property
+    def uses_service_cache(self) -> bool:
+        """The service's own claim (service_cache.py)."""
+        return self.mode == "service"
 
 
 NO_STORAGE = ModelStorage(mode="none")
@@ -104,7 +113,9 @@ def plan_storage(
     model: Model,
     config: OperatorConfig,
     needs_model_init: bool,
+    service: str = "",
 ) -> ModelStorage | StorageProblem:
+    """`service` names the InferenceService (its claim in per-service mode)."""
     if not needs_model_init or spec.skip_model_init:
         return NO_STORAGE
     source = model.spec.source
@@ -115,6 +126,7 @@ def plan_storage(
     key = status.cache_key if status and status.cache_key else ""
     ephemeral = config.model_storage == "ephemeral" and kind is not SourceKind.LOCAL
     cached = bool(key) and bool(config.model_cache_path) and not ephemeral
+    own_claim = cached and config.model_storage == "per-service" and kind is not SourceKind.LOCAL
     if ephemeral and (too_large := _over_ephemeral_limit(model, config)):
         return too_large
     if kind is SourceKind.LOCAL and not cached:
@@ -137,9 +149,8 @@ def plan_storage(
         gguf_name = status.gguf.model_name if status and status.gguf and kind is SourceKind.LOCAL else None
         single = posixpath.basename(path) or canonical_basename(model.metadata.name or "", gguf_name)
         volume_name = "model-cache"
-        volumes: list[KubeObject] = [
-            {"name": volume_name, "persistentVolumeClaim": {"claimName": CACHE_PVC_NAME}}
-        ]
+        claim = service_cache_claim_name(service) if own_claim else CACHE_PVC_NAME
+        volumes: list[KubeObject] = [{"name": volume_name, "persistentVolumeClaim": {"claimName": claim}}]
     else:
         cache_dir = MODELS_MOUNT
         single = f"{namespace}-{model.metadata.name or 'model'}.gguf"
@@ -185,7 +196,7 @@ def plan_storage(
         custom_ca=bool(config.ca_cert_configmap),
     )
     return ModelStorage(
-        mode="cache" if cached else "emptydir",
+        mode=("service" if own_claim else "cache") if cached else "emptydir",
         model_path=model_path,
         mmproj_path=mmproj_path,
         volumes=tuple(volumes),

@@ -337,6 +337,7 @@ def test_helm_assumes_the_kubernetes_version_of_its_client_library(helm_env: dic
         ("namespaceCache.accessMode=ReadWriteMany2", "at '/namespaceCache/accessMode'"),
         ("modelStorage.mode=per-node", "at '/modelStorage/mode'"),
         ("modelStorage.ephemeralSizeLimit=lots", "at '/modelStorage/ephemeralSizeLimit'"),
+        ("modelStorage.maxServiceCacheSize=lots", "at '/modelStorage/maxServiceCacheSize'"),
     ],
 )
 def test_a_misspelt_or_invalid_value_fails_the_install(
@@ -523,3 +524,34 @@ def test_the_model_storage_follows_the_values(
     add_controller_flags(parser)
     operator = controllers_config(parser.parse_args(container["args"][1:])).operator
     assert (operator.model_storage, operator.ephemeral_cache_size_limit) == storage
+
+
+@pytest.mark.parametrize(
+    ("values", "storage"),
+    [
+        ((), ("namespace", "", "100Gi")),
+        (("modelStorage.mode=per-service",), ("per-service", "", "100Gi")),
+        (
+            (
+                "modelStorage.mode=per-service",
+                "modelStorage.serviceCacheSize=2048Mi",
+                "modelStorage.maxServiceCacheSize=10Gi",
+            ),
+            ("per-service", "2Gi", "10Gi"),
+        ),
+    ],
+)
+def test_the_per_service_cache_follows_the_values(
+    helm_env: dict[str, str], values: tuple[str, ...], storage: tuple[str, str, str]
+) -> None:
+    """The chart's args, read by the controller's own flags: the per-service claims' sizes."""
+    import argparse
+
+    from llmkube.process.config import controllers_config
+    from llmkube.process.flags import add_controller_flags
+
+    (container,) = the_deployment(template(helm_env, *values))["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_controller_flags(parser)
+    operator = controllers_config(parser.parse_args(container["args"][1:])).operator
+    assert (operator.model_storage, operator.service_cache_size, operator.max_service_cache_size) == storage
