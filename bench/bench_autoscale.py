@@ -14,7 +14,11 @@ and adapter rule (llmkube/testing/metrics_stack.py), a tiny llama.cpp service wi
    recommendations (5 min by default).
 
 Needs root and the node tier's prerequisites (make node-prereqs, make tools).
+The scaled service drains (`inference.llmkube.dev/rollout: drain`) unless `--rollout immediate`:
+without it a pod the HPA removes cuts the request it is answering.
+
 Usage: .venv/bin/python bench/bench_autoscale.py [--max-replicas 2] [--streams 8] [--load-seconds 90]
+       [--rollout drain|immediate]
 Prints one JSON object and saves it to bench/results/autoscale-<time>.json.
 """
 
@@ -31,6 +35,11 @@ from scale_support import machine_info, save_result
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from llmkube.plan.inferenceservice.drain import (  # noqa: E402
+    DRAIN_VALUE,
+    IMMEDIATE_VALUE,
+    ROLLOUT_ANNOTATION,
+)
 from llmkube.testing.autoscale_scenario import (  # noqa: E402
     Load,
     autoscaled_spec,
@@ -50,6 +59,12 @@ OVERLAY = REPO / "tests" / "node" / "overlay"
 MODELS = "tiny-models"
 NAMESPACE = "bench-autoscale"
 METRIC = "llamacpp:requests_processing"
+STARTED = time.monotonic()
+
+
+def say(what: str) -> None:
+    """A progress line on stderr (the result is the JSON on stdout)."""
+    print(f"[bench-autoscale {time.monotonic() - STARTED:6.1f} s] {what}", file=sys.stderr, flush=True)
 
 
 def deployment_ready(admin: KubeRest, name: str, namespace: str) -> bool:
@@ -73,21 +88,35 @@ def single_replica_throughput(node: NodeCluster, source: str) -> list[dict[str, 
         run = start_benchmark(node, url, Load(concurrency, seconds=15, max_tokens=64, prompt_tokens=64))
         (level,) = benchmark_levels(run, timeout=120)
         levels.append(level)
+        say(f"one replica, {concurrency} streams: {level['output_tokens_per_second']:.0f} tokens/s")
     node.kubectl_run("delete", "-n", NAMESPACE, "inferenceservice", name, "--wait=true")
     wait_until(lambda: not ready_pods(node, NAMESPACE, name), timeout=120, interval=1, what=f"{name} gone")
     return levels
 
 
 def scale_cycle(
-    node: NodeCluster, stack: MetricsStack, source: str, max_replicas: int, streams: int, seconds: float
+    node: NodeCluster,
+    stack: MetricsStack,
+    source: str,
+    max_replicas: int,
+    streams: int,
+    seconds: float,
+    rollout: str,
 ) -> dict[str, Any]:
     name = "scaled"
-    url = deploy(node, tiny(NAMESPACE, name, source, **autoscaled_spec(4, max_replicas)), name)
+    objects = tiny(NAMESPACE, name, source, **autoscaled_spec(4, max_replicas))
+    for obj in objects:
+        if obj["kind"] == "InferenceService":
+            # A pod the HPA removes drops the requests it holds unless it drains (docs/autoscaling.md).
+            obj["metadata"]["annotations"] = {ROLLOUT_ANNOTATION: rollout}
+    url = deploy(node, objects, name)
     (first,) = ready_pods(node, NAMESPACE, name)
     path = pods_metric_path(NAMESPACE, METRIC, f"inference.llmkube.dev/service={name}")
     wait_until(lambda: (stack.custom_metric(path) or {}).get("items"), timeout=120, interval=1, what=path)
     marks: dict[str, float] = {}
+    told: set[str] = set()
     t0 = time.monotonic()
+    say(f"load: {streams} streams for {seconds:.0f} s against 1 replica (max {max_replicas})")
     load = start_benchmark(node, url, Load(streams, seconds))
     while load.poll() is None:
         now = round(time.monotonic() - t0, 1)
@@ -102,10 +131,15 @@ def scale_cycle(
                 marks["second_serving"] = round(time.monotonic() - t0, 1)
         if ready >= max_replicas:
             marks.setdefault(f"ready_{max_replicas}", now)
+        for mark, at in marks.items():
+            if mark not in told:
+                told.add(mark)
+                say(f"{mark} {at} s after the load started")
         time.sleep(0.5)
     (up,) = benchmark_levels(load, timeout=30)
     # The load stops; one stream goes on while the HPA scales down.
     t1 = time.monotonic()
+    say(f"load stopped ({sum(up['errors'].values())} failed); one stream while the HPA scales down")
     trickle = start_benchmark(node, url, Load(1, seconds=75))
     back: float | None = None
     while trickle.poll() is None:
@@ -113,10 +147,12 @@ def scale_cycle(
             deployment = node.admin().get("apps/v1", "Deployment", name, NAMESPACE)
             if deployment["spec"]["replicas"] == 1 and len(ready_pods(node, NAMESPACE, name)) == 1:
                 back = round(time.monotonic() - t1, 1)
+                say(f"back to 1 replica {back} s after the load stopped")
         time.sleep(1)
     (down,) = benchmark_levels(trickle, timeout=30)
     return {
         "load": {"streams": streams, "seconds": seconds, "slots_per_replica": 4, "target_per_pod": 2},
+        "rollout": rollout,
         "from_load_start_s": marks,
         "scale_up_benchmark": up,
         "load_stop_to_min_replicas_s": back,
@@ -133,9 +169,16 @@ def main() -> None:
     parser.add_argument("--max-replicas", type=int, default=2)
     parser.add_argument("--streams", type=int, default=8)
     parser.add_argument("--load-seconds", type=float, default=90)
+    parser.add_argument(
+        "--rollout",
+        choices=(DRAIN_VALUE, IMMEDIATE_VALUE),
+        default=DRAIN_VALUE,
+        help=f"the scaled service's {ROLLOUT_ANNOTATION} annotation (default: %(default)s)",
+    )
     args = parser.parse_args()
     with NodeCluster() as node:
         admin = node.admin()
+        say("node up; installing the controller")
         node.kubectl_run("apply", "--server-side", "-k", str(OVERLAY))
         wait_until(
             lambda: deployment_ready(admin, "llmkube-controller", "llmkube-system"),
@@ -150,8 +193,11 @@ def main() -> None:
         source = model_url(admin.get("v1", "Service", "tiny-model-server", MODELS)["spec"]["clusterIP"])
         admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         with MetricsStack(node) as stack:
+            say("Prometheus and prometheus-adapter up; one replica's throughput at 1, 4, 16 streams")
             throughput = single_replica_throughput(node, source)
-            cycle = scale_cycle(node, stack, source, args.max_replicas, args.streams, args.load_seconds)
+            cycle = scale_cycle(
+                node, stack, source, args.max_replicas, args.streams, args.load_seconds, args.rollout
+            )
             admin.delete("v1", "Namespace", NAMESPACE)
             wait_until(
                 lambda: admin.get_or_none("v1", "Namespace", NAMESPACE) is None, timeout=120, what="cleanup"
