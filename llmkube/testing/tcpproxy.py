@@ -9,6 +9,7 @@ untouched.
     proxy.throttle(32_000)  # the server's answers arrive at 32,000 bytes a second at most
     proxy.throttle(None)    # at full speed again
     proxy.relayed     # bytes relayed from the server to its clients so far
+    proxy.relayed_to("10.88.0.7")  # ... to the clients at that address
     await proxy.refuse()   # the server is gone: connections reset, new ones refused
     await proxy.accept()   # it is back (same port)
     await proxy.close()
@@ -39,6 +40,7 @@ class TcpProxy:
         self.port = 0
         #: bytes relayed from upstream to the clients, over every connection so far
         self.relayed = 0
+        self._relayed_to: dict[str, int] = {}
         self._rate: float | None = None
         self._server: asyncio.Server | None = None
         self._flowing = asyncio.Event()
@@ -105,9 +107,10 @@ class TcpProxy:
         try:
             await self._flowing.wait()
             upstream_reader, upstream_writer = await asyncio.open_connection(*self.upstream)
+            peer = client_writer.get_extra_info("peername")
             await asyncio.gather(
                 self._pump(client_reader, upstream_writer),
-                self._pump(upstream_reader, client_writer, answers=True),
+                self._pump(upstream_reader, client_writer, answers=str(peer[0]) if peer else "?"),
             )
         except (OSError, asyncio.IncompleteReadError):
             pass
@@ -120,8 +123,10 @@ class TcpProxy:
                         await writer.wait_closed()
 
     async def _pump(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, answers: bool = False
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, answers: str = ""
     ) -> None:
+        """Relays `reader` to `writer`; `answers`: the client's address, when these are the server's
+        answers (throttled and counted)."""
         try:
             while chunk := await reader.read(self._piece() if answers else _CHUNK):
                 await self._flowing.wait()
@@ -129,12 +134,17 @@ class TcpProxy:
                 await writer.drain()
                 if answers:
                     self.relayed += len(chunk)
+                    self._relayed_to[answers] = self._relayed_to.get(answers, 0) + len(chunk)
                     if self._rate is not None:
                         await asyncio.sleep(len(chunk) / self._rate)
         finally:
             if writer.can_write_eof():
                 with contextlib.suppress(OSError):
                     writer.write_eof()
+
+    def relayed_to(self, client_host: str) -> int:
+        """Bytes relayed from upstream to the clients connecting from `client_host` so far."""
+        return self._relayed_to.get(client_host, 0)
 
     def _piece(self) -> int:
         if self._rate is None:

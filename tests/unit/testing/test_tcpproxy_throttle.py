@@ -1,6 +1,6 @@
 """The TCP relay's throttle (what the node tier slows a model download with, so a pod can be killed
-in the middle of it): the server's answers arrive no faster than the rate, what the client sends is
-not held back, the relayed bytes are counted, and lifting the throttle lets them flow at once."""
+in the middle of it): the server's answers arrive no faster than the rate, the relayed bytes are
+counted (by client address too), and lifting the throttle lets them flow at once."""
 
 import asyncio
 import time
@@ -47,7 +47,8 @@ async def test_a_throttled_answer_takes_its_size_over_the_rate(proxy: TcpProxy) 
     body, seconds = await fetch(proxy)
     assert body == ANSWER
     assert seconds >= len(ANSWER) / 40_000 * 0.9, seconds  # 1.54 s at 40,000 bytes a second
-    assert proxy.relayed == len(ANSWER)
+    assert proxy.relayed == proxy.relayed_to("127.0.0.1") == len(ANSWER)
+    assert proxy.relayed_to("127.0.0.2") == 0
 
 
 async def test_without_a_throttle_the_answer_is_not_held_back(proxy: TcpProxy) -> None:
