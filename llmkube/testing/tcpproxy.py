@@ -46,6 +46,7 @@ class TcpProxy:
         self._flowing = asyncio.Event()
         self._flowing.set()
         self._connections: set[asyncio.Task[None]] = set()
+        self._transports: set[asyncio.WriteTransport] = set()
 
     @classmethod
     async def start(cls, upstream_host: str, upstream_port: int, *, host: str = "127.0.0.1") -> TcpProxy:
@@ -78,14 +79,19 @@ class TcpProxy:
         self._rate = bytes_per_second
 
     async def refuse(self) -> None:
-        """Close every connection and stop listening: the server looks stopped."""
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        """Reset every connection and stop listening: the server looks stopped."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        # Reset, not closed: a connection whose client is gone without a word (a killed pod's)
+        # would otherwise never finish closing, and the listener waits for all of them to.
+        for transport in list(self._transports):
+            transport.abort()
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
 
     async def accept(self) -> None:
         """Listen (again, on the same port once one was chosen)."""
@@ -103,10 +109,12 @@ class TcpProxy:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self._transports.add(client_writer.transport)
         upstream_writer: asyncio.StreamWriter | None = None
         try:
             await self._flowing.wait()
             upstream_reader, upstream_writer = await asyncio.open_connection(*self.upstream)
+            self._transports.add(upstream_writer.transport)
             peer = client_writer.get_extra_info("peername")
             await asyncio.gather(
                 self._pump(client_reader, upstream_writer),
@@ -118,6 +126,7 @@ class TcpProxy:
             self._connections.discard(task)
             for writer in (client_writer, upstream_writer):
                 if writer is not None:
+                    self._transports.discard(writer.transport)
                     writer.close()
                     with contextlib.suppress(Exception):
                         await writer.wait_closed()

@@ -111,6 +111,7 @@ def s3(node_cluster: NodeCluster, tmp_path_factory: pytest.TempPathFactory) -> I
     try:
         server.start()
         server.make_bucket(BUCKET)
+        (workdir / "gguf").mkdir()
         written = write_tiny_gguf_shards(workdir / "gguf" / "tiny.gguf")
         shards = {path.name: path.read_bytes() for path in written}
         for name, body in shards.items():

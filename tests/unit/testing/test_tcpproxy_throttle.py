@@ -3,6 +3,7 @@ in the middle of it): the server's answers arrive no faster than the rate, the r
 counted (by client address too), and lifting the throttle lets them flow at once."""
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 
@@ -64,3 +65,26 @@ def test_a_throttle_needs_a_positive_rate() -> None:
     relay = TcpProxy("127.0.0.1", 1)
     with pytest.raises(ValueError, match="positive rate"):
         relay.throttle(0)
+
+
+async def test_closing_resets_the_connections_still_open() -> None:
+    """A client that reads no more (a killed pod's, whose address is gone) does not keep the relay
+    from closing: what is still to be sent to it is dropped and its connection reset."""
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                writer.write(bytes(1024 * 1024))
+                await writer.drain()
+
+    server = await asyncio.start_server(flood, "127.0.0.1", 0)
+    relay = await TcpProxy.start("127.0.0.1", server.sockets[0].getsockname()[1])
+    _, writer = await asyncio.open_connection(relay.host, relay.port)
+    writer.write(b"hello\n")
+    for _ in range(10):  # until the client's buffers are full and the relay holds the rest
+        await asyncio.sleep(0.1)
+    assert relay.relayed > 0
+    await asyncio.wait_for(relay.close(), 5)
+    writer.transport.abort()
+    server.close()
+    await server.wait_closed()
