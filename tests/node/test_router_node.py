@@ -251,7 +251,9 @@ def test_a_client_pod_gets_real_completions_from_both_models(
         assert served(result, 16), result
         assert result["rule"] == f"to-{result['model']}"
         if result["stream"]:
-            assert result["chunks"] >= 16, result  # relayed chunk by chunk, not one body
+            # Events as llama-server sends them (one per change of the text: fewer than tokens),
+            # relayed one by one, not gathered into one body.
+            assert result["chunks"] >= 2, result
     # The same greedy answer streamed or not: the tokens of the model, passed through unchanged.
     for model in MODELS:
         whole, streamed = [r["content"] for r in results if r["model"] == model]
@@ -378,13 +380,15 @@ def test_neither_the_router_nor_the_controller_is_refused_anything(
     assert node_cluster.audit_log is not None
     account = f"system:serviceaccount:{ns}:{PROXY}"
     router_requests = read_audit(node_cluster.audit_log, user=account)
-    assert router_requests, f"no request of {account} in the audit log"
-    assert {(e.verb, e.resource) for e in router_requests} <= {
+    # Completed requests: its lists (its watches are still open; one refused would have ended).
+    asked = {(e.verb, e.resource) for e in router_requests}
+    assert {("list", "modelrouters"), ("list", "endpointslices")} <= asked, asked
+    assert asked <= {
         ("list", "modelrouters"),
         ("watch", "modelrouters"),
         ("list", "endpointslices"),
         ("watch", "endpointslices"),
-    }, {(e.verb, e.resource) for e in router_requests}
+    }, asked
     assert [e for e in router_requests if e.code == 403] == []
     controller_requests = [
         e for e in read_audit(node_cluster.audit_log, user=CONTROLLER_USER) if e.namespace == ns
