@@ -90,7 +90,7 @@ def _local_roots_for_run(args: argparse.Namespace) -> None:
 
 def _run_on_node(args: argparse.Namespace) -> int:
     from llmkube.testing.node import NodeCluster
-    from llmkube.testing.real_run import SAMPLE_NAME, TinyDemo
+    from llmkube.testing.real_run import ROUTER_IMAGE, ROUTER_SAMPLE, SAMPLE_NAME, TinyDemo
 
     with NodeCluster(keep_workdir=keep_logs(args)) as cluster:
         install_basics(cluster.kubeconfig, with_sample=False)
@@ -101,6 +101,7 @@ def _run_on_node(args: argparse.Namespace) -> int:
             f"  export KUBECONFIG={cluster.kubeconfig}\n"
             f"  {cluster.kubectl} get isvc,mdl,pods -o wide\n"
             f"  {SAMPLE_NAME} will answer on {demo.url} (a line with curl follows once it is Ready)\n"
+            f"  {ROUTER_SAMPLE} (a ModelRouter in front of it) will answer on {demo.router_url}\n"
             f"component logs: {cluster.logs_dir} ({where_logs_go(cluster.keep_workdir)})",
             flush=True,
         )
@@ -109,9 +110,12 @@ def _run_on_node(args: argparse.Namespace) -> int:
         # it reaches in-cluster URLs (the Model's source). The loopback forwards were opened before.
         cluster.network.enter_current_thread()
         demo.announce_when_ready()
+        demo.announce_router_when_ready()
         if metal is not None:
             metal.announce_when_ready()
         args.kubeconfig = str(cluster.kubeconfig)
+        # The router's pods: the controller image the node imported, unless told otherwise.
+        args.router_image = args.router_image or ROUTER_IMAGE
         # The sample's model server is a Service of the cluster, which is refused unless allowed.
         args.model_source_allowed_hosts = ",".join(
             filter(None, (args.model_source_allowed_hosts, demo.model_host))

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 
@@ -271,6 +271,9 @@ class LocalCluster:
         self.controller_manager_args: tuple[str, ...] = ()
         #: with `audit`, every request of the controller identity is written to `audit_log`
         self.audit_log: Path | None = self.workdir / "audit.log" if audit else None
+        #: audit policy rules after the controller identity's, before "nothing else" (the node tier
+        #: adds the pods' ServiceAccounts: a router's requests are made with its own token)
+        self.audit_rules: tuple[dict[str, Any], ...] = ()
         #: keep the whole directory after the stop, even a clean one (None: LLMKUBE_KEEP_CLUSTER_DIR)
         self.keep_workdir = keep_requested() if keep_workdir is None else keep_workdir
         #: why the run this cluster served failed (`failed`): its directory is kept at the stop
@@ -501,7 +504,11 @@ class LocalCluster:
                     "apiVersion": "audit.k8s.io/v1",
                     "kind": "Policy",
                     "omitStages": ["RequestReceived"],
-                    "rules": [{"level": "Metadata", "users": [CONTROLLER_USER]}, {"level": "None"}],
+                    "rules": [
+                        {"level": "Metadata", "users": [CONTROLLER_USER]},
+                        *self.audit_rules,
+                        {"level": "None"},
+                    ],
                 }
             )
         )

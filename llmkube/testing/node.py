@@ -99,6 +99,12 @@ class NodeCluster(LocalCluster):
         # autoscaling test needs the way back to minReplicas within a test's time.
         window = f"--horizontal-pod-autoscaler-downscale-stabilization={HPA_DOWNSCALE_WINDOW}"
         self.controller_manager_args = (window,)
+        # With `audit`: the requests of pods' ServiceAccounts too (a ModelRouter's router watches with
+        # its own token), but not kube-controller-manager's controllers (kube-system's accounts).
+        self.audit_rules = (
+            {"level": "None", "userGroups": ["system:serviceaccounts:kube-system"]},
+            {"level": "Metadata", "userGroups": ["system:serviceaccounts"]},
+        )
         self.layout = layout or NetworkLayout()
         self.network = PrivateNetwork(self.layout)
         self.images_dir = images_dir or images.default_images_dir()

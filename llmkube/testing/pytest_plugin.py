@@ -158,7 +158,8 @@ def node_cluster() -> Iterator[NodeCluster]:
     bridge) in a private network namespace, with the locally built images imported."""
     require_node_tier()
     try:
-        cluster = NodeCluster().start()
+        # Audited: the API server's own record of what the pods' ServiceAccounts were refused.
+        cluster = NodeCluster(audit=True).start()
     except MissingBinaryError as err:
         pytest.fail(str(err), pytrace=False)
     _started.append(

@@ -11,6 +11,9 @@ node tier (`TinyDemo`):
    process reaches in-cluster URLs (the Model's http source) the way an in-cluster one would;
 4. a watcher thread waits for `Ready`, asks for a real completion through the Service, and prints
    the URL and a `curl` line that gets one (`served_sample`, shared with the other samples).
+
+A ModelRouter (`tiny-router`) in front of the sample is applied and forwarded the same way, on
+the serve port + 2: its pod runs `llmkube router` from the controller image the node imported.
 """
 
 import sys
@@ -23,9 +26,20 @@ from llmkube.testing import images
 from llmkube.testing.cluster import default_bin_dir
 from llmkube.testing.node import NodeCluster, missing_prerequisites, node_tier_unavailable
 from llmkube.testing.served_sample import ServedSample
-from llmkube.testing.tiny_service import model_server, model_url, tiny_llamacpp, write_model_files
+from llmkube.testing.tiny_service import (
+    model_server,
+    model_url,
+    tiny_llamacpp,
+    tiny_router,
+    write_model_files,
+)
 
 SAMPLE_NAME = "tiny-llama"
+ROUTER_SAMPLE = "tiny-router"
+#: the router's Service (plan/router/objects.py names it)
+ROUTER_SERVICE = f"{ROUTER_SAMPLE}-router-proxy"
+#: the router's pods run the controller image the node imported (no registry is reachable)
+ROUTER_IMAGE = images.CONTROLLER.ref
 SAMPLE_NAMESPACE = "default"
 DEFAULT_SERVE_PORT = 18080
 
@@ -66,9 +80,26 @@ class TinyDemo:
         self.model_host = server_ip
         for obj in tiny_llamacpp(SAMPLE_NAMESPACE, SAMPLE_NAME, model_url(server_ip)):
             admin.apply(obj)
+        admin.apply(tiny_router(SAMPLE_NAMESPACE, ROUTER_SAMPLE, SAMPLE_NAME))
         self.sample = ServedSample(self.cluster, SAMPLE_NAME, SAMPLE_NAMESPACE, self.serve_port, self.out)
         self.url = self.sample.forward()
+        self.router = ServedSample(
+            self.cluster,
+            ROUTER_SAMPLE,
+            SAMPLE_NAMESPACE,
+            self.serve_port + 2,
+            self.out,
+            kind="ModelRouter",
+            service=ROUTER_SERVICE,
+            model=SAMPLE_NAME,
+        )
+        self.router_url = self.router.forward()
         return self
 
     def announce_when_ready(self, timeout: float = 900.0) -> threading.Thread:
         return self.sample.announce_when_ready(SAMPLE_NAME, timeout)
+
+    def announce_router_when_ready(self, timeout: float = 900.0) -> threading.Thread:
+        return self.router.announce_when_ready(
+            f"{ROUTER_SAMPLE} (a ModelRouter in front of {SAMPLE_NAME})", timeout
+        )

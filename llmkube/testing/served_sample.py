@@ -32,6 +32,12 @@ class ServedSample:
     out: TextIO = sys.stdout
     gone: Callable[[], str | None] = field(default=lambda: None)
     url: str = ""
+    #: what `name` is (InferenceService or ModelRouter: its status.phase says Ready)
+    kind: str = "InferenceService"
+    #: its Service, when not named like it (a ModelRouter's is `<name>-router-proxy`)
+    service: str = ""
+    #: the `model` of the requests (a router routes by it; a service ignores it)
+    model: str | None = None
 
     def forward(self) -> str:
         """Opened before the calling thread joins the node's network namespace; the Service is
@@ -45,14 +51,17 @@ class ServedSample:
 
     def service_address(self) -> tuple[str, int] | None:
         try:
-            service = self.cluster.admin().get("v1", "Service", self.name, self.namespace)
+            service = self.cluster.admin().get("v1", "Service", self.service or self.name, self.namespace)
         except RestError:
             return None
         ports = service["spec"].get("ports") or [{}]
         return service["spec"]["clusterIP"], int(ports[0].get("port", 8080))
 
+    def body(self) -> dict[str, Any]:
+        return {**({"model": self.model} if self.model else {}), **chat_request("Hello, who are you?")}
+
     def curl_line(self) -> str:
-        body = json.dumps(chat_request("Hello, who are you?"), separators=(",", ":"))
+        body = json.dumps(self.body(), separators=(",", ":"))
         return f"curl -s {self.url} -H 'Content-Type: application/json' -d '{body}'"
 
     def announce_when_ready(self, what: str, timeout: float = 900.0, served_by: str = "") -> threading.Thread:
@@ -74,7 +83,7 @@ class ServedSample:
             print(f"llmkube run: {why}", file=self.out, flush=True)
             return
         address = self.service_address()
-        answer = first_completion(address) if address else None
+        answer = first_completion(address, self.body()) if address else None
         print(
             f"\n{what} is Ready after {time.monotonic() - t0:.1f} s{served_by} and answers on this machine:\n"
             f"  {self.curl_line()}\n" + (f"  -> {json.dumps(answer)}\n" if answer else ""),
@@ -89,27 +98,26 @@ class ServedSample:
         while time.monotonic() < deadline:
             if (why := self.gone()) is not None:
                 return why
-            isvc = admin.get_or_none(API, "InferenceService", self.name, self.namespace)
-            if ((isvc or {}).get("status") or {}).get("phase") == "Ready":
+            found = admin.get_or_none(API, self.kind, self.name, self.namespace)
+            if ((found or {}).get("status") or {}).get("phase") == "Ready":
                 return None
             time.sleep(1)
-        return (
-            f"{self.name} is not Ready after {timeout:.0f} s; see kubectl get isvc,pods -n {self.namespace}"
-        )
+        see = f"kubectl get isvc,mr,pods -n {self.namespace}"
+        return f"{self.name} is not Ready after {timeout:.0f} s; see {see}"
 
 
-def first_completion(address: tuple[str, int]) -> dict[str, Any] | None:
+def first_completion(address: tuple[str, int], body: dict[str, Any] | None = None) -> dict[str, Any] | None:
     request = urllib.request.Request(
         f"http://{address[0]}:{address[1]}/v1/chat/completions",
-        data=json.dumps(chat_request()).encode(),
+        data=json.dumps(body or chat_request()).encode(),
         headers={"Content-Type": "application/json"},
         method="POST",
     )
     for _ in range(30):  # readiness and kube-proxy's rules arrive within a second or two of each other
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
-                body: dict[str, Any] = json.load(response)
-                return body
+                answer: dict[str, Any] = json.load(response)
+                return answer
         except OSError:
             time.sleep(1)
     return None

@@ -10,7 +10,8 @@ Two parts, both plain objects to apply:
   the controller image;
 - `tiny_llamacpp(namespace, name, source)`: a Model for that URL and an InferenceService with the
   llamacpp runtime on the locally built llama-server image. The model-downloader init container
-  fetches the file into the namespace's model cache and llama-server loads it.
+  fetches the file into the namespace's model cache and llama-server loads it;
+- `tiny_router(namespace, name, backend)`: a ModelRouter in front of such a service.
 """
 
 from pathlib import Path
@@ -134,6 +135,21 @@ def tiny_llamacpp(
         },
     }
     return [model, isvc]
+
+
+def tiny_router(namespace: str, name: str, backend: str) -> Obj:
+    """A ModelRouter with one InferenceService backend: requests for the model `backend` (and, by
+    the default route, any other) go to its ready pods."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModelRouter",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "backends": [{"name": backend, "tier": "local", "inferenceServiceRef": {"name": backend}}],
+            "rules": [{"name": backend, "match": {"models": [backend]}, "route": {"backends": [backend]}}],
+            "defaultRoute": backend,
+        },
+    }
 
 
 def chat_request(prompt: str = "Hello, who are you?", max_tokens: int = 8) -> Obj:

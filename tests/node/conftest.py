@@ -71,9 +71,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     node_items = [items[i] for i in positions]
     # Then the modules that check the controller made no refused request (zero 403s over its pods'
     # life), before the agent and drain modules: namespaces they delete under running services
-    # leave the controller writes the API server refuses while those namespaces terminate. The s3://
-    # Models' module deletes its namespaces under running services too: right after them.
-    first = ("test_newcomer.py", "test_in_cluster_controller.py", "test_inference.py", "test_models_node.py")
+    # leave the controller writes the API server refuses while those namespaces terminate. The
+    # router module after them: its check is the API server's audit of its own namespace, and the
+    # namespace it deletes (and waits for) comes after their counts. The s3:// Models' module
+    # deletes its namespaces under running services too: last of these.
+    first = (
+        "test_newcomer.py",
+        "test_in_cluster_controller.py",
+        "test_inference.py",
+        "test_router_node.py",
+        "test_models_node.py",
+    )
     ordered = sorted(
         node_items, key=lambda item: first.index(item.path.name) if item.path.name in first else len(first)
     )

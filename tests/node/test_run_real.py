@@ -1,6 +1,7 @@
 """`llmkube run --with-agent` (what `make run AGENT=1` starts) on a machine that allows a real node:
 the tiny llama.cpp sample really serves, so does the metal sample through a host agent on this
-machine, and the curl line printed for each gets a completion from the user's shell."""
+machine and the ModelRouter in front of the tiny sample, and the curl line printed for each gets a
+completion from the user's shell."""
 
 import contextlib
 import json
@@ -48,20 +49,29 @@ def test_llmkube_run_serves_the_sample_from_a_loopback_url(tmp_path: Path) -> No
     threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
     seen: list[str] = []
     try:
-        while sum(line.strip().startswith("curl ") for line in seen) < 2:
+        while sum(line.strip().startswith("curl ") for line in seen) < 3:
             try:
                 seen.append(lines.get(timeout=420 - watch.seconds()))
             except (queue.Empty, ValueError):
                 raise AssertionError("no curl line from llmkube run:\n" + "".join(seen)) from None
-        TIMINGS["llmkube run --with-agent -> both samples Ready and answering (s)"] = watch.seconds()
+        TIMINGS["llmkube run --with-agent -> both samples and the router Ready and answering (s)"] = (
+            watch.seconds()
+        )
         curls = [line.strip() for line in seen if line.strip().startswith("curl ")]
         assert any("tiny-metal (metal) is Ready" in line and "host agent" in line for line in seen)
+        assert any("tiny-router (a ModelRouter in front of tiny-llama) is Ready" in line for line in seen)
+        (routed,) = [curl for curl in curls if '"model":"tiny-llama"' in curl]
         for curl in curls:
             assert "http://127.0.0.1:" in curl
             # Exactly what a user would paste, from this machine's own network.
             result = subprocess.run(shlex.split(curl), capture_output=True, text=True, timeout=60, check=True)
             answer = json.loads(result.stdout)
             assert answer["usage"]["completion_tokens"] > 0
+            if curl == routed:  # through the router: its headers name the backend that answered
+                verbose = subprocess.run(
+                    [*shlex.split(curl), "-D", "-"], capture_output=True, text=True, timeout=60, check=True
+                )
+                assert "x-llmkube-backend: tiny-llama" in verbose.stdout.lower(), verbose.stdout
             assert answer["choices"][0]["message"]["role"] == "assistant"
         kubeconfig = next(line.split("KUBECONFIG=", 1)[1].strip() for line in seen if "KUBECONFIG=" in line)
     finally:
