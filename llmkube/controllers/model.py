@@ -54,6 +54,7 @@ from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object,
 from llmkube.kube.control.predicates import any_of, generation_changed, labels_changed
 from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.resource import EVENTS
 from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, FORCE_ANNOTATION, services_to_confirm
@@ -291,6 +292,7 @@ class ModelController:
                 self.prefetch_pods.store.by_index(BY_NAMESPACE, key.namespace),
                 model.metadata.uid or "",
                 self._downloader_log,
+                self._events,
             ),
             clear=ClearFacts(
                 jobs=clear_jobs_of(
@@ -419,6 +421,19 @@ class ModelController:
         except (ApiError, TransportError) as error:
             log.debug("prefetch progress unavailable", namespace=namespace, pod=pod, error=str(error))
             return None
+
+    async def _events(self, namespace: str, field_selector: str) -> list[Obj]:
+        """The Events a field selector picks in a namespace (a prefetch Job's FailedCreate ones),
+        or none: a slow or refused read leaves the status as it was and must not hold up the
+        reconcile."""
+        try:
+            page = await self.host.client.list_page(
+                EVENTS, namespace, field_selector=field_selector, request_timeout=_LOG_TIMEOUT
+            )
+        except (ApiError, TransportError) as error:
+            log.debug("prefetch job events unavailable", namespace=namespace, error=str(error))
+            return []
+        return list(page.get("items") or [])
 
     async def _pvc_phase(self, model: Model) -> str | None:
         if classify_source(model.spec.source) is not SourceKind.PVC:

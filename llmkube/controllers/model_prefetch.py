@@ -24,8 +24,11 @@ from llmkube.plan.model.facts import PrefetchJob, PrefetchPhase
 from llmkube.plan.model.prefetch import (
     CACHE_CLAIM,
     COMPONENT,
+    FAILED_CREATE,
     LABEL_PREFETCH,
+    awaits_its_pod,
     downloader_words,
+    pod_refusal,
     progress_of,
     running_downloader,
 )
@@ -65,6 +68,13 @@ def prefetch_job_fact(job: Obj) -> PrefetchJob:
 
 
 LogReader = Callable[[str, str], Awaitable[str | None]]  # (namespace, pod) -> the log's last lines
+#: (namespace, field selector) -> the Events (events.k8s.io/v1) it selects
+EventReader = Callable[[str, str], Awaitable[list[Obj]]]
+
+
+def refusals_selector(job_uid: str) -> str:
+    """The Job controller's FailedCreate Events about one Job (the server selects: by uid and reason)."""
+    return f"regarding.uid={job_uid},reason={FAILED_CREATE}"
 
 
 def _component(job: Obj) -> str:
@@ -87,12 +97,17 @@ def clear_jobs_of(jobs: Iterable[Obj], model_uid: str) -> tuple[PrefetchJob, ...
 
 
 async def prefetch_jobs_of(
-    jobs: Iterable[Obj], pods: Iterable[Obj], model_uid: str, read_log: LogReader
+    jobs: Iterable[Obj],
+    pods: Iterable[Obj],
+    model_uid: str,
+    read_log: LogReader,
+    read_events: EventReader | None = None,
 ) -> tuple[PrefetchJob, ...]:
     """The cached prefetch Jobs the Model owns (its uid as their controller), by name, with what
     their pods say: a finished downloader's last words (its termination message, from the pod
-    cache: the server's own refusal, a checksum mismatch, `done: ...`), and while one runs, the
-    bytes its last progress line counted (one short log read)."""
+    cache: the server's own refusal, a checksum mismatch, `done: ...`), while one runs, the
+    bytes its last progress line counted (one short log read), and while a running Job has no
+    pod, why not: the API server's refusal from the Job's FailedCreate Events (one list)."""
     pods = list(pods)
     found = []
     for job in jobs:
@@ -111,6 +126,10 @@ async def prefetch_jobs_of(
             continue
         running = running_downloader(own)
         if running is None:
+            if read_events is not None and awaits_its_pod(job, own):
+                namespace = str(metadata.get("namespace") or "")
+                events = await read_events(namespace, refusals_selector(fact.uid))
+                fact = replace(fact, pod_refusal=pod_refusal(job, own, events))
             found.append(fact)
             continue
         received, total = progress_of(await read_log(str(metadata.get("namespace") or ""), running))

@@ -168,7 +168,8 @@ PERMISSIONS: tuple[Permission, ...] = (
         ("list", "watch", "create", "patch"),
         Scope.WATCHED,
         "Events (events.k8s.io/v1): created, and patched as a series when they repeat; the scheduler's "
-        "Preempted Events cached (field selector reason=Preempted): which pod preempted one of ours",
+        "Preempted Events cached (field selector reason=Preempted): which pod preempted one of ours; "
+        "a prefetch Job's FailedCreate Events listed while it has no pod: why its pod was refused",
     ),
     Permission(
         NODES,

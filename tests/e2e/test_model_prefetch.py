@@ -4,8 +4,11 @@ namespace enforces Pod Security restricted, so the Job controller's pod is admit
 meets it), mounting the namespace's model cache claim, which the Model controller creates when
 no service has yet; the Model turns Ready (reason
 ModelPrefetched) with its cache key once the Job completed; a changed spec replaces the Job, and
-`prefetch: false` deletes it."""
+`prefetch: false` deletes it. A Job whose pod the API server refuses (a quota of no pods) leaves
+nothing in the Job's status: the Model says why, from the Job's FailedCreate Event, until the pod
+exists."""
 
+import time
 from typing import Any
 
 from e2e_support import RunningController, condition_triple, eventually, isvc, model, patch, status_of
@@ -108,3 +111,72 @@ async def test_cache_preload_and_list_from_the_command_line(
 
     missing = await llmkube(kc, "cache", "preload", "no-such-model", "-n", ns)
     assert missing.code != 0 and "not found" in missing.err
+
+
+def model_warnings(admin: Any, namespace: str, name: str) -> list[tuple[str, str]]:
+    return [
+        (e["reason"], e.get("note", ""))
+        for e in admin.list("events.k8s.io/v1", "Event", namespace)
+        if e.get("type") == "Warning"
+        and (e.get("regarding") or {}).get("kind") == "Model"
+        and e["regarding"]["name"] == name
+    ]
+
+
+async def test_a_prefetch_job_that_cannot_create_its_pod_says_why_until_the_quota_goes(
+    operator: RunningController, full_namespace: str
+) -> None:
+    admin, ns = operator.cluster.admin(), full_namespace
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}},
+    }
+    admin.create(quota, namespace=ns)
+    # The quota controller must have counted the namespace before the Job's pod is tried, or the
+    # pod could slip in before the quota holds (its status.hard is the sign).
+    await eventually(
+        lambda: (admin.get("v1", "ResourceQuota", "no-pods", ns).get("status") or {}).get("hard"),
+        what="the quota in force",
+    )
+    admin.create(model("held", "https://models.invalid/held.gguf", prefetch=True), namespace=ns)
+    [job] = await eventually(lambda: jobs(admin, ns), what="the prefetch Job")
+    name = job["metadata"]["name"]
+
+    def refused() -> tuple[str, str, str] | None:
+        status = status_of(admin, "Model", "held", ns)
+        ready = condition_triple(status, "Ready")
+        return ready if ready is not None and ready[1] == "PrefetchPodNotCreated" else None
+
+    ready = await eventually(refused, within=90, what="the Model saying why the Job has no pod")
+    status = status_of(admin, "Model", "held", ns)
+    assert status["phase"] == "Downloading" and ready[0] == "False"
+    progressing = condition_triple(status, "Progressing")
+    assert progressing is not None and progressing[:2] == ("True", "PrefetchPodNotCreated")
+    # The API server's own words (the quota's refusal), behind the Job's name.
+    assert f'Prefetch Job "{name}" cannot create its pod: ' in ready[2]
+    assert "exceeded quota: no-pods" in ready[2], ready[2]
+    [job] = jobs(admin, ns)  # as it is now: the Job controller counts no pod, and none exists
+    assert admin.list("v1", "Pod", ns) == [] and not (job.get("status") or {}).get("active")
+    warnings = await eventually(
+        lambda: [w for w in model_warnings(admin, ns, "held") if w[0] == "PrefetchPodNotCreated"],
+        what="the Warning Event on the Model",
+    )
+    assert "exceeded quota: no-pods" in warnings[0][1]
+
+    started = time.monotonic()
+    admin.delete("v1", "ResourceQuota", "no-pods", ns)
+
+    def prefetched() -> dict[str, Any] | None:
+        status = status_of(admin, "Model", "held", ns)
+        return status if status.get("phase") == "Ready" else None
+
+    # The Job controller tries again with its own backoff (at most a minute), kwok completes the pod.
+    status = await eventually(prefetched, within=150, what="the Model Ready once the quota is gone")
+    took = time.monotonic() - started
+    assert condition_triple(status, "Available")[:2] == ("True", "ModelPrefetched")  # type: ignore[index]
+    assert "exceeded quota" not in str(status["conditions"])  # the words went with the refusal
+    [done] = jobs(admin, ns)
+    assert done["metadata"]["name"] == name and (done.get("status") or {}).get("succeeded") == 1
+    print(f"quota deleted -> Model Ready: {took:.1f} s")

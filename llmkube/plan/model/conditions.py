@@ -50,6 +50,8 @@ SOURCE_SECRET_NOT_FOUND = "SourceSecretNotFound"  # the Secret spec.sourceSecret
 PREFETCH_STARTED = "PrefetchStarted"
 PREFETCH_RUNNING = "PrefetchRunning"
 PREFETCH_FAILED = "PrefetchFailed"
+# llmkube's: the Job controller cannot create the Job's pod (a quota, a LimitRange, admission)
+PREFETCH_POD_NOT_CREATED = "PrefetchPodNotCreated"
 MODEL_PREFETCHED = "ModelPrefetched"
 SUPERSEDED = "Superseded"
 IN_SYNC = "InSync"
@@ -161,6 +163,13 @@ def msg_prefetch_running(job: str, received: int | None, total: int | None) -> s
 def msg_prefetch_failed(job: str, detail: str) -> str:
     said = f": {detail.removeprefix('llmkube-download: ')}" if detail else ""
     return f"Prefetch Job {go_quote(job)} failed{said}; delete the Job to try again"
+
+
+def msg_prefetch_pod_not_created(job: str, refusal: str) -> str:
+    return (
+        f"Prefetch Job {go_quote(job)} cannot create its pod: {refusal}; "
+        "the Job controller keeps trying, and the download starts once the pod is admitted"
+    )
 
 
 def msg_model_prefetched(job: str, detail: str) -> str:

@@ -21,6 +21,10 @@ PVC_NOT_BOUND_REQUEUE = timedelta(seconds=10)
 FETCH_FAILURE_REQUEUE = timedelta(minutes=5)
 # While a prefetch Job downloads: how often its progress is read into status.
 PREFETCH_PROGRESS_REQUEUE = timedelta(seconds=10)
+# While the prefetch Job cannot create its pod: looked at again after as long as it has been
+# waiting, within these bounds (the Job's own status changes bring the Model back sooner).
+PREFETCH_REFUSED_MIN_REQUEUE = timedelta(seconds=5)
+PREFETCH_REFUSED_MAX_REQUEUE = timedelta(seconds=60)
 
 
 @dataclass(frozen=True)

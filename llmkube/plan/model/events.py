@@ -12,9 +12,18 @@ from llmkube.api.meta import Condition
 from llmkube.api.model import ModelStatus
 from llmkube.plan.conditions.standard import find_condition
 from llmkube.plan.events import PlannedEvent
-from llmkube.plan.model.conditions import AVAILABLE, DEGRADED, PROGRESSING, SOURCE_DRIFTED
+from llmkube.plan.model.conditions import (
+    AVAILABLE,
+    DEGRADED,
+    PREFETCH_POD_NOT_CREATED,
+    PROGRESSING,
+    SOURCE_DRIFTED,
+)
 
 READY_EVENT = "Ready"
+#: Progress that is stuck on something a person must change (a quota, a LimitRange, a Pod
+#: Security level): a Warning, not a Normal Event.
+_WARNING_PROGRESS = frozenset({PREFETCH_POD_NOT_CREATED})
 
 
 def _became_true(
@@ -35,7 +44,8 @@ def model_events(old: ModelStatus | None, new: ModelStatus) -> list[PlannedEvent
     events: list[PlannedEvent] = []
     started = _became_true(old_conditions, new.conditions, PROGRESSING)
     if started is not None:
-        events.append(PlannedEvent("Normal", started.reason, started.message))
+        kind: Literal["Normal", "Warning"] = "Warning" if started.reason in _WARNING_PROGRESS else "Normal"
+        events.append(PlannedEvent(kind, started.reason, started.message))
     failed = _became_true(old_conditions, new.conditions, DEGRADED)
     if failed is not None:
         events.append(PlannedEvent("Warning", failed.reason, failed.message))

@@ -144,6 +144,9 @@ class PrefetchJob:
     message: str = ""
     received: int | None = None  # while it runs: the last progress line of its log
     total: int | None = None
+    #: while it has no pod: the API server's refusal of the pod the Job controller tried to
+    #: create (its latest FailedCreate Event), or ""
+    pod_refusal: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ Where llmkube differs from the reference operator (docs/differences.md#models):
 """
 
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from llmkube.api.meta import Condition
 from llmkube.api.model import Model, ModelStatus
 from llmkube.plan.conditions.standard import find_condition, remove_condition
-from llmkube.plan.conditions.summary import summarize
+from llmkube.plan.conditions.summary import READY, summarize
 from llmkube.plan.model import conditions as cond
 from llmkube.plan.model.accelerator import accelerator_ready
 from llmkube.plan.model.cache_clear import plan_cache_clear, refilled
@@ -31,6 +31,8 @@ from llmkube.plan.model.decision import (
     FETCH_FAILURE_REQUEUE,
     NO_REQUEUE,
     PREFETCH_PROGRESS_REQUEUE,
+    PREFETCH_REFUSED_MAX_REQUEUE,
+    PREFETCH_REFUSED_MIN_REQUEUE,
     PVC_NOT_BOUND_REQUEUE,
     PVC_NOT_FOUND_REQUEUE,
     ActionKind,
@@ -634,6 +636,12 @@ def _with_prefetch(
             prefetch=PrefetchPlan(job=intent, deletes=stale),
         )
     plan = PrefetchPlan(deletes=stale)
+    if job.phase == "Running" and job.pod_refusal:
+        # Kubernetes says nothing of it in the Job's status: the API server's words, from the
+        # Job's FailedCreate Event, are the only account of why nothing downloads.
+        message = cond.msg_prefetch_pod_not_created(name, job.pod_refusal)
+        waiting = _downloading(inputs, status, cond.PREFETCH_POD_NOT_CREATED, message)
+        return ModelDecision(status=waiting, requeue=_refused_requeue(inputs), prefetch=plan)
     if job.phase == "Running":
         message = cond.msg_prefetch_running(name, job.received, job.total)
         progressing = _downloading(inputs, status, cond.PREFETCH_RUNNING, message)
@@ -646,6 +654,16 @@ def _with_prefetch(
         )
         return replace(failed, prefetch=plan)
     return replace(decision, status=_prefetched(inputs, status, job), prefetch=plan)
+
+
+def _refused_requeue(inputs: _Inputs) -> Requeue:
+    """Looked at again after as long as the Model has waited (a backoff without a counter: since
+    its written Ready condition turned False), within bounds; never a spin."""
+    ready = find_condition(inputs.old.conditions, READY)
+    waited = timedelta(0)
+    if ready is not None and ready.status == "False":
+        waited = inputs.now - ready.last_transition_time
+    return Requeue(after=min(max(waited, PREFETCH_REFUSED_MIN_REQUEUE), PREFETCH_REFUSED_MAX_REQUEUE))
 
 
 def _downloading(inputs: _Inputs, status: ModelStatus, reason: str, message: str) -> ModelStatus:

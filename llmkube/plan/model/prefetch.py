@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from llmkube.api import constants as c
@@ -52,6 +53,14 @@ BACKOFF_LIMIT = 4
 _MAX_JOB_NAME = 63  # the Job controller puts the name into a label of its pods
 _SUFFIX = "-prefetch-"
 _DIGEST = 8
+#: The reason of the Event the Job controller emits on the Job when the API server refuses the
+#: pod it tried to create (a ResourceQuota, a LimitRange, Pod Security admission): Kubernetes
+#: writes nothing of it into the Job's status.
+FAILED_CREATE = "FailedCreate"
+#: The Job controller's count of its pods that exist and have not finished.
+_LIVE_COUNTS = ("active", "ready", "terminating")
+_FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+_EPOCH = datetime.min.replace(tzinfo=UTC)
 _DONE = re.compile(r"done: (?P<files>\d+) files, (?P<bytes>\d+) bytes")
 _PROGRESS = re.compile(r"^llmkube-download: (?P<got>\d+)(?: of (?P<total>\d+))? bytes")
 
@@ -220,3 +229,61 @@ def prefetch_result(message: str) -> PrefetchResult | None:
     if match is None:
         return None
     return PrefetchResult(files=int(match["files"]), bytes=int(match["bytes"]))
+
+
+def _when(text: object) -> datetime:
+    try:
+        when = datetime.fromisoformat(str(text))
+    except ValueError:
+        return _EPOCH
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _event_time(event: Mapping[str, Any]) -> datetime:
+    """When an Event (events.k8s.io/v1) last happened: its series' last observation, the core
+    Event's lastTimestamp (the Job controller's recorder writes those), its eventTime, its creation."""
+    series = event.get("series") or {}
+    for value in (
+        series.get("lastObservedTime"),
+        event.get("deprecatedLastTimestamp"),
+        event.get("eventTime"),
+        (event.get("metadata") or {}).get("creationTimestamp"),
+    ):
+        if value:
+            return _when(value)
+    return _EPOCH
+
+
+def awaits_its_pod(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a Job has no pod that exists and has not finished (its pods as the cache shows
+    them, and the Job controller's own counts): only then can a refusal explain why nothing runs."""
+    status = job.get("status") or {}
+    if any(int(status.get(count) or 0) > 0 for count in _LIVE_COUNTS):
+        return False
+    return all((pod.get("status") or {}).get("phase") in _FINISHED_PHASES for pod in pods)
+
+
+def pod_refusal(
+    job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]
+) -> str:
+    """Why the Job has no pod, in the API server's words: the note of the latest FailedCreate
+    Event about this Job (by uid, decided on the Event's reason, never its text) that is newer
+    than every pod the Job had; "" while a pod exists or nothing was refused."""
+    pods = list(pods)
+    if not awaits_its_pod(job, pods):
+        return ""
+    uid = (job.get("metadata") or {}).get("uid")
+    newest_pod = max(
+        (_when((pod.get("metadata") or {}).get("creationTimestamp")) for pod in pods), default=_EPOCH
+    )
+    refusals = [
+        event
+        for event in events
+        if event.get("reason") == FAILED_CREATE
+        and (event.get("regarding") or {}).get("uid") == uid
+        and _event_time(event) >= newest_pod
+    ]
+    if not refusals:
+        return ""
+    note = str(max(refusals, key=_event_time).get("note") or "").strip()
+    return note.splitlines()[0][:500] if note else ""

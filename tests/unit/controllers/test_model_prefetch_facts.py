@@ -127,3 +127,37 @@ async def test_cache_clear_jobs_are_told_apart_from_prefetch_jobs() -> None:
     assert clear_jobs_of([prefetch, clear, others], UID) == (
         PrefetchJob("m-cache-clear-bbbb", "m-cache-clear-bbbb-uid", "Succeeded"),
     )
+
+
+async def test_a_running_job_without_a_pod_says_why_from_its_failed_create_events() -> None:
+    """Only a running Job with no live pod has its Events listed (one list, selected by the
+    server on the Job's uid and the reason); its fact carries the API server's refusal."""
+    from llmkube.controllers.model_prefetch import refusals_selector
+
+    refused = 'pods "m-prefetch-aaaa-x" is forbidden: exceeded quota: no-pods'
+    jobs = [job("m-prefetch-aaaa"), job("m-prefetch-bbbb"), job("m-prefetch-cccc", ("Complete", "", ""))]
+    pods = [pod("b-1", "m-prefetch-bbbb", {"running": {}})]
+    lists: list[tuple[str, str]] = []
+
+    async def read_log(namespace: str, name: str) -> str:
+        return ""
+
+    async def read_events(namespace: str, selector: str) -> list[dict[str, Any]]:
+        lists.append((namespace, selector))
+        return [
+            {
+                "reason": "FailedCreate",
+                "note": refused,
+                "regarding": {"uid": "m-prefetch-aaaa-uid"},
+                "deprecatedLastTimestamp": "2026-05-01T00:00:00Z",
+            }
+        ]
+
+    facts = await prefetch_jobs_of(jobs, pods, UID, read_log, read_events)
+    assert [(fact.name, fact.pod_refusal) for fact in facts] == [
+        ("m-prefetch-aaaa", refused),
+        ("m-prefetch-bbbb", ""),
+        ("m-prefetch-cccc", ""),
+    ]
+    assert lists == [("ml", "regarding.uid=m-prefetch-aaaa-uid,reason=FailedCreate")]
+    assert refusals_selector("u") == "regarding.uid=u,reason=FailedCreate"

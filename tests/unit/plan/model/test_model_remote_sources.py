@@ -416,6 +416,46 @@ def test_prefetch_progress_is_shown_while_the_job_runs() -> None:
     assert decision.prefetch is not None and decision.prefetch.job is None  # never created twice
 
 
+@pytest.mark.parametrize(
+    ("waited", "requeue"),
+    [
+        (timedelta(0), timedelta(seconds=5)),
+        (timedelta(seconds=30), timedelta(seconds=30)),
+        (timedelta(minutes=10), timedelta(seconds=60)),
+    ],
+)
+def test_a_job_that_cannot_create_its_pod_says_why_and_is_looked_at_again_with_backoff(
+    waited: timedelta, requeue: timedelta
+) -> None:
+    from llmkube.plan.model.events import model_events
+
+    m = judged(prefetching())
+    words = 'pods "x" is forbidden: exceeded quota: no-pods, requested: pods=1, used: pods=0, limited: pods=0'
+    refused = job_of(m, "Running", pod_refusal=words)
+    decision = plan_model(m, ModelFacts(prefetch_jobs=(refused,)), NOW + waited, CONFIG)
+    assert decision.status.phase == "Downloading"
+    status, reason, message = conditions(decision)["Progressing"]
+    assert (status, reason) == ("True", "PrefetchPodNotCreated")
+    assert f'Prefetch Job "{refused.name}" cannot create its pod: {words}' in message
+    ready = next(c for c in decision.status.conditions or () if c.type == "Ready")
+    assert (ready.status, ready.reason, ready.message) == ("False", "PrefetchPodNotCreated", message)
+    assert decision.requeue == Requeue(after=requeue)  # never a spin, never the rate limiter
+    assert decision.prefetch is not None and decision.prefetch.job is None  # the Job stays
+    events = model_events(m.status, decision.status)
+    assert [(e.type, e.reason, e.message) for e in events] == [("Warning", "PrefetchPodNotCreated", message)]
+    # Once the pod exists the words go: the download's progress again, as a Normal Event.
+    admitted = plan(
+        m.model_copy(update={"status": decision.status}),
+        ModelFacts(prefetch_jobs=(replace(refused, pod_refusal=""),)),
+    )
+    assert conditions(admitted)["Progressing"][:2] == ("True", "PrefetchRunning")
+    assert words not in str(admitted.status.conditions)
+    assert admitted.requeue == Requeue(after=timedelta(seconds=10))
+    assert [(e.type, e.reason) for e in model_events(decision.status, admitted.status)] == [
+        ("Normal", "PrefetchRunning")
+    ]
+
+
 def test_a_finished_prefetch_is_ready_with_the_cache_key_and_the_downloaded_size() -> None:
     m = judged(prefetching())
     m = m.model_copy(
