@@ -98,3 +98,21 @@ def remove_condition(conditions: Sequence[Condition] | None, type_: str) -> list
 def is_true(conditions: Sequence[Condition] | None, type_: str) -> bool:
     condition = find_condition(conditions, type_)
     return condition is not None and condition.status == "True"
+
+
+def keep_transition_times(old: Sequence[Condition] | None, new: Sequence[Condition]) -> list[Condition]:
+    """`new`, where every condition whose status is the one it had in `old` keeps its old
+    lastTransitionTime. A plan may pass a condition through other statuses on its way (a Model's
+    Ready status, then Downloading on top of it); only the written status before and after counts."""
+    before = {c.type: c for c in old or ()}
+    kept: list[Condition] = []
+    for condition in new:
+        previous = before.get(condition.type)
+        if (
+            previous is not None
+            and previous.status == condition.status
+            and previous.last_transition_time != condition.last_transition_time
+        ):
+            condition = condition.model_copy(update={"last_transition_time": previous.last_transition_time})
+        kept.append(condition)
+    return kept

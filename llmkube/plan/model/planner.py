@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from llmkube.api.meta import Condition
 from llmkube.api.model import Model, ModelStatus
-from llmkube.plan.conditions.standard import find_condition, remove_condition
+from llmkube.plan.conditions.standard import find_condition, keep_transition_times, remove_condition
 from llmkube.plan.conditions.summary import READY, summarize
 from llmkube.plan.model import conditions as cond
 from llmkube.plan.model.accelerator import accelerator_ready
@@ -240,6 +240,10 @@ def _stamped(decision: ModelDecision, inputs: _Inputs) -> ModelDecision:
     if decision.status is inputs.old:
         return decision  # provisional "nothing to say yet" while an action runs
     status = decision.status
+    if status.conditions:
+        status = status.model_copy(
+            update={"conditions": keep_transition_times(inputs.old.conditions, status.conditions)}
+        )
     if status.phase:
         conditions = summarize(
             status.conditions,

@@ -3,7 +3,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from llmkube.api.meta import Condition
-from llmkube.plan.conditions.standard import find_condition, is_true, remove_condition, set_condition
+from llmkube.plan.conditions.standard import (
+    find_condition,
+    is_true,
+    keep_transition_times,
+    remove_condition,
+    set_condition,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)
@@ -75,3 +81,22 @@ def test_update_condition_if_present(
     )
     assert [(c.type, c.status, c.reason, c.last_transition_time) for c in result] == expected
     assert update_condition_if_present(None, type_="A", status="True", reason="R", message="", now=T1) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ([], [cond("A", at=T1)], [T1]),  # new: its own time
+        ([cond("A")], [cond("A", at=T1)], [T0]),  # same status: the written time stays
+        ([cond("A", "False")], [cond("A", at=T1)], [T1]),  # flipped: the plan's time
+        ([cond("A"), cond("B", "False")], [cond("B", "False", at=T1), cond("A", at=T1)], [T0, T0]),
+        ([cond("A", reason="X")], [cond("A", reason="Y", at=T1)], [T0]),  # a new reason is no flip
+        ([cond("A")], [], []),
+    ],
+)
+def test_keep_transition_times_counts_only_the_written_status(
+    old: list[Condition], new: list[Condition], expected: list[datetime]
+) -> None:
+    kept = keep_transition_times(old, new)
+    assert [c.last_transition_time for c in kept] == expected
+    assert [(c.type, c.status, c.reason) for c in kept] == [(c.type, c.status, c.reason) for c in new]

@@ -416,6 +416,27 @@ def test_prefetch_progress_is_shown_while_the_job_runs() -> None:
     assert decision.prefetch is not None and decision.prefetch.job is None  # never created twice
 
 
+def test_a_download_keeps_each_conditions_transition_time_while_its_status_holds() -> None:
+    # The planner builds the Ready status of a remote Model and then Downloading on top of it, so
+    # Progressing passes through False inside one plan; only the status written before counts.
+    m = judged(prefetching())
+    assert m.status is not None
+    times = {c.type: (c.status, c.last_transition_time) for c in m.status.conditions or ()}
+    assert times["Progressing"] == ("True", NOW)
+    for minutes, received in ((1, 1), (2, 5), (3, 5)):
+        running = job_of(m, "Running", received=received * 1024**2, total=12 * 1024**2)
+        at = NOW + timedelta(minutes=minutes)
+        decision = plan_model(m, ModelFacts(prefetch_jobs=(running,)), at, CONFIG)
+        after = {c.type: (c.status, c.last_transition_time) for c in decision.status.conditions or ()}
+        assert {t: after[t] for t in times} == times, minutes
+        m = m.model_copy(update={"status": decision.status})
+    # The last reconcile saw what the one before it saw: nothing to write.
+    assert (
+        decision.status
+        == plan_model(m, ModelFacts(prefetch_jobs=(running,)), NOW + timedelta(minutes=4), CONFIG).status
+    )
+
+
 @pytest.mark.parametrize(
     ("waited", "requeue"),
     [
