@@ -2,7 +2,9 @@
 tier's controller image is built by the same script, hack/image.sh, and carries the name `make
 image` gives it), `helm install` from the chart, `llmkube deploy` of a tiny model, a completion.
 Each step's time lands in the tier's timings. Then the storage switches to `ephemeral` under the running
-service (`helm upgrade`), and its new pod, on a size-limited emptyDir, answers too.
+service (`helm upgrade`), and its new pod, on a size-limited emptyDir, answers too; then to
+`per-service`: the service gets a claim of its own, its pod downloads into it and answers, and the
+claim goes with the service while the namespace's claim stays as it was.
 
 The chart owns the cluster-wide objects it installs (PriorityClasses, admission policies) and the
 kustomize install of the other node tests owns the same names: this module runs before them
@@ -37,6 +39,7 @@ from llmkube.manager.config import DEFAULT_LEASE_NAME
 from llmkube.testing.images import CONTROLLER, LLAMA_SERVER, archive_refs, default_images_dir
 from llmkube.testing.node import NodeCluster
 from llmkube.testing.rest import RestError, condition_true
+from llmkube.testing.tiny_service import MODEL_FILE
 
 RELEASE = "llmkube"
 # The names `make image` gives (hack/image.sh) and the chart is told (docs/install.md).
@@ -250,3 +253,92 @@ def test_switching_to_ephemeral_storage_rolls_the_service_onto_an_emptydir(
     assert not [v for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v], pod["spec"]["volumes"]
     assert admin.get(API, "InferenceService", NAME, ns)["status"]["phase"] == "Ready"
     deploy_and_chat(node_cluster, model_source, ns, "ephemeral")
+
+
+def test_switching_to_per_service_storage_gives_the_service_a_claim_deleted_with_it(
+    node_cluster: NodeCluster, helm_release: Path, model_source: ModelSource, namespace: str
+) -> None:
+    """`modelStorage.mode=per-service` under the running service: its pod gives way to one on the
+    service's own claim `<service>-model-cache` (bound to one of the node's volumes, owned by the
+    service), which the downloader fills and from which llama.cpp answers. Deleting the service
+    deletes that claim (the garbage collector follows the owner reference, once pvc-protection sees
+    no pod on it); the namespace's claim, which the first test's pod used, is left as it was."""
+    admin, ns = node_cluster.admin(), namespace
+    own_claim = f"{NAME}-model-cache"
+    namespace_claim = admin.get("v1", "PersistentVolumeClaim", "llmkube-model-cache", ns)
+    assert namespace_claim["status"]["phase"] == "Bound", namespace_claim["status"]
+    assert admin.get_or_none("v1", "PersistentVolumeClaim", own_claim, ns) is None
+    watch = Stopwatch()
+    helm(
+        node_cluster,
+        helm_release,
+        "upgrade", RELEASE, str(ROOT / "charts" / "llmkube"), "--namespace", CONTROLLER_NAMESPACE,
+        "--reuse-values",
+        "--set", "modelStorage.mode=per-service",
+        "--set", "modelStorage.serviceCacheSize=1Gi",
+        "--set", "modelStorage.maxServiceCacheSize=2Gi",
+        "--wait", "--timeout", "4m",
+    )  # fmt: skip
+    TIMINGS["per-service: helm upgrade --wait -> controller rolled (s)"] = watch.seconds()
+
+    def rolled() -> dict[str, Any] | None:
+        pods = ready_pods(admin, ns, SELECTOR)
+        every = admin.list("v1", "Pod", ns, label_selector=SELECTOR)
+        if len(pods) != 1 or len(every) != 1:
+            return None
+        volumes = pods[0]["spec"]["volumes"]
+        claims = [v["persistentVolumeClaim"]["claimName"] for v in volumes if "persistentVolumeClaim" in v]
+        return pods[0] if claims == [own_claim] else None
+
+    pod: dict[str, Any] = wait_for(rolled, within=300, what=f"one Ready pod on the claim {own_claim}")
+    TIMINGS["per-service: helm upgrade -> the service's pod Ready on its own claim (s)"] = watch.seconds()
+    assert not [v for v in pod["spec"]["volumes"] if "emptyDir" in v and v["name"] == "model-storage"]
+
+    # The service's own claim: bound to a node volume, owned by the service, the size the chart gave.
+    service = admin.get(API, "InferenceService", NAME, ns)
+    assert service["status"]["phase"] == "Ready", service["status"]
+    claim = admin.get("v1", "PersistentVolumeClaim", own_claim, ns)
+    assert claim["status"]["phase"] == "Bound", claim["status"]
+    (owner,) = claim["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "InferenceService",
+        NAME,
+        service["metadata"]["uid"],
+        True,
+    ), owner
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    assert claim["spec"]["volumeName"] != namespace_claim["spec"]["volumeName"]
+
+    # Its pod's downloader put the model on that volume (a fresh download: the claim was empty).
+    (init,) = pod["status"]["initContainerStatuses"]
+    assert init["name"] == "model-downloader" and init["state"]["terminated"]["exitCode"] == 0, init
+    code, log = admin.get_text(
+        f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}/log?container=model-downloader"
+    )
+    assert code == 200 and "(1 downloaded, 0 cache hits)" in log, log
+    args = pod["spec"]["containers"][0]["args"]
+    model_path = Path(args[args.index("--model") + 1])
+    volume = admin.get("v1", "PersistentVolume", claim["spec"]["volumeName"])
+    cached = Path(volume["spec"]["hostPath"]["path"]) / model_path.relative_to("/models")
+    served = node_cluster.workdir / "model-files" / MODEL_FILE  # what the model source serves
+    assert cached.read_bytes() == served.read_bytes()
+    deploy_and_chat(node_cluster, model_source, ns, "per-service")
+
+    # Deleting the service deletes its claim; the namespace's claim is the one it was.
+    watch = Stopwatch()
+    admin.delete(API, "InferenceService", NAME, ns)
+    wait_for(
+        lambda: (
+            admin.get_or_none("v1", "PersistentVolumeClaim", own_claim, ns) is None
+            and not admin.list("v1", "Pod", ns, label_selector=SELECTOR)
+        ),
+        within=180,
+        what=f"the pods of the deleted service and its claim {own_claim} gone",
+    )
+    TIMINGS["per-service: service deleted -> its claim gone (s)"] = watch.seconds()
+    kept = admin.get("v1", "PersistentVolumeClaim", "llmkube-model-cache", ns)
+    assert kept["metadata"]["uid"] == namespace_claim["metadata"]["uid"]
+    assert "deletionTimestamp" not in kept["metadata"], kept["metadata"]
+    assert kept["status"]["phase"] == "Bound"
+    assert kept["spec"]["volumeName"] == namespace_claim["spec"]["volumeName"]
