@@ -4,6 +4,7 @@ no registry is reachable, so nothing is ever pulled)."""
 import io
 import json
 import os
+import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,3 +58,22 @@ def archive_refs(path: Path) -> list[str]:
         for manifest in index.get("manifests", [])
         if (ref := (manifest.get("annotations") or {}).get("org.opencontainers.image.ref.name"))
     ]
+
+
+BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "build-images.sh"
+
+
+def refresh_controller_image(images_dir: Path) -> None:
+    """Rebuild the controller's archive when the sources changed since it was made (the build
+    script keys it on them and answers `cached` in a fraction of a second otherwise). `make test`
+    runs the build first; a node-tier pytest run on its own imported whatever archive was there,
+    a controller older than the tree it was meant to test."""
+    if not BUILD_SCRIPT.is_file():
+        return  # an installed package: no sources to build from, the archives are what they are
+    subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "controller"],
+        env={**os.environ, "LLMKUBE_IMAGES_DIR": str(images_dir)},
+        stdout=subprocess.DEVNULL,
+        check=True,
+        timeout=1800,
+    )

@@ -132,6 +132,7 @@ class NodeCluster(LocalCluster):
             raise MissingBinaryError(
                 f"the node tier is missing {', '.join(missing)}. Build them with: {PREREQS_COMMAND}"
             )
+        images.refresh_controller_image(self.images_dir)
         node_cleanup.sweep_stale()
         t0 = time.monotonic()
         self._record_footprint()
