@@ -216,11 +216,12 @@ class _HubServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def running_hub(host: str = "127.0.0.1") -> Iterator[HubState]:
-    """A Hub stand-in on a free port of `host`, its state (repositories, requests) to fill and read."""
+def running_hub(host: str = "127.0.0.1", port: int = 0) -> Iterator[HubState]:
+    """A Hub stand-in on `port` of `host` (a free one by default), its state (repositories,
+    requests) to fill and read."""
     state = HubState()
     handler = type("HubHandler", (_Handler,), {"state": state})
-    server = _HubServer((host, 0), handler)
+    server = _HubServer((host, port), handler)
     state.base = f"http://{host}:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, name="hf-hub", daemon=True)
     thread.start()

@@ -10,6 +10,14 @@ downloader gets.
 - A pod killed in the middle of its download (the S3 answers come through a throttling relay,
   llmkube/testing/tcpproxy.py, so the kill lands mid-file): its replacement resumes the `.part`
   file where the killed one left it, the files are whole, and no `.part` or other stray file stays.
+
+hf:// Models on the same node: the Hub stand-in (llmkube/testing/hfhub.py) on the node's address,
+at the port of the controller's `--hf-endpoint` (tests/node/overlay), holds the same shards in a
+private repository; the Model names a Secret with `HF_TOKEN`, which only the downloader gets.
+
+- An `hf://org/repo@commit` Model of the shards and a llama.cpp service: the downloader stages both
+  (each a redirect to the storage host, the token on every request the Hub sees), llama-server loads
+  the first and answers; the token is nowhere in the pod's spec, the Model's status or the Events.
 """
 
 from __future__ import annotations
@@ -20,20 +28,25 @@ import re
 import shutil
 import socket
 import threading
+import urllib.error
+import urllib.request
+from collections import Counter
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from node_support import API, TIMINGS, Stopwatch, eventually_http, wait_for
+from node_support import API, CONTROLLER_NAMESPACE, TIMINGS, Stopwatch, eventually_http, wait_for
 
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.prefetch import LABEL_PREFETCH
 from llmkube.plan.model.source import cache_key
+from llmkube.testing.hfhub import HubState, running_hub
 from llmkube.testing.node import NodeCluster
 from llmkube.testing.pytest_plugin import fresh_namespace
 from llmkube.testing.rest import KubeRest, condition_true
@@ -51,11 +64,13 @@ NAME = "sharded"
 SELECTOR = f"inference.llmkube.dev/service={NAME}"
 #: The killed download's first shard takes about this long through the throttle.
 THROTTLED_SECONDS = 15
+HF_REPO = "llmkube-test/tiny-split"
+HF_SECRET = "hf-token"
+HF_TOKEN = "hf_node_tier_token_5b1e"
 
 
 @dataclass
-class S3Stand:
-    server: MinioServer
+class Shards:
     shards: dict[str, bytes]  # in order: the first is the one llama.cpp loads
 
     @property
@@ -65,6 +80,11 @@ class S3Stand:
     @property
     def total(self) -> int:
         return sum(len(body) for body in self.shards.values())
+
+
+@dataclass
+class S3Stand(Shards):
+    server: MinioServer
 
     def gets(self) -> float:
         """GetObject requests the server answered so far (its own count)."""
@@ -116,10 +136,54 @@ def s3(node_cluster: NodeCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         shards = {path.name: path.read_bytes() for path in written}
         for name, body in shards.items():
             server.put(BUCKET, f"{PREFIX}/{name}", body)
-        yield S3Stand(server, shards)
+        yield S3Stand(shards=shards, server=server)
     finally:
         server.stop()
         forward.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@dataclass
+class HubStand(Shards):
+    hub: HubState
+    commit: str
+
+    @property
+    def source(self) -> str:
+        return f"hf://{HF_REPO}@{self.commit}"
+
+
+def hf_endpoint_of(admin: KubeRest) -> tuple[str, int]:
+    """Where the controller's `--hf-endpoint` (tests/node/overlay) says the Hub is."""
+    deployment = admin.get("apps/v1", "Deployment", "llmkube-controller", CONTROLLER_NAMESPACE)
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    (flag,) = [arg for arg in args if arg.startswith("--hf-endpoint=")]
+    url = urlsplit(flag.removeprefix("--hf-endpoint="))
+    assert url.hostname and url.port, flag
+    return url.hostname, url.port
+
+
+@pytest.fixture(scope="module")
+def hf(
+    node_cluster: NodeCluster, controller: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HubStand]:
+    """The Hub stand-in in the node's network, where the controller's `--hf-endpoint` points: the
+    shards in a private repository (LFS files, each a redirect to the storage host)."""
+    host, port = hf_endpoint_of(node_cluster.admin())
+    assert host == node_cluster.layout.node_ip, host
+    workdir = tmp_path_factory.mktemp("hf")
+    written = write_tiny_gguf_shards(workdir / "tiny.gguf")
+    shards = {path.name: path.read_bytes() for path in written}
+    opened = running_hub(host, port)
+    # Its listening socket is opened inside the node's network, where the pods reach it.
+    state = node_cluster.network.run_inside(opened.__enter__)
+    try:
+        state.tokens = frozenset({HF_TOKEN})
+        repo = state.add(HF_REPO, shards, private=True)
+        assert all(len(body) >= state.lfs_threshold for body in shards.values())
+        yield HubStand(shards=shards, hub=state, commit=repo.commit)
+    finally:
+        opened.__exit__(None, None, None)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -245,23 +309,23 @@ def model_arg(pod: dict[str, Any]) -> str:
     return str(args[args.index("--model") + 1])
 
 
-def bound_cache_dir(admin: KubeRest, namespace: str) -> Path | None:
+def bound_cache_dir(admin: KubeRest, namespace: str, source: str = SOURCE) -> Path | None:
     """The Model's directory in the namespace's cache claim, where the node keeps it (hostPath),
     once the claim is bound."""
     claim = admin.get_or_none("v1", "PersistentVolumeClaim", CACHE_PVC_NAME, namespace)
     if claim is None or (claim.get("status") or {}).get("phase") != "Bound":
         return None
     volume = admin.get("v1", "PersistentVolume", claim["spec"]["volumeName"])
-    return Path(volume["spec"]["hostPath"]["path"]) / cache_key(SOURCE)
+    return Path(volume["spec"]["hostPath"]["path"]) / cache_key(source)
 
 
-def cache_dir_on_host(admin: KubeRest, namespace: str) -> Path:
-    directory = bound_cache_dir(admin, namespace)
+def cache_dir_on_host(admin: KubeRest, namespace: str, source: str = SOURCE) -> Path:
+    directory = bound_cache_dir(admin, namespace, source)
     assert directory is not None, f"the cache claim of {namespace} is not bound"
     return directory
 
 
-def assert_whole_and_tidy(directory: Path, stand: S3Stand) -> None:
+def assert_whole_and_tidy(directory: Path, stand: Shards) -> None:
     """The shards as uploaded, their ETags and the lock: no `.part`, no probe leftovers."""
     for name, body in stand.shards.items():
         assert hashlib.sha256((directory / name).read_bytes()).hexdigest() == hashlib.sha256(body).hexdigest()
@@ -281,10 +345,10 @@ def init_seconds(pod: dict[str, Any]) -> float:
     return (finished - started).total_seconds()
 
 
-def done_line(stand: S3Stand, downloaded: int, hits: int) -> str:
+def done_line(stand: Shards, downloaded: int, hits: int, source: str = SOURCE) -> str:
     files = len(stand.shards)
     return (
-        f"llmkube-download: done: {files} files, {stand.total} bytes in /models/{cache_key(SOURCE)} "
+        f"llmkube-download: done: {files} files, {stand.total} bytes in /models/{cache_key(source)} "
         f"({downloaded} downloaded, {hits} cache hits)"
     )
 
@@ -428,3 +492,72 @@ def test_a_pod_killed_mid_download_is_resumed_by_the_next_and_leaves_no_part_fil
     assert payload <= retried <= payload + 16 * 1024, (payload, retried)
     TIMINGS["s3 killed: bytes on disk when killed"] = float(offset)
     TIMINGS["s3 killed: bytes the retry fetched"] = float(retried)
+
+
+def test_a_sharded_gguf_from_a_private_hub_repository_is_served(
+    node_cluster: NodeCluster, controller: str, hf: HubStand, models_namespace: str
+) -> None:
+    admin, ns, source = node_cluster.admin(), models_namespace, hf.source
+    first = hf.names[0]
+
+    # The repository is private: without a token the Hub answers 401 (RepoNotFound).
+    def anonymous() -> tuple[int, str | None]:
+        try:
+            urllib.request.urlopen(f"{hf.hub.base}/{HF_REPO}/resolve/{hf.commit}/{first}", timeout=10)
+        except urllib.error.HTTPError as refused:
+            return refused.code, refused.headers["X-Error-Code"]
+        return 200, None
+
+    assert node_cluster.network.run_inside(anonymous) == (401, "RepoNotFound")
+    before = len(hf.hub.requests)
+    model, service = tiny_llamacpp(ns, NAME, source)
+    model["spec"].update({"files": hf.names, "sourceSecretRef": {"name": HF_SECRET}})
+    token_secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": HF_SECRET, "namespace": ns},
+        "stringData": {"HF_TOKEN": HF_TOKEN},
+    }
+
+    watch = Stopwatch()
+    apply(node_cluster, token_secret, model, service)
+    pod = wait_for(lambda: the_ready_pod(admin, ns), within=300, what="the service Ready with one Ready pod")
+    TIMINGS["hf shards: apply -> Ready, downloading (s)"] = watch.seconds()
+    complete(node_cluster, admin, ns)
+    TIMINGS["hf shards: apply -> first completion (s)"] = watch.seconds()
+    TIMINGS["hf shards: downloader ran, downloading (s)"] = init_seconds(pod)
+
+    # llama-server loaded the model from the first shard; the staged files are the Hub's, byte for byte.
+    assert model_arg(pod) == f"/models/{cache_key(source)}/{first}"
+    log = log_of(admin, ns, pod["metadata"]["name"])
+    assert log.splitlines()[-1] == done_line(hf, downloaded=2, hits=0, source=source), log
+    directory = cache_dir_on_host(admin, ns, source)
+    for name, body in hf.shards.items():
+        assert (directory / name).read_bytes() == body, name
+    assert_whole_and_tidy(directory, hf)
+
+    # What the Hub saw: per shard a ranged probe and the download, each a GET of /resolve/ and one
+    # of the storage host it redirects to; every one with the token. Nothing else (the controller
+    # sends nothing for a Model whose credentials are in a Secret).
+    seen = hf.hub.requests[before:]
+    resolve = [f"/{HF_REPO}/resolve/{hf.commit}/{name}" for name in hf.names]
+    storage = [f"/lfs/{hashlib.sha256(body).hexdigest()}" for body in hf.shards.values()]
+    assert Counter(r.path for r in seen) == Counter({path: 2 for path in [*resolve, *storage]}), seen
+    assert all(r.method == "GET" and r.authorized for r in seen), seen
+    assert sum(r.range == "bytes=0-0" for r in seen) == 2 * len(hf.shards), seen
+
+    # The token reaches the downloader only, from the Secret (envFrom), never as a value.
+    (downloader,) = pod["spec"]["initContainers"]
+    assert downloader["envFrom"] == [{"secretRef": {"name": HF_SECRET}}]
+    assert {"name": "HF_ENDPOINT", "value": hf.hub.base} in downloader["env"]
+    (server,) = pod["spec"]["containers"]
+    assert "envFrom" not in server
+    assert not any(variable["name"] == "HF_TOKEN" for variable in server.get("env") or ())
+    assert HF_TOKEN not in yaml.safe_dump(pod["spec"]) and HF_TOKEN not in log
+    status = admin.get(API, "Model", NAME, ns).get("status") or {}
+    assert status.get("phase") == "Ready", status
+    assert HF_TOKEN not in yaml.safe_dump(status)
+    events = admin.list("v1", "Event", ns)
+    assert events and HF_TOKEN not in yaml.safe_dump(events)
+    TIMINGS["hf shards: bytes staged"] = float(hf.total)
+    TIMINGS["hf shards: Hub requests"] = float(len(seen))
