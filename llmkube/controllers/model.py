@@ -45,6 +45,7 @@ from llmkube.controllers.resources import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
+    namespace_terminating,
 )
 from llmkube.kube.apply.applier import ApplyResult
 from llmkube.kube.blocking import StopFlag
@@ -321,6 +322,10 @@ class ModelController:
             model, facts, self.config, self.actions.performer(key), write_status
         )
         self.actions.consumed(key, results)
+        if namespace_terminating(self.namespaces.store.get_object(None, key.namespace)):
+            # Its Jobs are being deleted with it and nothing new can be created there: a Job
+            # created again for each deletion would only be refused.
+            return None
         if decision.prefetch is not None:
             await carry_out(
                 self.host.client,

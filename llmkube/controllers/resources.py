@@ -15,6 +15,7 @@ from llmkube.kube.resource import (
     SERVICES,
     Resource,
 )
+from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.memory_fit import GPU_MEMORY_LABELS
 from llmkube.plan.tenancy import POLICY_LABELS
 
@@ -45,8 +46,17 @@ NODE_CACHE_TRANSFORM = keep_only(
     ("spec", "podCIDRs"),
     *(("metadata", "labels", label) for label in GPU_MEMORY_LABELS.values()),
 )
-# Namespaces are cached for the labels that say what they allow (plan/tenancy.py) and nothing else.
-NAMESPACE_CACHE_TRANSFORM = keep_only(*(("metadata", "labels", label) for label in POLICY_LABELS))
+# Namespaces are cached for the labels that say what they allow (plan/tenancy.py), and whether they
+# are being deleted (nothing can be created in them then), and nothing else.
+NAMESPACE_CACHE_TRANSFORM = keep_only(
+    ("metadata", "deletionTimestamp"), *(("metadata", "labels", label) for label in POLICY_LABELS)
+)
+
+
+def namespace_terminating(namespace: Obj | None) -> bool:
+    """Whether a cached Namespace (NAMESPACE_CACHE_TRANSFORM) is being deleted."""
+    return bool(((namespace or {}).get("metadata") or {}).get("deletionTimestamp"))
+
 
 __all__ = [
     "DEPLOYMENTS",
@@ -71,4 +81,5 @@ __all__ = [
     "SERVICE_ACCOUNTS",
     "SERVICE_CIDRS",
     "SERVICE_PODS_SELECTOR",
+    "namespace_terminating",
 ]

@@ -30,7 +30,7 @@ from llmkube.kube.cache.store import Change
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.control.handlers import Mapper
 from llmkube.kube.control.predicates import Predicate
-from llmkube.kube.errors import ApiError
+from llmkube.kube.errors import ApiError, namespace_terminating
 from llmkube.kube.leader.leadership import NotLeader
 from llmkube.kube.queue.ratelimit import RateLimiter
 from llmkube.kube.queue.workqueue import LOW_PRIORITY, WorkQueue
@@ -212,6 +212,12 @@ class Controller:
                 self._count_error()
                 log.error("terminal reconcile error, not retrying", error=str(error))
             except Exception as error:  # a reconcile must never kill its worker
+                if isinstance(error, ApiError) and namespace_terminating(error):
+                    # The namespace is being deleted, and the object with it: nothing can be created
+                    # there again and a retry cannot change that (the object's deletion ends it).
+                    self.queue.forget(key)
+                    log.info("namespace is terminating: nothing written, not retried", error=str(error))
+                    return
                 if isinstance(error, ReconcileTimeout):
                     metrics.RECONCILE_TIMEOUTS.labels(self.name).inc()
                 if not isinstance(error, EXPECTED_FAILURES):

@@ -16,7 +16,7 @@ from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.control.controller import Controller, Result, TerminalError
 from llmkube.kube.control.handlers import enqueue_object
 from llmkube.kube.control.predicates import generation_changed
-from llmkube.kube.errors import Conflict
+from llmkube.kube.errors import Conflict, error_from_status
 from llmkube.kube.queue.workqueue import LOW_PRIORITY
 from llmkube.kube.types import ObjectKey
 
@@ -107,6 +107,36 @@ async def test_terminal_errors_are_not_retried() -> None:
     assert value("controller_runtime_terminal_reconcile_errors_total", "ctl-terminal") == 1
     assert value("controller_runtime_reconcile_errors_total", "ctl-terminal") == 1
     assert controller.queue.waiting() == 0
+    await controller.stop(grace=1)
+
+
+@pytest.mark.parametrize(
+    ("causes", "retried"),
+    [
+        ([{"reason": "NamespaceTerminating", "message": "namespace ns is being terminated"}], False),
+        ([], True),  # a Forbidden of RBAC: an error, retried with backoff
+        ([{"reason": "FieldValueInvalid", "field": "spec"}], True),
+    ],
+)
+async def test_a_write_refused_because_the_namespace_is_going_is_not_retried(
+    causes: list[dict[str, str]], retried: bool
+) -> None:
+    calls = 0
+    body = {"kind": "Status", "code": 403, "reason": "Forbidden", "details": {"causes": causes}}
+
+    async def reconcile(key: ObjectKey) -> None:
+        nonlocal calls
+        calls += 1
+        raise error_from_status(403, body)
+
+    name = f"ctl-ns-terminating-{len(causes)}-{retried}"
+    controller, clock = make(name, reconcile)
+    controller.start()
+    controller.enqueue(KEY)
+    await clock.advance(60)
+    assert (calls > 1) is retried, calls
+    errors = value("controller_runtime_reconcile_errors_total", name) or 0
+    assert (errors > 0) is retried
     await controller.stop(grace=1)
 
 
