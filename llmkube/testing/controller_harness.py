@@ -130,8 +130,8 @@ class ControllerHarness:
     def client(self) -> ApiClient:
         return self.manager.client
 
-    def mutating_requests(self) -> int:
-        return self.requests.mutating_requests()
+    def mutating_requests(self, namespace: str | None = None) -> int:
+        return self.requests.mutating_requests(namespace)
 
     async def idle(self, *, within: float = 30.0) -> None:
         """Every controller has nothing ready or in flight, and every Event recorded so far is

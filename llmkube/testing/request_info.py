@@ -60,3 +60,12 @@ def api_request(method: str, path: str, params: Mapping[str, object] | None = No
     else:
         verb = _VERB_BY_METHOD.get(method, method.lower())
     return ApiRequest(verb, group, resource, subresource)
+
+
+def request_namespace(path: str) -> str:
+    """The namespace a request's path names ("" for cluster-scoped paths and Namespaces themselves)."""
+    parts = [part for part in path.split("?", 1)[0].split("/") if part]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:] if parts[:1] == ["apis"] else []
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        return rest[1]
+    return ""

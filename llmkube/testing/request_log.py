@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from llmkube.kube.errors import NAMESPACE_TERMINATING, ApiError
 from llmkube.kube.rest.client import APPLY_PATCH, MUTATING_METHODS
-from llmkube.testing.request_info import ApiRequest, api_request
+from llmkube.testing.request_info import ApiRequest, api_request, request_namespace
 
 __all__ = ["ApiRequest", "Refusal", "RequestLog"]
 
@@ -47,6 +47,8 @@ class RequestLog:
         self.api_requests: Counter[ApiRequest] = Counter()
         #: every non-2xx answer, by what the Status says -> number of such answers
         self.refusals: Counter[Refusal] = Counter()
+        #: namespace ("" for cluster-scoped) -> POST/PUT/PATCH/DELETE attempts there
+        self.mutating_by_namespace: Counter[str] = Counter()
 
     # -- the observer -----------------------------------------------------------------------------
 
@@ -59,6 +61,8 @@ class RequestLog:
         status: int | None,
     ) -> None:
         self.request_counts[(method, "<error>" if status is None else str(status))] += 1
+        if method in MUTATING_METHODS:
+            self.mutating_by_namespace[request_namespace(path)] += 1
         asked = api_request(method, path, params)
         self.api_requests[asked] += 1
         if status == 201 and content_type == APPLY_PATCH:
@@ -70,8 +74,11 @@ class RequestLog:
 
     # -- what tests read --------------------------------------------------------------------------
 
-    def mutating_requests(self) -> int:
-        """How many POST/PUT/PATCH/DELETE attempts were made (any outcome)."""
+    def mutating_requests(self, namespace: str | None = None) -> int:
+        """How many POST/PUT/PATCH/DELETE attempts were made (any outcome); in `namespace` only when
+        given (earlier tests' namespaces can still be going away meanwhile, with writes of their own)."""
+        if namespace is not None:
+            return self.mutating_by_namespace[namespace]
         return sum(count for (method, _), count in self.request_counts.items() if method in MUTATING_METHODS)
 
     def total_requests(self) -> int:

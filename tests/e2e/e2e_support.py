@@ -56,8 +56,8 @@ class RunningController:
     def requests(self) -> RequestLog:
         return self.harness.requests
 
-    def mutating_requests(self) -> int:
-        return self.requests.mutating_requests()
+    def mutating_requests(self, namespace: str | None = None) -> int:
+        return self.requests.mutating_requests(namespace)
 
 
 async def eventually(check: Callable[[], Any], *, within: float = 60, what: str = "condition") -> Any:
@@ -194,14 +194,17 @@ async def watch_reaches(watch: "StatusWatch", resource_version: str, *, within: 
     )
 
 
-async def writes_quiesce(operator: RunningController, *, quiet_for: float = 2.0, within: float = 60) -> int:
-    """Wait until the controller has made no mutating request for `quiet_for` seconds (garbage of
-    earlier tests' namespaces can still be settling); returns the mutating-request count."""
+async def writes_quiesce(
+    operator: RunningController, *, quiet_for: float = 2.0, within: float = 60, namespace: str | None = None
+) -> int:
+    """Wait until the controller has made no mutating request (in `namespace`, when given) for
+    `quiet_for` seconds (garbage of earlier tests' namespaces can still be settling); returns the
+    mutating-request count."""
     deadline = time.monotonic() + within
-    last, since = operator.mutating_requests(), time.monotonic()
+    last, since = operator.mutating_requests(namespace), time.monotonic()
     while time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-        now_count = operator.mutating_requests()
+        now_count = operator.mutating_requests(namespace)
         if now_count != last:
             last, since = now_count, time.monotonic()
         elif time.monotonic() - since >= quiet_for:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmkube.testing.request_info import ApiRequest, api_request
+from llmkube.testing.request_info import ApiRequest, api_request, request_namespace
 
 
 @pytest.mark.parametrize(
@@ -63,3 +63,21 @@ def test_api_request(
 def test_rbac_resource_names_the_subresource() -> None:
     assert ApiRequest("patch", "x.dev", "things", "status").rbac_resource == "things/status"
     assert ApiRequest("get", "", "pods", "").rbac_resource == "pods"
+
+
+@pytest.mark.parametrize(
+    ("path", "namespace"),
+    [
+        ("/api/v1/namespaces/ml/pods", "ml"),
+        ("/api/v1/namespaces/ml/pods/p-1/log?container=x", "ml"),
+        ("/apis/apps/v1/namespaces/ml/deployments/web", "ml"),
+        ("/apis/inference.llmkube.dev/v1alpha1/namespaces/ml/models/m/status", "ml"),
+        ("/api/v1/namespaces/ml", ""),  # the Namespace itself
+        ("/api/v1/namespaces/ml/finalize", ""),
+        ("/api/v1/nodes/n-1", ""),
+        ("/apis/scheduling.k8s.io/v1/priorityclasses", ""),
+        ("/healthz", ""),
+    ],
+)
+def test_the_namespace_a_request_names(path: str, namespace: str) -> None:
+    assert request_namespace(path) == namespace
