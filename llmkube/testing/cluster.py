@@ -242,7 +242,7 @@ class LocalCluster:
         workdir: Path | None = None,
         bin_dir: Path | None = None,
         start_timeout: float = 90.0,
-        volumes: int = 40,
+        volumes: int = 160,
         apiserver_args: tuple[str, ...] = (),
         audit: bool = False,
         keep_workdir: bool | None = None,
@@ -612,7 +612,10 @@ class LocalCluster:
 
         self._wait(nodes_ready, f"{len(self.nodes)} kwok nodes Ready")
         # There is no storage provisioner: a pool of pre-made volumes lets claims (such as the
-        # per-namespace model cache) bind, so pods that mount them can schedule.
+        # per-namespace model cache) bind, so pods that mount them can schedule. A volume is used
+        # up by its first claim (Retain: it stays Released), so the pool must outlast every claim of
+        # a whole e2e session: 40 ran out once the cache-clear, prefetch and per-service modules
+        # joined, and the last modules' pods waited unschedulable for a volume.
         for index in range(self.volumes):
             admin.create(local_volume(f"llmkube-local-pv-{index}", self.workdir / "volumes" / str(index)))
         self._wait_for_controller_manager()
