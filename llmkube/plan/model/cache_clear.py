@@ -31,7 +31,7 @@ from llmkube.api.model import CacheClearStatus, Model, ModelStatus
 from llmkube.plan.model.decision import ModelPlanConfig, PrefetchPlan
 from llmkube.plan.model.downloader import MODELS_MOUNT, RESOURCES
 from llmkube.plan.model.facts import ClearFacts, PrefetchJob
-from llmkube.plan.model.prefetch import BACKOFF_LIMIT, CACHE_CLAIM, PREFETCH_USER, owner_reference
+from llmkube.plan.model.prefetch import CACHE_CLAIM, CONTAINER_SECURITY, model_job
 from llmkube.plan.model.source import SourceKind, classify_source
 
 CLEAR_ANNOTATION = f"{c.GROUP}/clear-cache"
@@ -109,26 +109,13 @@ def clear_job_name(model_name: str, request: str, key: str) -> str:
 
 def clear_job(model: Model, name: str, key: str, config: ModelPlanConfig) -> KubeObject:
     """The Job that removes `<claim>/<key>/`, hardened as the prefetch Job."""
-    pod_security: KubeObject = {
-        "runAsNonRoot": True,
-        "runAsUser": PREFETCH_USER,
-        "runAsGroup": PREFETCH_USER,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-    if config.default_fsgroup > 0:
-        pod_security["fsGroup"] = config.default_fsgroup
     container: KubeObject = {
         "name": CONTAINER,
         "image": config.downloader_image,
         "command": ["sh", "-c", CLEAR_SCRIPT],
         "env": [{"name": "MODELS_DIR", "value": MODELS_MOUNT}, {"name": "CACHE_KEY", "value": key}],
         "volumeMounts": [{"name": "model-cache", "mountPath": MODELS_MOUNT}],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-            "runAsNonRoot": True,
-        },
+        "securityContext": dict(CONTAINER_SECURITY),
         "resources": RESOURCES,
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
@@ -137,42 +124,16 @@ def clear_job(model: Model, name: str, key: str, config: ModelPlanConfig) -> Kub
         c.LABEL_COMPONENT: COMPONENT,
         c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE,
     }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": model.metadata.namespace or "",
-            "labels": labels,
-            "ownerReferences": [owner_reference(model)],
-        },
-        "spec": {
-            "backoffLimit": BACKOFF_LIMIT,
-            "podFailurePolicy": {
-                "rules": [
-                    {
-                        "action": "FailJob",
-                        "onExitCodes": {
-                            "containerName": CONTAINER,
-                            "operator": "In",
-                            "values": [EXIT_REFUSED],
-                        },
-                    }
-                ]
-            },
-            "template": {
-                "metadata": {"labels": {c.LABEL_COMPONENT: COMPONENT}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "securityContext": pod_security,
-                    "containers": [container],
-                    "volumes": [{"name": "model-cache", "persistentVolumeClaim": {"claimName": CACHE_CLAIM}}],
-                },
-            },
-        },
-    }
+    return model_job(
+        model,
+        name=name,
+        labels=labels,
+        pod_labels={c.LABEL_COMPONENT: COMPONENT},
+        container=container,
+        volumes=[{"name": "model-cache", "persistentVolumeClaim": {"claimName": CACHE_CLAIM}}],
+        permanent_exit=EXIT_REFUSED,
+        config=config,
+    )
 
 
 @dataclass(frozen=True)

@@ -103,10 +103,79 @@ def owner_reference(model: Model) -> KubeObject:
     }
 
 
+#: The downloader's container hardening, which the cache-clear Job's container shares.
+CONTAINER_SECURITY: KubeObject = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+}
+
+
+def model_job(
+    model: Model,
+    *,
+    name: str,
+    labels: Mapping[str, str],
+    pod_labels: Mapping[str, str],
+    container: KubeObject,
+    volumes: list[KubeObject],
+    permanent_exit: int,
+    config: ModelPlanConfig,
+) -> KubeObject:
+    """A Job owned by the Model, its pod hardened like the inference pods (Pod Security
+    restricted: a non-root user, RuntimeDefault seccomp, no ServiceAccount token), retried by the
+    Job controller except when `container` exits with `permanent_exit`. The prefetch and the cache
+    clear are both this Job."""
+    pod_security: KubeObject = {
+        "runAsNonRoot": True,
+        "runAsUser": PREFETCH_USER,
+        "runAsGroup": PREFETCH_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    if config.default_fsgroup > 0:
+        pod_security["fsGroup"] = config.default_fsgroup
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": model.metadata.namespace or "",
+            "labels": dict(labels),
+            "ownerReferences": [owner_reference(model)],
+        },
+        "spec": {
+            "backoffLimit": BACKOFF_LIMIT,
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {
+                            "containerName": container["name"],
+                            "operator": "In",
+                            "values": [permanent_exit],
+                        },
+                    }
+                ]
+            },
+            "template": {
+                "metadata": {"labels": dict(pod_labels)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": pod_security,
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
 def prefetch_job(
     model: Model, remote: RemoteSource, digest: str, cache_key: str, config: ModelPlanConfig
 ) -> KubeObject:
-    namespace = model.metadata.namespace or ""
     name = prefetch_job_name(model.metadata.name or "", digest)
     labels = {
         c.LABEL_NAME: "llmkube",
@@ -132,54 +201,19 @@ def prefetch_job(
         env=download_env(target),
         env_from=secret_env_from(remote),
         mounts=mounts,
-        security_context={
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-            "runAsNonRoot": True,
-        },
+        security_context=dict(CONTAINER_SECURITY),
         custom_ca=bool(config.ca_cert_configmap),
     )
-    pod_security: KubeObject = {
-        "runAsNonRoot": True,
-        "runAsUser": PREFETCH_USER,
-        "runAsGroup": PREFETCH_USER,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-    if config.default_fsgroup > 0:
-        pod_security["fsGroup"] = config.default_fsgroup
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": labels,
-            "ownerReferences": [owner_reference(model)],
-        },
-        "spec": {
-            "backoffLimit": BACKOFF_LIMIT,
-            "podFailurePolicy": {
-                "rules": [
-                    {
-                        "action": "FailJob",
-                        "onExitCodes": {"containerName": NAME, "operator": "In", "values": [EXIT_PERMANENT]},
-                    }
-                ]
-            },
-            "template": {
-                "metadata": {"labels": {LABEL_PREFETCH: digest}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "securityContext": pod_security,
-                    "containers": [container],
-                    "volumes": volumes,
-                },
-            },
-        },
-    }
+    return model_job(
+        model,
+        name=name,
+        labels=labels,
+        pod_labels={LABEL_PREFETCH: digest},
+        container=container,
+        volumes=volumes,
+        permanent_exit=EXIT_PERMANENT,
+        config=config,
+    )
 
 
 def progress_of(log_tail: str | None) -> tuple[int | None, int | None]:
