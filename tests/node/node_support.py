@@ -4,14 +4,16 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.testing.node import NodeCluster
+from llmkube.testing.pytest_plugin import fresh_namespace
 from llmkube.testing.rest import KubeRest, condition_true, wait_until
 
 API = "inference.llmkube.dev/v1alpha1"
@@ -127,3 +129,23 @@ class Stopwatch:
 # Figures worth reading after a run (tier start, apply -> first completion, leader hand-over...):
 # printed at the end of the session by conftest.py.
 TIMINGS: dict[str, float] = {}
+
+
+def namespace_gone_after(
+    node: NodeCluster, request: pytest.FixtureRequest, *, within: float
+) -> Iterator[str]:
+    """fresh_namespace, waiting after the test until the namespace is gone (one still terminating
+    makes the controller's writes there refused, which the zero-403 checks of other modules count)."""
+    names: list[str] = []
+    try:
+        for name in fresh_namespace(node, request):
+            names.append(name)
+            yield name
+    finally:
+        admin = node.admin()
+        for name in names:
+
+            def gone(namespace: str = name) -> bool:
+                return admin.get_or_none("v1", "Namespace", namespace) is None
+
+            wait_for(gone, within=within, what=f"namespace {name} deleted")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ModelSource
-from node_support import TIMINGS, Stopwatch, eventually_http, wait_for
+from node_support import TIMINGS, Stopwatch, eventually_http, namespace_gone_after, wait_for
 
 from llmkube.plan.inferenceservice.runtimes.llamacpp import DEFAULTS as LLAMACPP
 from llmkube.testing.autoscale_scenario import (
@@ -29,7 +29,6 @@ from llmkube.testing.autoscale_scenario import (
 )
 from llmkube.testing.metrics_stack import MetricsStack, pods_metric_path
 from llmkube.testing.node import NodeCluster
-from llmkube.testing.pytest_plugin import fresh_namespace
 from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
 
 NAME = "scaled"
@@ -76,19 +75,7 @@ def metrics_stack(node_cluster: NodeCluster) -> Iterator[MetricsStack]:
 def scaled_namespace(node_cluster: NodeCluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """node_namespace, waiting until the namespace is gone (one still terminating makes the
     controller's writes there refused, which the zero-403 checks of other modules count)."""
-    names: list[str] = []
-    try:
-        for name in fresh_namespace(node_cluster, request):
-            names.append(name)
-            yield name
-    finally:
-        admin = node_cluster.admin()
-        for name in names:
-
-            def gone(namespace: str = name) -> bool:
-                return admin.get_or_none("v1", "Namespace", namespace) is None
-
-            wait_for(gone, within=120, what=f"namespace {name} deleted")
+    yield from namespace_gone_after(node_cluster, request, within=120)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS.values(), ids=SCENARIOS.keys())

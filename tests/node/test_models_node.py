@@ -40,7 +40,15 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from node_support import API, CONTROLLER_NAMESPACE, TIMINGS, Stopwatch, eventually_http, wait_for
+from node_support import (
+    API,
+    CONTROLLER_NAMESPACE,
+    TIMINGS,
+    Stopwatch,
+    eventually_http,
+    namespace_gone_after,
+    wait_for,
+)
 
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.model.downloader import NAME as DOWNLOADER
@@ -48,7 +56,6 @@ from llmkube.plan.model.prefetch import LABEL_PREFETCH
 from llmkube.plan.model.source import cache_key
 from llmkube.testing.hfhub import HubState, running_hub
 from llmkube.testing.node import NodeCluster
-from llmkube.testing.pytest_plugin import fresh_namespace
 from llmkube.testing.rest import KubeRest, condition_true
 from llmkube.testing.s3server import MinioServer, minio_binary
 from llmkube.testing.tcpproxy import TcpProxy
@@ -234,19 +241,7 @@ def relay(node_cluster: NodeCluster, s3: S3Stand) -> Iterator[tuple[InsideLoop, 
 def models_namespace(node_cluster: NodeCluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace, deleted after the test, and gone before the next starts (one still
     terminating makes the controller's writes there refused, which other modules count)."""
-    names: list[str] = []
-    try:
-        for name in fresh_namespace(node_cluster, request):
-            names.append(name)
-            yield name
-    finally:
-        admin = node_cluster.admin()
-        for name in names:
-
-            def gone(namespace: str = name) -> bool:
-                return admin.get_or_none("v1", "Namespace", namespace) is None
-
-            wait_for(gone, within=180, what=f"namespace {name} deleted")
+    yield from namespace_gone_after(node_cluster, request, within=180)
 
 
 # -- the objects ---------------------------------------------------------------------------------
