@@ -15,7 +15,7 @@ from yarl import URL
 from llmkube.plan.router.config import Backend, RouterConfig
 from llmkube.plan.router.providers import upstream_url
 from llmkube.router.state import RouterState
-from llmkube.router.upstream import Upstreams, check_literal
+from llmkube.router.upstream import BROKEN_CONNECTION, Upstreams, check_literal
 
 log = structlog.get_logger("llmkube.router.health")
 
@@ -58,16 +58,8 @@ class Prober:
             await asyncio.sleep(check.interval)
 
     async def _probe(self, backend: Backend, key: str, url: str, within: float) -> None:
-        session = self.upstreams.external if backend.external else self.upstreams.local
         self.probes += 1
-        ok = False
-        try:
-            if backend.external:
-                check_literal(URL(url), self.upstreams.api_servers)
-            async with asyncio.timeout(within), session.get(url, allow_redirects=False) as answer:
-                ok = answer.status < 400
-        except (aiohttp.ClientError, OSError, TimeoutError):
-            ok = False
+        ok = await self._passes(backend, url, within)
         now = self.state.clock()
         if ok:
             self.state.quarantine.succeeded(key, now)
@@ -75,3 +67,21 @@ class Prober:
             if self.state.quarantine.usable(key, now):
                 log.info("probe failed: quarantined", backend=backend.name, endpoint=key)
             self.state.quarantine.failed(key, now)
+
+    async def _passes(self, backend: Backend, url: str, within: float) -> bool:
+        for fresh in (False, True):
+            session = self.upstreams.session(external=backend.external, fresh=fresh)
+            try:
+                if backend.external:
+                    check_literal(URL(url), self.upstreams.api_servers)
+                async with asyncio.timeout(within), session.get(url, allow_redirects=False) as answer:
+                    return answer.status < 400
+            except aiohttp.ClientConnectorError:
+                return False
+            except BROKEN_CONNECTION:
+                if fresh:
+                    return False
+                # a kept-alive connection the backend closed as the probe went out: a new one decides
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                return False
+        return False

@@ -49,7 +49,7 @@ from llmkube.router.audit import AuditSink
 from llmkube.router.metrics import RouterMetrics
 from llmkube.router.secrets import ApiKeys, SecretFiles
 from llmkube.router.state import RouterState
-from llmkube.router.upstream import EgressRefused, Upstreams, check_literal
+from llmkube.router.upstream import BROKEN_CONNECTION, EgressRefused, Upstreams, check_literal
 
 __all__ = ["Proxy"]
 
@@ -571,8 +571,8 @@ class Proxy:
     async def _send(
         self, backend: Backend, url: str, body: bytes, headers: dict[str, str], wait: float
     ) -> aiohttp.ClientResponse | Failure:
-        session = self.upstreams.external if backend.external else self.upstreams.local
-        for retry in (False, True):
+        for fresh in (False, True):
+            session = self.upstreams.session(external=backend.external, fresh=fresh)
             try:
                 if backend.external:
                     check_literal(URL(url), self.upstreams.api_servers)
@@ -580,18 +580,23 @@ class Proxy:
                     return await session.request(
                         "POST", url, data=body, headers=headers, allow_redirects=False
                     )
-            except TimeoutError:
+            except TimeoutError:  # aiohttp's read timeouts too
                 return Failure("timeout", f"no answer within {wait:g}s")
-            except aiohttp.ServerDisconnectedError as error:
-                if not retry:
-                    continue  # a kept-alive connection the backend had closed: once more, on a new one
-                return Failure("disconnected", str(error) or "the backend closed the connection")
             except EgressRefused as refused:
                 return Failure("refused", str(refused))
+            except aiohttp.ClientConnectorError as error:
+                # A new connection that could not be made: the endpoint's own verdict.
+                if isinstance(error.os_error, EgressRefused):
+                    return Failure("refused", str(error.os_error))
+                return Failure("connect", str(error) or type(error).__name__)
+            except BROKEN_CONNECTION as error:
+                if not fresh:
+                    # An established connection broke before a byte of the answer: most often a
+                    # kept-alive one the backend closed as the request went out (the request never
+                    # reached it). Once more on a new connection, and only that try is a verdict.
+                    continue
+                return Failure("disconnected", str(error) or "the backend closed the connection")
             except (aiohttp.ClientError, OSError) as error:
-                refused_by = getattr(error, "os_error", None)
-                if isinstance(refused_by, EgressRefused):
-                    return Failure("refused", str(refused_by))
                 return Failure("connect", str(error) or type(error).__name__)
         raise AssertionError("unreachable")
 

@@ -19,9 +19,24 @@ from yarl import URL
 
 from llmkube.plan.router import egress
 
-__all__ = ["EgressRefused", "GuardedResolver", "Upstreams", "api_server_endpoints", "check_literal"]
+__all__ = [
+    "BROKEN_CONNECTION",
+    "EgressRefused",
+    "GuardedResolver",
+    "Upstreams",
+    "api_server_endpoints",
+    "check_literal",
+]
 
 Endpoint = tuple[egress.IPAddress, int]
+
+#: How a request fails on a connection that had been made: the backend closed or reset it. Caught
+#: after aiohttp.ClientConnectorError (a connection that could not be made), itself a ClientOSError.
+BROKEN_CONNECTION = (
+    aiohttp.ServerDisconnectedError,
+    aiohttp.ClientConnectionResetError,
+    aiohttp.ClientOSError,
+)
 
 
 class EgressRefused(OSError):
@@ -92,19 +107,42 @@ def _session(connector: aiohttp.TCPConnector, read_timeout: float) -> aiohttp.Cl
     )
 
 
+#: How long the router keeps an idle connection to a pod. Below the idle timeout of the servers an
+#: InferenceService runs (llama.cpp's cpp-httplib and vLLM's uvicorn close after 5 s): a connection
+#: the backend closes just as the router reuses it fails a request the backend never read.
+LOCAL_KEEPALIVE_SECONDS = 4.0
+#: External providers keep idle connections for a minute or more.
+EXTERNAL_KEEPALIVE_SECONDS = 15.0
+
+
 class Upstreams:
     def __init__(
         self, *, stream_idle_timeout: float, api_servers: tuple[Endpoint, ...] | None = None
     ) -> None:
         self.api_servers = api_server_endpoints() if api_servers is None else api_servers
-        # No limit on connections: a backend's concurrency is its own (its pods' slots), and a pool
-        # limit would queue requests inside the router where no metric shows them.
-        self.local = _session(aiohttp.TCPConnector(limit=0, keepalive_timeout=15.0), stream_idle_timeout)
-        self.external = _session(
-            aiohttp.TCPConnector(limit=0, keepalive_timeout=15.0, resolver=GuardedResolver(self.api_servers)),
-            stream_idle_timeout,
-        )
+
+        def local(**pool: float | bool) -> aiohttp.ClientSession:
+            # No limit on connections: a backend's concurrency is its own (its pods' slots), and a
+            # pool limit would queue requests inside the router where no metric shows them.
+            return _session(aiohttp.TCPConnector(limit=0, **pool), stream_idle_timeout)  # type: ignore[arg-type]
+
+        def external(**pool: float | bool) -> aiohttp.ClientSession:
+            resolver = GuardedResolver(self.api_servers)
+            connector = aiohttp.TCPConnector(limit=0, resolver=resolver, **pool)  # type: ignore[arg-type]
+            return _session(connector, stream_idle_timeout)
+
+        self.local = local(keepalive_timeout=LOCAL_KEEPALIVE_SECONDS)
+        self.external = external(keepalive_timeout=EXTERNAL_KEEPALIVE_SECONDS)
+        # A new connection for every request, closed after it: the second try of a request whose
+        # kept-alive connection broke before any answer (it must not meet another stale one).
+        self.fresh_local = local(force_close=True)
+        self.fresh_external = external(force_close=True)
+
+    def session(self, *, external: bool, fresh: bool = False) -> aiohttp.ClientSession:
+        if external:
+            return self.fresh_external if fresh else self.external
+        return self.fresh_local if fresh else self.local
 
     async def close(self) -> None:
-        await self.local.close()
-        await self.external.close()
+        for session in (self.local, self.external, self.fresh_local, self.fresh_external):
+            await session.close()
