@@ -260,3 +260,59 @@ async def test_a_changed_size_annotation_never_resizes_the_claim_and_the_service
             lambda: spec_valid(admin, "svc", ns).get("status") in (None, "True"),
             what="SpecValid with nothing to say",
         )
+
+
+async def test_a_resource_quota_refusing_the_claim_fails_the_service_and_it_recovers_when_lifted(
+    operator: RunningController, full_namespace: str
+) -> None:
+    """The namespace's storage quota is below the claim the service needs: the API server refuses
+    the claim (403, exceeded quota), the service fails with that message and an Event, and nothing
+    else is written for it; the quota raised, the next retry creates the claim and the service is
+    served again, by itself."""
+    admin = operator.cluster.admin()
+    ns = full_namespace
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "small-storage"},
+        "spec": {"hard": {"requests.storage": "1Gi"}},
+    }
+    # The quota's 403s are shaped like an authorizer's: they are this test's doing, not RBAC's.
+    operator.requests.excuse_forbidden_in(ns)
+    admin.create(quota, namespace=ns)
+    # The quota controller fills in `status.hard` before the admission plugin enforces the quota.
+    await eventually(
+        lambda: (admin.get("v1", "ResourceQuota", "small-storage", ns).get("status") or {}).get("hard"),
+        what="the quota's status",
+    )
+    admin.create(model("m"), namespace=ns)
+    async with storage_mode(operator, "per-service", ns):
+        admin.create(isvc("svc", modelRef="m", replicas=0), namespace=ns)
+        failed = await eventually(phase_is(admin, "InferenceService", "svc", ns, "Failed"), what="svc Failed")
+        messages = [c.get("message") or "" for c in failed["conditions"] if c["type"] != "Ready"]
+        told = [m for m in messages if "exceeded quota: small-storage" in m]
+        assert told and "svc-model-cache" in told[0], failed["conditions"]
+        assert admin.get_or_none(*CLAIM, "svc-model-cache", ns) is None
+        assert admin.get_or_none("apps/v1", "Deployment", "svc", ns) is None  # nothing without its claim
+        notes = await eventually(
+            lambda: [note for _, note in event_reasons(admin, "svc", ns) if "exceeded quota" in note],
+            what="an Event with the API server's refusal",
+        )
+        assert "small-storage" in notes[0]
+
+        patch(
+            admin,
+            "v1",
+            "ResourceQuota",
+            "small-storage",
+            ns,
+            {"spec": {"hard": {"requests.storage": "10Gi"}}},
+        )
+        await eventually(
+            phase_is(admin, "InferenceService", "svc", ns, "Stopped"), within=120, what="svc served again"
+        )
+        claim = admin.get(*CLAIM, "svc-model-cache", ns)
+        assert claim["spec"]["resources"]["requests"]["storage"] == MAXIMUM
+        assert deployment_claims(admin, "svc", ns)() == ["svc-model-cache"]
+        # Back to the namespace's claim (100Gi by default) as the block ends: no quota for it.
+        admin.delete("v1", "ResourceQuota", "small-storage", ns)

@@ -78,8 +78,8 @@ class RequestObserver(Protocol):
         answer came (the transport failed)."""
         ...
 
-    def refused(self, method: str, error: ApiError) -> None:
-        """A non-2xx answer, as its Status tells it (reason, ``details.causes``)."""
+    def refused(self, method: str, path: str, error: ApiError) -> None:
+        """A non-2xx answer to a request for `path`, as its Status tells it (reason, ``details.causes``)."""
         ...
 
 
@@ -208,7 +208,7 @@ class ApiClient:
                 retry_after = response.headers.get("Retry-After")
                 error = error_from_response(status, await response.read(), retry_after)
                 if self.observer is not None:
-                    self.observer.refused(method, error)
+                    self.observer.refused(method, path, error)
             if isinstance(error, Unauthorized) and not refreshed and await self._auth.refresh():
                 refreshed = True
                 continue

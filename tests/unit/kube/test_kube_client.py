@@ -246,6 +246,7 @@ async def test_refusals_are_recorded_by_their_status_reason_and_causes() -> None
             Reply(403, terminating),
             Reply(403, status_body(403, "Forbidden", 'User "x" cannot create resource "deployments"')),
             Reply(404, status_body(404, "NotFound")),
+            Reply(403, status_body(403, "Forbidden", 'User "x" cannot create resource "configmaps"')),
         ]
     )
     requests = RequestLog()
@@ -261,6 +262,14 @@ async def test_refusals_are_recorded_by_their_status_reason_and_causes() -> None
         Refusal("GET", 404, "NotFound", ()): 1,
     }
     # Only the authorizer's 403 is RBAC's: the terminating namespace's is its lifecycle.
+    assert requests.rbac_refusals() == {Refusal("POST", 403, "Forbidden", ()): 1}
+    # A namespace a test excused (its ResourceQuota refuses by design): its 403s are not RBAC's either.
+    requests.excuse_forbidden_in("ai")
+    assert requests.rbac_refusals() == {}
+    requests.excused.clear()
+    with pytest.raises(Forbidden):
+        await client.request("POST", "/api/v1/namespaces/other/configmaps", body={})
+    requests.excuse_forbidden_in("ai")
     assert requests.rbac_refusals() == {Refusal("POST", 403, "Forbidden", ()): 1}
 
 
