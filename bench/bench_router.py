@@ -19,12 +19,15 @@ Workloads, each direct and through every proxy:
   p50/p99 (added = through the proxy - direct), requests/s, and the proxy's CPU seconds per request
   (from /proc: utime + stime of its process tree, which means something on a loaded machine where
   wall latency does not);
-* streams of 200 tokens at a fixed rate: time to first byte, and CPU per stream;
+* streams of 200 tokens at a fixed rate: time to first byte, and CPU per stream; closed loop at 1,
+  64 and 512 (all of a round start at once: a burst), and 64 kept open for `--steady-seconds` with
+  their starts spread over a stream's length (steady service);
 * the router's RSS with 1,000 streams open (a stand-in sending a token a second), minus its RSS
   idle.
 
 Usage: .venv/bin/python bench/bench_router.py [--requests 2000] [--router-core 1]
        [--baseline DIR] [--no-litellm] [--litellm-streams-up-to 64] [--workloads instant,streaming,slow]
+       [--steady-seconds 20]
 Prints one JSON object; stores it in bench/results/router-<time>.json.
 """
 
@@ -218,6 +221,49 @@ async def _requests(url: str, total: int, concurrency: int, stream: bool) -> dic
     }
 
 
+async def _steady_streams(
+    url: str, concurrency: int, seconds: float, stream_seconds: float
+) -> dict[str, float]:
+    """`concurrency` streams open at every moment, their starts spread evenly (slot i begins
+    i/concurrency of a stream's length in, and opens its next stream as one ends): what a router
+    in steady service sees, where the closed loop of `_requests` starts all of them at once and
+    measures that burst. Time to first byte in ms, and how many streams were served."""
+    timings: list[float] = []
+    failed = 0
+    body = {**BODY, "stream": True}
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=None)
+    ) as session:
+        begun = time.perf_counter()
+        end = begun + seconds
+
+        async def slot(index: int) -> None:
+            nonlocal failed
+            await asyncio.sleep(stream_seconds * index / concurrency)
+            while time.perf_counter() < end:
+                started = time.perf_counter()
+                async with session.post(url + "/v1/chat/completions", json=body) as answer:
+                    if answer.status != 200:
+                        failed += 1
+                        await answer.read()
+                        continue
+                    await answer.content.readany()
+                    timings.append((time.perf_counter() - started) * 1000)
+                    async for _ in answer.content.iter_any():
+                        pass
+
+        await asyncio.gather(*(slot(i) for i in range(concurrency)))
+        elapsed = time.perf_counter() - begun
+    return {
+        "p50_ms": round(statistics.median(timings), 3) if timings else -1.0,
+        "p99_ms": round(_pct(timings, 0.99), 3) if timings else -1.0,
+        "streams": len(timings),
+        "streams_per_second": round(len(timings) / elapsed, 1),
+        "failed": failed,
+    }
+
+
 async def _open_streams(url: str, count: int) -> tuple[aiohttp.ClientSession, list[Any]]:
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
     answers = []
@@ -326,6 +372,26 @@ def _ratios(row: dict[str, Any]) -> dict[str, float]:
     return found
 
 
+async def _steady(
+    args: argparse.Namespace, direct: str, proxies: list[tuple[str, subprocess.Popen[str], str]]
+) -> dict[str, Any]:
+    """64 streams open at every moment, starts spread (`_steady_streams`), direct and through each
+    proxy (LiteLLM only when it can relay that many)."""
+    concurrency, seconds = 64, args.steady_seconds
+    found: dict[str, Any] = {"concurrency": concurrency, "seconds": seconds}
+    found["direct"] = d = await _steady_streams(direct, concurrency, seconds, 1.0)
+    for name, proc, url in proxies:
+        if name == "litellm" and concurrency > args.litellm_streams_up_to:
+            continue
+        before = _cpu_seconds(proc.pid)
+        r = found[name] = await _steady_streams(url, concurrency, seconds, 1.0)
+        r["cpu_ms_per_stream"] = round((_cpu_seconds(proc.pid) - before) / max(1, r["streams"]) * 1000, 3)
+        r["added_p50_ms"] = round(r["p50_ms"] - d["p50_ms"], 3)
+        r["added_p99_ms"] = round(r["p99_ms"] - d["p99_ms"], 3)
+    progress(f"  steady streams c={concurrency}: {json.dumps(found)}")
+    return found
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "benchmark": "router",
@@ -397,6 +463,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     rows[str(concurrency)] = row
                     progress(f"  {label} c={concurrency}: {json.dumps(row)}")
                 result[label] = rows
+                if stream and args.steady_seconds > 0:
+                    result["steady_streams"] = await _steady(args, direct, proxies)
                 for _, proc, _ in proxies:
                     _stop(proc)
             _stop(upstream)
@@ -423,6 +491,13 @@ def main() -> None:
         "200 tokens per second on one core here: 1,024 streams would take over half an hour)",
     )
     parser.add_argument("--workloads", default="instant,streaming,slow", help="comma-separated: which to run")
+    parser.add_argument(
+        "--steady-seconds",
+        type=float,
+        default=20.0,
+        help="with the streaming workload: 64 streams kept open this long with their starts spread "
+        "(steady service, not a burst); 0 leaves it out",
+    )
     args = parser.parse_args()
     result = asyncio.run(measure(args))
     print(json.dumps(result, indent=2))
