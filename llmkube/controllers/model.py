@@ -45,7 +45,7 @@ from llmkube.controllers.resources import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PODS,
-    namespace_terminating,
+    namespace_being_deleted,
 )
 from llmkube.kube.apply.applier import ApplyResult
 from llmkube.kube.blocking import StopFlag
@@ -322,7 +322,7 @@ class ModelController:
             model, facts, self.config, self.actions.performer(key), write_status
         )
         self.actions.consumed(key, results)
-        if namespace_terminating(self.namespaces.store.get_object(None, key.namespace)):
+        if namespace_being_deleted(self.namespaces.store.get_object(None, key.namespace)):
             # Its Jobs are being deleted with it and nothing new can be created there: a Job
             # created again for each deletion would only be refused.
             return None

@@ -53,7 +53,7 @@ NAMESPACE_CACHE_TRANSFORM = keep_only(
 )
 
 
-def namespace_terminating(namespace: Obj | None) -> bool:
+def namespace_being_deleted(namespace: Obj | None) -> bool:
     """Whether a cached Namespace (NAMESPACE_CACHE_TRANSFORM) is being deleted."""
     return bool(((namespace or {}).get("metadata") or {}).get("deletionTimestamp"))
 
@@ -81,5 +81,5 @@ __all__ = [
     "SERVICE_ACCOUNTS",
     "SERVICE_CIDRS",
     "SERVICE_PODS_SELECTOR",
-    "namespace_terminating",
+    "namespace_being_deleted",
 ]
