@@ -4,13 +4,14 @@ namespace enforces Pod Security restricted, so the Job controller's pod is admit
 meets it), mounting the namespace's model cache claim, which the Model controller creates when
 no service has yet; the Model turns Ready (reason
 ModelPrefetched) with its cache key once the Job completed; a changed spec replaces the Job, and
-`prefetch: false` deletes it. A Job whose pod the API server refuses (a quota of no pods) leaves
+`prefetch: false` deletes it. A Job whose pod the API server refuses (a quota of no pods, a LimitRange below its limits) leaves
 nothing in the Job's status: the Model says why, from the Job's FailedCreate Event, until the pod
 exists."""
 
 import time
 from typing import Any
 
+import pytest
 from e2e_support import RunningController, condition_triple, eventually, isvc, model, patch, status_of
 from usercli_support import llmkube, row_of
 
@@ -123,23 +124,36 @@ def model_warnings(admin: Any, namespace: str, name: str) -> list[tuple[str, str
     ]
 
 
-async def test_a_prefetch_job_that_cannot_create_its_pod_says_why_until_the_quota_goes(
-    operator: RunningController, full_namespace: str
-) -> None:
-    admin, ns = operator.cluster.admin(), full_namespace
-    quota = {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": {"name": "no-pods"},
-        "spec": {"hard": {"pods": "0"}},
-    }
-    admin.create(quota, namespace=ns)
+#: What can refuse a prefetch Job its pod, as the API server's admission does: (kind, object, the
+#: words of its refusal, whether its status must be filled in before it holds).
+REFUSERS: dict[str, tuple[str, dict[str, Any], str, bool]] = {
     # The quota controller must have counted the namespace before the Job's pod is tried, or the
     # pod could slip in before the quota holds (its status.hard is the sign).
-    await eventually(
-        lambda: (admin.get("v1", "ResourceQuota", "no-pods", ns).get("status") or {}).get("hard"),
-        what="the quota in force",
+    "quota": ("ResourceQuota", {"hard": {"pods": "0"}}, "exceeded quota: refuser", True),
+    # The downloader's container is limited to 512Mi: above what this LimitRange allows.
+    "limit-range": (
+        "LimitRange",
+        {"limits": [{"type": "Container", "max": {"memory": "256Mi"}}]},
+        "maximum memory usage per Container is 256Mi",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("refuser", sorted(REFUSERS))
+async def test_a_prefetch_job_that_cannot_create_its_pod_says_why_until_the_refusal_goes(
+    operator: RunningController, full_namespace: str, refuser: str
+) -> None:
+    admin, ns = operator.cluster.admin(), full_namespace
+    kind, spec, words, counted = REFUSERS[refuser]
+    admin.create(
+        {"apiVersion": "v1", "kind": kind, "metadata": {"name": "refuser"}, "spec": spec}, namespace=ns
     )
+    if counted:
+        await eventually(
+            lambda: (admin.get("v1", kind, "refuser", ns).get("status") or {}).get("hard"),
+            what="the quota in force",
+        )
     admin.create(model("held", "https://models.invalid/held.gguf", prefetch=True), namespace=ns)
     [job] = await eventually(lambda: jobs(admin, ns), what="the prefetch Job")
     name = job["metadata"]["name"]
@@ -154,29 +168,29 @@ async def test_a_prefetch_job_that_cannot_create_its_pod_says_why_until_the_quot
     assert status["phase"] == "Downloading" and ready[0] == "False"
     progressing = condition_triple(status, "Progressing")
     assert progressing is not None and progressing[:2] == ("True", "PrefetchPodNotCreated")
-    # The API server's own words (the quota's refusal), behind the Job's name.
+    # The API server's own words (the admission plugin's refusal), behind the Job's name.
     assert f'Prefetch Job "{name}" cannot create its pod: ' in ready[2]
-    assert "exceeded quota: no-pods" in ready[2], ready[2]
+    assert words in ready[2], ready[2]
     [job] = jobs(admin, ns)  # as it is now: the Job controller counts no pod, and none exists
     assert admin.list("v1", "Pod", ns) == [] and not (job.get("status") or {}).get("active")
     warnings = await eventually(
         lambda: [w for w in model_warnings(admin, ns, "held") if w[0] == "PrefetchPodNotCreated"],
         what="the Warning Event on the Model",
     )
-    assert "exceeded quota: no-pods" in warnings[0][1]
+    assert words in warnings[0][1]
 
     started = time.monotonic()
-    admin.delete("v1", "ResourceQuota", "no-pods", ns)
+    admin.delete("v1", kind, "refuser", ns)
 
     def prefetched() -> dict[str, Any] | None:
         status = status_of(admin, "Model", "held", ns)
         return status if status.get("phase") == "Ready" else None
 
     # The Job controller tries again with its own backoff (at most a minute), kwok completes the pod.
-    status = await eventually(prefetched, within=150, what="the Model Ready once the quota is gone")
+    status = await eventually(prefetched, within=150, what="the Model Ready once the refusal is gone")
     took = time.monotonic() - started
     assert condition_triple(status, "Available")[:2] == ("True", "ModelPrefetched")  # type: ignore[index]
-    assert "exceeded quota" not in str(status["conditions"])  # the words went with the refusal
+    assert words not in str(status["conditions"])  # the words went with the refusal
     [done] = jobs(admin, ns)
     assert done["metadata"]["name"] == name and (done.get("status") or {}).get("succeeded") == 1
-    print(f"quota deleted -> Model Ready: {took:.1f} s")
+    print(f"{kind} deleted -> Model Ready: {took:.1f} s")
