@@ -4,9 +4,9 @@ namespace enforces Pod Security restricted, so the Job controller's pod is admit
 meets it), mounting the namespace's model cache claim, which the Model controller creates when
 no service has yet; the Model turns Ready (reason
 ModelPrefetched) with its cache key once the Job completed; a changed spec replaces the Job, and
-`prefetch: false` deletes it. A Job whose pod the API server refuses (a quota of no pods, a LimitRange below its limits) leaves
-nothing in the Job's status: the Model says why, from the Job's FailedCreate Event, until the pod
-exists."""
+`prefetch: false` deletes it. A Job whose pod the API server refuses (a quota of no pods, a
+LimitRange below its limits) leaves nothing in the Job's status: the Model says why, from the Job's
+FailedCreate Event, until the pod exists."""
 
 import time
 from typing import Any
