@@ -8,7 +8,8 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,15 +101,40 @@ def spawn(
             close_fds=True,
             pass_fds=tuple(pass_fds),
         )
-    # Popen returns once the exec happened, so the command line read here is the server's.
-    fingerprint = process_fingerprint(process.pid) or ""
+    fingerprint = settled_fingerprint(process.pid, command, lambda: process.poll() is not None)
     return ServerProcess(process.pid, tuple(command), port, log_path, fingerprint, process)
+
+
+def settled_fingerprint(
+    pid: int, command: Sequence[str], ended: Callable[[], bool], *, within: float = 2.0
+) -> str:
+    """The fingerprint of a process just started with `command`, once its command line is there.
+
+    Popen returns when the exec has closed its error pipe, but Linux closes a new program's
+    close-on-exec descriptors before it lays out the program's arguments: read at once,
+    /proc/<pid>/cmdline can still be empty. A fingerprint taken then never matches the process
+    again, and the next agent takes its own server for gone (the node tier caught it on a busy
+    machine). So it is read until it ends with `command` (or the process ended, or `within`: a
+    few milliseconds at most in practice, on the agent's loop like the spawn itself)."""
+    expected = " ".join(command).strip()
+    deadline = time.monotonic() + within
+    while True:
+        fingerprint = process_fingerprint(pid) or ""
+        if fingerprint.endswith(expected) or ended() or time.monotonic() >= deadline:
+            return fingerprint
+        time.sleep(0.002)
 
 
 def adopt(
     pid: int, command: Sequence[str], port: int, log_path: Path, fingerprint: str
 ) -> ServerProcess | None:
     """The process a previous agent started, if it still runs (the same start time and command)."""
-    if not fingerprint or process_fingerprint(pid) != fingerprint:
+    found = process_fingerprint(pid) if fingerprint else None
+    if found is None:
+        return None
+    # An agent before settled_fingerprint could record a Linux fingerprint taken before the
+    # command line was there ("<boot>:<start>:"): the same process, if its command is the one recorded.
+    early = fingerprint.endswith(":") and found == fingerprint + " ".join(command).strip()
+    if found != fingerprint and not early:
         return None
     return ServerProcess(pid, tuple(command), port, log_path, fingerprint)
