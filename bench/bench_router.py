@@ -180,6 +180,26 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+async def _timed_post(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], stream: bool
+) -> float | None:
+    """One completion: ms to its first byte (a stream, then read to its end) or to its whole answer;
+    None when it was not answered with 200."""
+    started = time.perf_counter()
+    async with session.post(url + "/v1/chat/completions", json=body) as answer:
+        if answer.status != 200:
+            await answer.read()
+            return None
+        if not stream:
+            await answer.read()
+            return (time.perf_counter() - started) * 1000
+        await answer.content.readany()
+        took = (time.perf_counter() - started) * 1000
+        async for _ in answer.content.iter_any():
+            pass
+        return took
+
+
 async def _requests(url: str, total: int, concurrency: int, stream: bool) -> dict[str, float]:
     """Latency (non-streaming) or time to first byte (streams) in ms, requests/s answered with 200,
     and how many were not."""
@@ -195,20 +215,11 @@ async def _requests(url: str, total: int, concurrency: int, stream: bool) -> dic
         async def one() -> None:
             nonlocal failed
             async with gate:
-                started = time.perf_counter()
-                async with session.post(url + "/v1/chat/completions", json=body) as answer:
-                    if answer.status != 200:
-                        failed += 1
-                        await answer.read()
-                        return
-                    if stream:
-                        await answer.content.readany()
-                        timings.append((time.perf_counter() - started) * 1000)
-                        async for _ in answer.content.iter_any():
-                            pass
-                    else:
-                        await answer.read()
-                        timings.append((time.perf_counter() - started) * 1000)
+                took = await _timed_post(session, url, body, stream)
+                if took is None:
+                    failed += 1
+                else:
+                    timings.append(took)
 
         begun = time.perf_counter()
         await asyncio.gather(*(one() for _ in range(total)))
@@ -242,16 +253,11 @@ async def _steady_streams(
             nonlocal failed
             await asyncio.sleep(stream_seconds * index / concurrency)
             while time.perf_counter() < end:
-                started = time.perf_counter()
-                async with session.post(url + "/v1/chat/completions", json=body) as answer:
-                    if answer.status != 200:
-                        failed += 1
-                        await answer.read()
-                        continue
-                    await answer.content.readany()
-                    timings.append((time.perf_counter() - started) * 1000)
-                    async for _ in answer.content.iter_any():
-                        pass
+                took = await _timed_post(session, url, body, True)
+                if took is None:
+                    failed += 1
+                else:
+                    timings.append(took)
 
         await asyncio.gather(*(slot(i) for i in range(concurrency)))
         elapsed = time.perf_counter() - begun
