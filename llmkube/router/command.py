@@ -27,6 +27,7 @@ def run_router(args: argparse.Namespace) -> int:
 
     from llmkube.kube.rest.config import ConfigError
     from llmkube.manager.logs import configure_logging
+    from llmkube.router.event_loop import loop_factory
     from llmkube.router.process import RouterProcess, RouterSettings
 
     namespace = _namespace(args)
@@ -37,6 +38,7 @@ def run_router(args: argparse.Namespace) -> int:
         return 2
     try:
         host, port = _listen(args.listen)
+        loop, new_loop = loop_factory(args.loop)
         configure_logging(args.log_level, args.log_format)
     except ValueError as invalid:
         print(f"llmkube router: {invalid}", file=sys.stderr)
@@ -51,9 +53,11 @@ def run_router(args: argparse.Namespace) -> int:
         shutdown_grace=args.shutdown_grace,
         stream_idle_timeout=args.stream_idle_timeout,
         endpoint_wait=max(0.0, args.endpoint_wait),
+        loop=loop,
     )
     try:
-        asyncio.run(RouterProcess(settings).run())
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            runner.run(RouterProcess(settings).run())
     except OSError as failed:  # the port is taken: one line, no traceback
         print(f"llmkube router: cannot start: {failed}", file=sys.stderr)
         return 1

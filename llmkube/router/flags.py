@@ -53,4 +53,11 @@ def add_router_flags(parser: argparse.ArgumentParser) -> None:
         "ready pod to get one (a Recreate rollout between its pods), at most its header timeout; 0: "
         "answer 503 at once (default 30) [LLMKUBE_ROUTER_ENDPOINT_WAIT]",
     )
+    parser.add_argument(
+        "--loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default=env("LLMKUBE_ROUTER_LOOP", "auto"),
+        help="event loop: auto (uvloop when installed, as in the image), uvloop, asyncio "
+        "(default auto) [LLMKUBE_ROUTER_LOOP]",
+    )
     add_logging_flags(parser)

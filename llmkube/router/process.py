@@ -52,6 +52,8 @@ class RouterSettings:
     #: /readyz fails once a watch has failed this long
     watch_failure_tolerance: float = 120.0
     handle_signals: bool = True
+    #: the event loop it runs on (llmkube.router.event_loop), for its log
+    loop: str = "asyncio"
 
 
 async def _metrics_page(request: web.BaseRequest) -> web.StreamResponse:
@@ -138,7 +140,12 @@ class RouterProcess:
             sockets = getattr(site._server, "sockets", None) or ()
             bound = sockets[0].getsockname()[:2] if sockets else (settings.host, settings.port)
             self.address = (str(bound[0]), int(bound[1]))
-            log.info("listening", address=f"http://{self.address[0]}:{self.address[1]}", router=settings.name)
+            log.info(
+                "listening",
+                address=f"http://{self.address[0]}:{self.address[1]}",
+                router=settings.name,
+                loop=settings.loop,
+            )
             self.started.set()
             await self._stop.wait()
             await self._drain(site)
