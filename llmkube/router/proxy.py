@@ -17,10 +17,11 @@ answer, count it, write its audit line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,11 @@ class Proxy:
             exchange.record.status, exchange.record.outcome = 499, "client_gone"
             self._finish(exchange)
             raise
+        except _ClientGone:
+            exchange.record.status, exchange.record.outcome = 499, "client_gone"
+            self._finish(exchange)
+            self._abort(request)  # nothing more goes out on it (aiohttp ends this answer quietly)
+            return web.Response(status=499)
         except Exception as error:  # a defect: the client gets a 500 in OpenAI's shape, never a traceback
             log.exception("request failed", request_id=exchange.record.request_id, error=str(error))
             if exchange.first_byte is not None:
@@ -693,32 +699,14 @@ class Proxy:
         self, exchange: Exchange, backend: Backend, upstream: aiohttp.ClientResponse, injected: bool
     ) -> web.StreamResponse:
         record = exchange.record
-        request = exchange.request
         parsed = exchange.parsed
         assert parsed is not None
         headers = self._response_headers(exchange, backend, upstream)
         record.status = upstream.status
         usage: Usage | None
         if upstream.content_type == "text/event-stream":
-            response = web.StreamResponse(status=upstream.status, headers=headers)
             follower = StreamUsage(strip_injected=injected)
-            try:
-                await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    data = follower.feed(chunk)
-                    if data:
-                        await response.write(data)
-                        if exchange.first_byte is None:
-                            exchange.first_byte = time.perf_counter() - exchange.started
-            except (
-                aiohttp.ClientPayloadError,
-                aiohttp.ServerDisconnectedError,
-                aiohttp.ClientOSError,
-            ) as error:
-                raise _UpstreamReset(str(error) or type(error).__name__, response) from None
-            except TimeoutError:
-                raise _UpstreamReset("the stream went silent", response) from None
-            await response.write_eof()
+            response = await self._relay_stream(exchange, upstream, headers, follower)
             usage = follower.usage or estimate(len(parsed.prompt_text()), follower.content_events)
             upstream.release()
         else:
@@ -741,6 +729,43 @@ class Proxy:
         self._account(exchange, backend, usage)
         self._finish(exchange)
         return response
+
+    async def _relay_stream(
+        self,
+        exchange: Exchange,
+        upstream: aiohttp.ClientResponse,
+        headers: dict[str, str],
+        follower: StreamUsage,
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(status=upstream.status, headers=headers)
+        try:
+            with _client_side():
+                await response.prepare(exchange.request)
+            async for chunk in upstream.content.iter_any():
+                data = follower.feed(chunk)
+                if data:
+                    await self._to_client(exchange, response, data)
+            await self._to_client(exchange, response, None)
+        except (
+            aiohttp.ClientPayloadError,
+            aiohttp.ServerDisconnectedError,
+            aiohttp.ClientOSError,
+        ) as error:
+            raise _UpstreamReset(str(error) or type(error).__name__, response) from None
+        except TimeoutError:
+            raise _UpstreamReset("the stream went silent", response) from None
+        return response
+
+    @staticmethod
+    async def _to_client(exchange: Exchange, response: web.StreamResponse, data: bytes | None) -> None:
+        """`data`, or the end of the stream (None)."""
+        with _client_side():
+            if data is None:
+                await response.write_eof()
+                return
+            await response.write(data)
+        if exchange.first_byte is None:
+            exchange.first_byte = time.perf_counter() - exchange.started
 
     def _account(self, exchange: Exchange, backend: Backend, usage: Usage | None) -> None:
         if usage is None:
@@ -846,6 +871,20 @@ class Proxy:
         if config.default_route:
             seen.setdefault(config.default_route, config.default_route)
         return list(seen.items())
+
+
+class _ClientGone(Exception):
+    """A write to the client failed: its connection is closing."""
+
+
+@contextlib.contextmanager
+def _client_side() -> Iterator[None]:
+    try:
+        yield
+    except ConnectionResetError:
+        # aiohttp's ClientConnectionResetError: the client's connection is closing (it went away
+        # before the handler was cancelled). The client's doing, not the backend's.
+        raise _ClientGone from None
 
 
 class _UpstreamReset(Exception):

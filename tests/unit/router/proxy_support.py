@@ -51,8 +51,15 @@ class _CapturedAudit(AuditSink):
 
 @contextlib.asynccontextmanager
 async def running_proxy(
-    name: str, secrets: Path, *, api_servers: tuple[Any, ...] = (), endpoint_wait: float = 0.0
+    name: str,
+    secrets: Path,
+    *,
+    api_servers: tuple[Any, ...] = (),
+    endpoint_wait: float = 0.0,
+    handler_cancellation: bool = True,
 ) -> AsyncIterator[RunningProxy]:
+    """`handler_cancellation=False`: a client that leaves is noticed by the next write to it, not
+    by aiohttp cancelling the handler (`llmkube router` runs with cancellation)."""
     state = RouterState(name, "ns")
     metrics = RouterMetrics(name)
     unregister = metrics.register_state(state)
@@ -69,7 +76,8 @@ async def running_proxy(
         metrics_page=_metrics_page,
         endpoint_wait=endpoint_wait,
     )
-    runner = web.ServerRunner(web.Server(proxy.handle, handler_cancellation=True, access_log=None))
+    server = web.Server(proxy.handle, handler_cancellation=handler_cancellation, access_log=None)
+    runner = web.ServerRunner(server)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
