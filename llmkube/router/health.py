@@ -15,7 +15,7 @@ from yarl import URL
 from llmkube.plan.router.config import Backend, RouterConfig
 from llmkube.plan.router.providers import upstream_url
 from llmkube.router.state import RouterState
-from llmkube.router.upstream import BROKEN_CONNECTION, Upstreams, check_literal
+from llmkube.router.upstream import Upstreams, check_literal
 
 log = structlog.get_logger("llmkube.router.health")
 
@@ -69,19 +69,13 @@ class Prober:
             self.state.quarantine.failed(key, now)
 
     async def _passes(self, backend: Backend, url: str, within: float) -> bool:
-        for fresh in (False, True):
-            session = self.upstreams.session(external=backend.external, fresh=fresh)
-            try:
-                if backend.external:
-                    check_literal(URL(url), self.upstreams.api_servers)
-                async with asyncio.timeout(within), session.get(url, allow_redirects=False) as answer:
-                    return answer.status < 400
-            except aiohttp.ClientConnectorError:
-                return False
-            except BROKEN_CONNECTION:
-                if fresh:
-                    return False
-                # a kept-alive connection the backend closed as the probe went out: a new one decides
-            except (aiohttp.ClientError, OSError, TimeoutError):
-                return False
-        return False
+        async def get(session: aiohttp.ClientSession) -> bool:
+            async with asyncio.timeout(within), session.get(url, allow_redirects=False) as answer:
+                return answer.status < 400
+
+        try:
+            if backend.external:
+                check_literal(URL(url), self.upstreams.api_servers)
+            return await self.upstreams.send(get, external=backend.external)
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            return False

@@ -577,34 +577,27 @@ class Proxy:
     async def _send(
         self, backend: Backend, url: str, body: bytes, headers: dict[str, str], wait: float
     ) -> aiohttp.ClientResponse | Failure:
-        for fresh in (False, True):
-            session = self.upstreams.session(external=backend.external, fresh=fresh)
-            try:
-                if backend.external:
-                    check_literal(URL(url), self.upstreams.api_servers)
-                async with asyncio.timeout(wait):
-                    return await session.request(
-                        "POST", url, data=body, headers=headers, allow_redirects=False
-                    )
-            except TimeoutError:  # aiohttp's read timeouts too
-                return Failure("timeout", f"no answer within {wait:g}s")
-            except EgressRefused as refused:
-                return Failure("refused", str(refused))
-            except aiohttp.ClientConnectorError as error:
-                # A new connection that could not be made: the endpoint's own verdict.
-                if isinstance(error.os_error, EgressRefused):
-                    return Failure("refused", str(error.os_error))
-                return Failure("connect", str(error) or type(error).__name__)
-            except BROKEN_CONNECTION as error:
-                if not fresh:
-                    # An established connection broke before a byte of the answer: most often a
-                    # kept-alive one the backend closed as the request went out (the request never
-                    # reached it). Once more on a new connection, and only that try is a verdict.
-                    continue
-                return Failure("disconnected", str(error) or "the backend closed the connection")
-            except (aiohttp.ClientError, OSError) as error:
-                return Failure("connect", str(error) or type(error).__name__)
-        raise AssertionError("unreachable")
+        async def post(session: aiohttp.ClientSession) -> aiohttp.ClientResponse:
+            async with asyncio.timeout(wait):
+                return await session.request("POST", url, data=body, headers=headers, allow_redirects=False)
+
+        try:
+            if backend.external:
+                check_literal(URL(url), self.upstreams.api_servers)
+            return await self.upstreams.send(post, external=backend.external)
+        except TimeoutError:  # aiohttp's read timeouts too
+            return Failure("timeout", f"no answer within {wait:g}s")
+        except EgressRefused as refused:
+            return Failure("refused", str(refused))
+        except aiohttp.ClientConnectorError as error:
+            # A new connection that could not be made: the endpoint's own verdict.
+            if isinstance(error.os_error, EgressRefused):
+                return Failure("refused", str(error.os_error))
+            return Failure("connect", str(error) or type(error).__name__)
+        except BROKEN_CONNECTION as error:  # on the new connection too
+            return Failure("disconnected", str(error) or "the backend closed the connection")
+        except (aiohttp.ClientError, OSError) as error:
+            return Failure("connect", str(error) or type(error).__name__)
 
     async def _attempt(
         self,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 Endpoint = tuple[egress.IPAddress, int]
+T = TypeVar("T")
 
 #: How a request fails on a connection that had been made: the backend closed or reset it. Caught
 #: after aiohttp.ClientConnectorError (a connection that could not be made), itself a ClientOSError.
@@ -142,6 +144,18 @@ class Upstreams:
         if external:
             return self.fresh_external if fresh else self.external
         return self.fresh_local if fresh else self.local
+
+    async def send(self, send: Callable[[aiohttp.ClientSession], Awaitable[T]], *, external: bool) -> T:
+        """`send` on a pooled connection; when the connection it got broke before a byte of the
+        answer (BROKEN_CONNECTION: most often a kept-alive one the backend closed as the request
+        went out, so the backend never read it), once more on a new connection, whose outcome is
+        the verdict. A connection that could not be made (ClientConnectorError) is one at once."""
+        try:
+            return await send(self.session(external=external))
+        except aiohttp.ClientConnectorError:
+            raise
+        except BROKEN_CONNECTION:
+            return await send(self.session(external=external, fresh=True))
 
     async def close(self) -> None:
         for session in (self.local, self.external, self.fresh_local, self.fresh_external):
