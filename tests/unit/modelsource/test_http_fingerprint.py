@@ -1,6 +1,5 @@
 """HEAD fingerprints against a real local server, and the drift decision they feed."""
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -16,12 +15,6 @@ from llmkube.controllers.modelsource.fingerprint import parse_content_length
 from llmkube.plan.model import DriftKind, Fingerprint, ProbeFailure, decide_drift
 
 SHORT = aiohttp.ClientTimeout(total=0.2)
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as client:
-        yield client
 
 
 async def test_head_reports_etag_and_length(model_host: ModelHost, session: aiohttp.ClientSession) -> None:

@@ -2,7 +2,6 @@
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -16,12 +15,6 @@ from llmkube.testing.hostile_gguf import HOSTILE
 
 KIB = 1024
 MIB = 1024 * KIB
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as client:
-        yield client
 
 
 @pytest.fixture

@@ -31,12 +31,6 @@ async def upstream() -> AsyncIterator[Upstream]:
     await started.stop()
 
 
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as client:
-        yield client
-
-
 def _waiting(router: str) -> float:
     return REGISTRY.get_sample_value("llmkube_router_waiting_requests", {"router": router}) or 0.0
 

@@ -47,12 +47,6 @@ async def upstreams() -> AsyncIterator[Callable[..., Any]]:
         await upstream.stop()
 
 
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as client:
-        yield client
-
-
 async def _served_by(
     session: aiohttp.ClientSession,
     running: RunningProxy,

@@ -77,12 +77,6 @@ async def upstreams() -> AsyncIterator[Callable[..., Any]]:
         await upstream.stop()
 
 
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as client:
-        yield client
-
-
 def _two_models(**rule_extra: Any) -> dict[str, Any]:
     return {
         "backends": [_local("small"), _local("large")],
