@@ -9,6 +9,8 @@ one core in turn, and this process as the client (aiohttp). The proxies:
   request);
 * `baseline` (with `--baseline DIR`): the same, from another copy of the package, for a
   before/after in one run (`git archive main llmkube | tar -x -C DIR`);
+* `relay_uvloop` (with `--relay`): a byte-for-byte TCP relay on the router's loop and core, no
+  HTTP parsed: the floor of what any Python proxy adds here for the extra hop;
 * `litellm` (unless `--no-litellm`): LiteLLM's proxy from the benchmark-only venv
   `hack/litellm-venv.sh` installs (never a dependency of the package), one worker, its model
   pointing at the same stand-in.
@@ -27,7 +29,7 @@ Workloads, each direct and through every proxy:
 
 Usage: .venv/bin/python bench/bench_router.py [--requests 2000] [--router-core 1]
        [--baseline DIR] [--no-litellm] [--litellm-streams-up-to 64] [--workloads instant,streaming,slow]
-       [--steady-seconds 20]
+       [--steady-seconds 20] [--router-loop auto|uvloop|asyncio] [--relay]
 Prints one JSON object; stores it in bench/results/router-<time>.json.
 """
 
@@ -91,7 +93,64 @@ async def main(port, upstream):
     print("ready", flush=True)
     await asyncio.Event().wait()
 
-asyncio.run(main(int(sys.argv[1]), sys.argv[2]))
+try:  # the loop `llmkube router --loop <choice>` would run on (a copy without the choice: asyncio's)
+    from llmkube.router.event_loop import loop_factory
+    new_loop = loop_factory(sys.argv[4])[1]
+except ImportError:
+    new_loop = asyncio.new_event_loop
+with asyncio.Runner(loop_factory=new_loop) as runner:
+    runner.run(main(int(sys.argv[1]), sys.argv[2]))
+"""
+
+# The floor: a byte-for-byte TCP relay (a new upstream connection per client connection, no HTTP
+# parsed), on the router's loop. What any Python proxy on this core pays for the extra hop alone.
+RELAY = r"""
+import asyncio, sys
+
+class Pipe(asyncio.Protocol):
+    def __init__(self, peer=None):
+        self.peer, self.transport, self.pending = peer, None, []
+    def connection_made(self, transport):
+        # What the other side sent before this one was connected goes first, in order.
+        self.transport = transport
+        for data in self.pending:
+            transport.write(data)
+        self.pending = []
+    def data_received(self, data):
+        if self.peer.transport is None:
+            self.peer.pending.append(data)
+        else:
+            self.peer.transport.write(data)
+    def connection_lost(self, exc):
+        if self.peer.transport is not None:
+            self.peer.transport.close()
+
+async def main(port, host, upstream_port):
+    loop = asyncio.get_running_loop()
+
+    class Client(Pipe):
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self.peer = Pipe(self)
+            loop.create_task(self.dial())
+        async def dial(self):
+            try:
+                await loop.create_connection(lambda: self.peer, host, upstream_port)
+            except OSError:
+                self.transport.close()
+
+    server = await loop.create_server(Client, "127.0.0.1", port, backlog=4096)
+    print("ready", flush=True)
+    await server.serve_forever()
+
+if sys.argv[3] == "uvloop":
+    import uvloop
+    new_loop = uvloop.new_event_loop
+else:
+    new_loop = asyncio.new_event_loop
+host, upstream_port = sys.argv[2].rsplit(":", 1)
+with asyncio.Runner(loop_factory=new_loop) as runner:
+    runner.run(main(int(sys.argv[1]), host, int(upstream_port)))
 """
 
 
@@ -316,10 +375,16 @@ def _proxies(
     for name, source in sources:
         port = _free_port()
         proc = _start(
-            [PYTHON, "-c", ROUTER, str(port), upstream, secrets], args.router_core, cwd=source,
+            [PYTHON, "-c", ROUTER, str(port), upstream, secrets, args.router_loop], args.router_core,
+            cwd=source,
             env={"PYTHONPATH": str(source)},
         )  # fmt: skip
         started.append((name, proc, f"http://127.0.0.1:{port}"))
+    if args.relay:
+        port = _free_port()
+        loop = "uvloop" if args.router_loop != "asyncio" and _importable("uvloop") else "asyncio"
+        proc = _start([PYTHON, "-c", RELAY, str(port), upstream, loop], args.router_core)
+        started.append((f"relay_{loop}", proc, f"http://127.0.0.1:{port}"))
     if litellm is not None:
         port = _free_port()
         config = Path(secrets) / f"litellm-{port}.yaml"
@@ -338,6 +403,12 @@ def _proxies(
         )  # fmt: skip
         started.append(("litellm", proc, f"http://127.0.0.1:{port}"))
     return started
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -427,9 +498,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             if label == "slow":
                 router_port = _free_port()
                 router = _start(
-                    [PYTHON, "-c", ROUTER, str(router_port), f"127.0.0.1:{up_port}", secrets],
+                    [PYTHON, "-c", ROUTER, str(router_port), f"127.0.0.1:{up_port}", secrets,
+                     args.router_loop],
                     args.router_core,
-                )
+                )  # fmt: skip
                 procs.append(router)
                 routed = f"http://127.0.0.1:{router_port}"
                 idle = _rss_kib(router.pid)
@@ -488,6 +560,19 @@ def main() -> None:
     parser.add_argument("--router-core", type=int, default=min(1, (os.cpu_count() or 1) - 1))
     parser.add_argument("--upstream-core", type=int, default=0)
     parser.add_argument("--baseline", help="also run the router from this copy of the package")
+    parser.add_argument(
+        "--router-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the router's event loop, as `llmkube router --loop` (a --baseline copy without that flag "
+        "runs on asyncio's)",
+    )
+    parser.add_argument(
+        "--relay",
+        action="store_true",
+        help="also a byte-for-byte TCP relay on the router's loop and core: the floor of any Python "
+        "proxy's added latency here",
+    )
     parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's proxy out")
     parser.add_argument(
         "--litellm-streams-up-to",
