@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import random
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.router import errors
 from llmkube.plan.router.audit import AuditRecord, audit_line
 from llmkube.plan.router.balancer import AFFINITY_PREFIX, choose
-from llmkube.plan.router.config import TASK_COMPLEXITY_HEADER, Backend, RouterConfig
+from llmkube.plan.router.config import TASK_COMPLEXITY_HEADER, WEIGHTED, Backend, RouterConfig
 from llmkube.plan.router.detector import detect
 from llmkube.plan.router.errors import Refused
 from llmkube.plan.router.hold import endpoint_wait
@@ -159,7 +158,6 @@ class Proxy:
         api_keys_root: Path,
         ready: Callable[[], list[str]],
         metrics_page: Callable[[web.BaseRequest], Any],
-        rng: random.Random | None = None,
         endpoint_wait: float = 0.0,
     ) -> None:
         self.state = state
@@ -170,7 +168,6 @@ class Proxy:
         self.api_keys_root = api_keys_root
         self.ready = ready
         self.metrics_page = metrics_page
-        self.rng = rng or random.Random()
         #: the most a request waits for a backend's first ready endpoint (llmkube.plan.router.hold)
         self.endpoint_wait = endpoint_wait
         self._api_keys: dict[str, ApiKeys] = {}
@@ -363,7 +360,7 @@ class Proxy:
 
         # The rolling p95s are sorted windows: computed only for a rule that orders by them.
         slo = decision.rule is not None and decision.rule.latency_slo is not None
-        draw = self.rng.random()
+        draw = self.state.next_draw(decision.rule_name) if decision.strategy == WEIGHTED else 0.0
 
         def plan_now() -> Attempts:
             return attempts(config, decision, usable, draw=draw, p95=self.state.p95() if slo else {})

@@ -6,6 +6,7 @@ and the requests themselves, all on the one event loop (no locks)."""
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from llmkube.plan.router.budgets import Budgets
 from llmkube.plan.router.config import Backend, RouterConfig, compile_config
 from llmkube.plan.router.latency import RollingP95
 from llmkube.plan.router.quarantine import Quarantine
+from llmkube.plan.router.strategy import next_draw
 from llmkube.plan.router.validation import Issue, errors, validate
 
 Clock = Callable[[], float]
@@ -47,6 +49,8 @@ class RouterState:
         #: per endpoint (host:port, or an external backend's name): requests in flight
         self.in_flight: dict[str, int] = {}
         self.turn = 0
+        #: per weighted rule: its last draw (a router process starts each rule at a random point)
+        self.draws: dict[str, float] = {}
         #: called with the new config once one is accepted (the watches and probes follow it)
         self.listeners: list[Callable[[RouterConfig], None]] = []
         #: set (and replaced) when some Service's ready endpoints change: held requests look again
@@ -71,6 +75,8 @@ class RouterState:
         for backend in list(self.latency):
             if config.backend(backend) is None:
                 del self.latency[backend]
+        rules = {rule.name for rule in config.rules}
+        self.draws = {rule: draw for rule, draw in self.draws.items() if rule in rules}
         self.loaded = Loaded(generation, issues)
         for listener in self.listeners:
             listener(config)
@@ -134,6 +140,12 @@ class RouterState:
         if tracker is None:
             tracker = self.latency[backend] = RollingP95()
         tracker.add(seconds, self.clock())
+
+    def next_draw(self, rule: str) -> float:
+        """The next draw of `rule`'s weighted choice (plan/router/strategy.py next_draw)."""
+        previous = self.draws.get(rule)
+        draw = self.draws[rule] = random.random() if previous is None else next_draw(previous)
+        return draw
 
     def next_turn(self) -> int:
         self.turn += 1

@@ -7,7 +7,7 @@ import pytest
 from router_factories import config, external, local, rule
 
 from llmkube.plan.router.matching import Features, decide
-from llmkube.plan.router.strategy import attempts, weighted_choice
+from llmkube.plan.router.strategy import attempts, next_draw, weighted_choice
 from llmkube.plan.router.timeouts import header_timeout
 
 ROUTER = config(
@@ -138,6 +138,28 @@ def test_weighted_shares_over_many_draws() -> None:
     for i in range(1000):
         counts[attempts(router, decision, _all, draw=(i + 0.5) / 1000).order[0]] += 1
     assert counts == {"a": 250, "b": 750}
+
+
+@pytest.mark.parametrize("start", [0.0, 0.123, 0.5, 0.999])
+@pytest.mark.parametrize("weights", [(75, 25), (1, 3), (1, 1, 1), (10, 0, 90), (1, 99), (5, 3, 2)])
+def test_weighted_draws_in_sequence_keep_every_share_within_three_requests(
+    start: float, weights: tuple[int, ...]
+) -> None:
+    names = [f"b{i}" for i in range(len(weights))]
+    router = config(
+        *(local(n, weight=w) for n, w in zip(names, weights, strict=True)),
+        rules=[rule("w", *names, strategy="weighted")],
+    )
+    decision = decide(router, features())
+    counts = dict.fromkeys(names, 0)
+    draw = start
+    for n in range(1, 1001):
+        draw = next_draw(draw)
+        assert 0.0 <= draw < 1.0
+        counts[attempts(router, decision, _all, draw=draw).order[0]] += 1
+        for name, weight in zip(names, weights, strict=True):
+            # at every point of the run, not only at its end
+            assert abs(counts[name] - n * weight / sum(weights)) <= 3, (n, counts)
 
 
 def test_shadow() -> None:

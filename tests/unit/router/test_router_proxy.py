@@ -410,7 +410,8 @@ async def test_weighted_splits_1000_requests_within_ten_percent(
         statuses = await asyncio.gather(*(one() for _ in range(1000)))
         assert statuses == [200] * 1000
         assert heavy.requests + light.requests == 1000
-        assert abs(heavy.requests - 750) <= 75 and abs(light.requests - 250) <= 25, (
+        # Within the issue's ten per cent, and within the few requests the draws' sequence strays by.
+        assert abs(heavy.requests - 750) <= 3 and abs(light.requests - 250) <= 3, (
             heavy.requests,
             light.requests,
         )
