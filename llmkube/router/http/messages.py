@@ -1,0 +1,111 @@
+"""What goes over the wire, both ways: headers, a request as the server hands it to the handler, and
+the bytes of a message head.
+
+Header names and values are `str`, decoded from bytes as UTF-8 with surrogate escapes (as aiohttp
+did): lossless, so a header passed on is the very bytes received. llhttp has already refused any
+name or value with a CR, LF or NUL in it, so nothing received can split a head it is written into.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+
+__all__ = [
+    "Headers",
+    "Request",
+    "date_header",
+    "decode",
+    "encode",
+    "first",
+    "reason_phrase",
+    "status_line",
+]
+
+#: (name, value) pairs in the order received; a name may repeat
+Headers = list[tuple[str, str]]
+
+
+def decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def first(headers: Iterable[tuple[str, str]], name: str) -> str | None:
+    """The first value of `name` (lower case), whatever its case in `headers`."""
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+@dataclass(slots=True)
+class Request:
+    """A request as received: its head, and its body once whole (None: larger than the server
+    takes, the connection then closes after the answer)."""
+
+    method: str
+    path: str
+    query: str
+    #: "1.1" or "1.0"
+    version: str
+    headers: Headers
+    body: bytes | None = b""
+    #: the client's address and port
+    peer: tuple[str, int] | None = None
+    #: every header, names in lower case, first value of each (made on first use)
+    _lower: dict[str, str] | None = field(default=None, repr=False)
+
+    @property
+    def lower_headers(self) -> dict[str, str]:
+        lower = self._lower
+        if lower is None:
+            lower = {}
+            for name, value in self.headers:
+                lower.setdefault(name.lower(), value)
+            self._lower = lower
+        return lower
+
+    def header(self, name: str) -> str | None:
+        """The first value of `name` (any case)."""
+        return self.lower_headers.get(name.lower())
+
+    @property
+    def content_length(self) -> int | None:
+        value = self.header("content-length")
+        return int(value) if value is not None and value.isdigit() else None
+
+
+_REASONS = {status.value: status.phrase for status in HTTPStatus}
+
+
+def reason_phrase(status: int) -> str:
+    return _REASONS.get(status, "Unknown")
+
+
+_STATUS_LINES: dict[int, bytes] = {}
+
+
+def status_line(status: int) -> bytes:
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        line = _STATUS_LINES[status] = f"HTTP/1.1 {status} {reason_phrase(status)}\r\n".encode()
+    return line
+
+
+_date: tuple[int, bytes] = (0, b"")
+
+
+def date_header() -> bytes:
+    """`Date: ...\\r\\n` for an answer of the router's own (formatted once a second)."""
+    global _date
+    now = int(time.time())
+    if _date[0] != now:
+        _date = (now, b"Date: " + email.utils.formatdate(now, usegmt=True).encode() + b"\r\n")
+    return _date[1]

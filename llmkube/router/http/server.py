@@ -1,0 +1,478 @@
+"""The router's HTTP/1.1 server: one protocol object per client connection, llhttp's parser, one task
+per request for the handler, and a `Responder` the handler answers through.
+
+* Keep-alive as HTTP/1.1 has it (HTTP/1.0 only when asked); requests a client pipelines are taken in
+  turn, and reading stops while one is being answered.
+* The body is read whole before the handler runs, up to `body_limit()`: a larger one (declared, or
+  counted as it comes) is handed over at once with `body=None`, unread, and the connection closes
+  after the answer. `Expect: 100-continue` is answered when the body will be read.
+* A head larger than `max_head_bytes`, or a malformed request, is answered by the server itself
+  (431, 400; the body from `error_body`) and the connection closed: the handler never sees it.
+* A client that goes away cancels its handler's task (the handler's `finally` and CancelledError
+  handlers run): a request in flight upstream is dropped at once.
+* A connection idle between requests, or one sending a request slower than `idle_timeout` allows,
+  is closed.
+* Back-pressure: `Responder.writing_paused` while the client's socket buffer is over the high-water
+  mark; `Responder.when_drained` calls back once it is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import cast
+
+import httptools
+import structlog
+
+from llmkube.router.http.messages import Headers, Request, date_header, decode, encode, status_line
+
+__all__ = ["Handler", "HttpServer", "Limits", "Responder"]
+
+log = structlog.get_logger("llmkube.router.http")
+
+Handler = Callable[[Request, "Responder"], Awaitable[None]]
+#: (status, message) -> (content type, body) of an answer the server gives itself
+ErrorBody = Callable[[int, str], tuple[str, bytes]]
+
+
+def _plain(status: int, message: str) -> tuple[str, bytes]:
+    return "text/plain; charset=utf-8", message.encode() + b"\n"
+
+
+@dataclass(frozen=True)
+class Limits:
+    #: the request line and headers together
+    max_head_bytes: int = 64 << 10
+    max_headers: int = 256
+    #: seconds a connection may sit between requests, or take to send one whole
+    idle_timeout: float = 75.0
+
+
+class Responder:
+    """How a handler answers: `respond` (a whole answer), or `start`, `send`... `end` (a stream,
+    chunked). Nothing is written once the client is gone (`gone`)."""
+
+    __slots__ = ("_connection", "_drained", "_head_only", "chunked", "close_after", "finished", "started")
+
+    def __init__(self, connection: _Connection, *, close_after: bool, chunked: bool, head_only: bool) -> None:
+        self._connection = connection
+        #: the connection ends after this answer (the client asked, HTTP/1.0, an unread body)
+        self.close_after = close_after
+        #: the stream is framed in chunks (HTTP/1.1); else it ends with the connection
+        self.chunked = chunked
+        self._head_only = head_only
+        self.started = False
+        self.finished = False
+        self._drained: list[Callable[[], None]] = []
+
+    @property
+    def gone(self) -> bool:
+        """The client's connection is closed (or closing)."""
+        return self._connection.closed
+
+    @property
+    def writing_paused(self) -> bool:
+        return self._connection.writing_paused
+
+    def when_drained(self, callback: Callable[[], None]) -> None:
+        """`callback()` once the client's buffer is below its low-water mark again (or it is gone)."""
+        if not self._connection.writing_paused or self._connection.closed:
+            callback()
+        else:
+            self._drained.append(callback)
+
+    def _resumed(self) -> None:
+        callbacks, self._drained = self._drained, []
+        for callback in callbacks:
+            callback()
+
+    def _head(self, status: int, headers: Iterable[tuple[str, str]], framing: bytes) -> bytes:
+        lines = [status_line(status)]
+        dated = False
+        for name, value in headers:
+            lines.append(encode(f"{name}: {value}\r\n"))
+            dated = dated or name.lower() == "date"
+        if not dated:
+            lines.append(date_header())
+        lines.append(framing)
+        if self.close_after:
+            lines.append(b"Connection: close\r\n")
+        lines.append(b"\r\n")
+        return b"".join(lines)
+
+    def respond(self, status: int, headers: Iterable[tuple[str, str]], body: bytes = b"") -> None:
+        """The whole answer, with its Content-Length."""
+        if self.started:
+            raise RuntimeError("the answer has already started")
+        self.started = self.finished = True
+        if self.gone:
+            return
+        head = self._head(status, headers, b"Content-Length: %d\r\n" % len(body))
+        transport = self._connection.transport
+        if body and not self._head_only:
+            transport.writelines((head, body))
+        else:
+            transport.write(head)
+
+    def start(self, status: int, headers: Iterable[tuple[str, str]], first: bytes = b"") -> None:
+        """The head of a stream, and its first bytes when they are at hand (one write)."""
+        if self.started:
+            raise RuntimeError("the answer has already started")
+        self.started = True
+        if self.gone:
+            return
+        framing = b"Transfer-Encoding: chunked\r\n" if self.chunked else b""
+        head = self._head(status, headers, framing)
+        if first and not self._head_only:
+            self._connection.transport.writelines((head, self._frame(first)))
+        else:
+            self._connection.transport.write(head)
+
+    def _frame(self, data: bytes) -> bytes:
+        return b"%x\r\n%b\r\n" % (len(data), data) if self.chunked else data
+
+    def send(self, data: bytes) -> bool:
+        """Write `data` as the stream's next bytes; False when the client is gone."""
+        if self.gone:
+            return False
+        if data and not self._head_only:
+            self._connection.transport.write(self._frame(data))
+        return True
+
+    def end(self) -> None:
+        """The end of the stream."""
+        if self.finished:
+            return
+        self.finished = True
+        if self.gone:
+            return
+        if self.chunked and not self._head_only:
+            self._connection.transport.write(b"0\r\n\r\n")
+        elif not self.chunked:
+            self.close_after = True  # the end of a stream without framing is the end of the connection
+
+    def abort(self) -> None:
+        """End the client's connection at once (a stream that broke: the client must not take
+        what it got for a whole answer)."""
+        self.finished = True
+        self.close_after = True
+        self._connection.abort()
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection."""
+
+    def __init__(self, server: HttpServer) -> None:
+        self.server = server
+        self.loop = asyncio.get_running_loop()
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set in connection_made
+        self.peer: tuple[str, int] | None = None
+        self.closed = False
+        self.writing_paused = False
+        # the request being read
+        self._url = b""
+        self._headers: Headers = []
+        self._head_bytes = 0
+        self._head_too_large = False
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._limit = 0
+        #: an unread body is being skipped (it was too large): what is left of it is ignored
+        self._skipping = False
+        # requests read, waiting their turn (with whether the connection may go on after each),
+        # and the one being answered
+        self._waiting: deque[tuple[Request, bool]] = deque()
+        self._task: asyncio.Task[None] | None = None
+        self._responder: Responder | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        #: the connection ends once the request being answered is (a stop, a protocol error)
+        self._ending = False
+
+    # -- asyncio.Protocol -----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # (uvloop's transports are not asyncio.Transport subclasses, but have its methods)
+        self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            # Each write goes out at once: a stream's chunks are small and must not wait for more.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        self.peer = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) and len(peer) >= 2 else None
+        self.server.connections.add(self)
+        self._arm_idle()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        self._cancel_idle()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()  # the client went away: so does its request
+        if self._responder is not None:
+            self._responder._resumed()  # whoever waited for a drain learns the client is gone
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        if self._responder is not None:
+            self._responder._resumed()
+
+    def data_received(self, data: bytes) -> None:
+        if self._skipping:
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._refuse(400, "Protocol upgrades are not supported.")
+        except httptools.HttpParserError as error:
+            if self._head_too_large:
+                limits = self.server.limits
+                self._refuse(
+                    431,
+                    f"The request's head is too large: at most {limits.max_head_bytes} bytes "
+                    f"and {limits.max_headers} headers.",
+                )
+            else:
+                self._refuse(400, f"Malformed HTTP request: {error}.")
+
+    def eof_received(self) -> bool:
+        # The client closed its side: HTTP clients do that when they give up (a half-close that
+        # still waits for the answer is too rare to tell apart), so its request is cancelled.
+        return False
+
+    # -- llhttp's callbacks -----------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._cancel_idle()
+        self._arm_idle()  # the whole request must arrive within the idle timeout too
+        self._url = b""
+        self._headers = []
+        self._head_bytes = 0
+        self._body = []
+        self._body_size = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        self._head_bytes += len(url)
+        self._check_head()
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((decode(name), decode(value)))
+        self._head_bytes += len(name) + len(value) + 4
+        self._check_head()
+
+    def _check_head(self) -> None:
+        limits = self.server.limits
+        if self._head_bytes > limits.max_head_bytes or len(self._headers) > limits.max_headers:
+            self._head_too_large = True
+            raise _HeadTooLarge  # the parser stops; data_received answers 431
+
+    def on_headers_complete(self) -> None:
+        self._limit = self.server.body_limit()
+        declared = _declared_length(self._headers)
+        if declared is not None and declared > self._limit:
+            self._hand_over(body=None)  # not read: 413 at once, then the connection closes
+            return
+        if any(n.lower() == "expect" and v.lower() == "100-continue" for n, v in self._headers):
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def on_body(self, body: bytes) -> None:
+        if self._skipping:
+            return
+        self._body_size += len(body)
+        if self._body_size > self._limit:
+            self._hand_over(body=None)
+            return
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self._skipping:
+            return
+        body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
+        self._body = []
+        self._hand_over(body)
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def _hand_over(self, body: bytes | None) -> None:
+        url = httptools.parse_url(self._url) if self._url else None
+        method = self.parser.get_method().decode("ascii", "replace")
+        request = Request(
+            method=method,
+            path=decode(url.path) if url is not None and url.path else "/",
+            query=decode(url.query) if url is not None and url.query else "",
+            version=self.parser.get_http_version(),
+            headers=self._headers,
+            body=body,
+            peer=self.peer,
+        )
+        # The connection goes on after the answer unless the client asked otherwise (or HTTP/1.0
+        # without keep-alive), or the body was not read (nothing after it can be parsed).
+        keep_alive = body is not None and self.parser.should_keep_alive()
+        if body is None:
+            self._skipping = True
+            self.transport.pause_reading()
+        if self._task is None:
+            self._dispatch(request, keep_alive)
+        else:
+            self._waiting.append((request, keep_alive))
+            self.transport.pause_reading()  # pipelined: read on once the answers caught up
+
+    def _dispatch(self, request: Request, keep_alive: bool) -> None:
+        self._cancel_idle()
+        responder = Responder(
+            self,
+            close_after=not keep_alive or self._ending,
+            chunked=request.version != "1.0",
+            head_only=request.method == "HEAD",
+        )
+        self._responder = responder
+        self._task = self.loop.create_task(self._answer(request, responder))
+
+    async def _answer(self, request: Request, responder: Responder) -> None:
+        try:
+            await self.server.handler(request, responder)
+        except asyncio.CancelledError:
+            pass  # the client went away (or the server is stopping)
+        except Exception:  # a defect of the handler: the client gets a 500, never a traceback
+            log.exception("handler failed", path=request.path)
+            if not responder.started:
+                self._error_answer(responder, 500, "The router failed on this request (see its log).")
+        finally:
+            self._answered(responder)
+
+    def _answered(self, responder: Responder) -> None:
+        if not responder.finished:
+            if responder.started:
+                responder.abort()  # a stream the handler left unfinished is not a whole answer
+            else:
+                self._error_answer(responder, 500, "The router failed on this request (see its log).")
+        self._task = None
+        self._responder = None
+        if self.closed:
+            return
+        if responder.close_after or self._ending:
+            self.transport.close()
+            return
+        if self._waiting:
+            self._dispatch(*self._waiting.popleft())
+            return
+        self.transport.resume_reading()
+        self._arm_idle()
+
+    def _error_answer(self, responder: Responder, status: int, message: str) -> None:
+        content_type, body = self.server.error_body(status, message)
+        responder.respond(status, [("Content-Type", content_type)], body)
+
+    def _refuse(self, status: int, message: str) -> None:
+        """A request the handler never sees: answered here, then the connection closes."""
+        self._skipping = True
+        if self._task is not None:
+            self._ending = True  # answer the request in hand; what follows it is unreadable
+            if self._responder is not None and not self._responder.started:
+                self._responder.close_after = True
+            self.transport.pause_reading()
+            return
+        responder = Responder(self, close_after=True, chunked=False, head_only=False)
+        self._error_answer(responder, status, message)
+        self.transport.close()
+
+    # -- timers and stopping ----------------------------------------------------------------------
+
+    def _arm_idle(self) -> None:
+        self._idle_timer = self.loop.call_later(self.server.limits.idle_timeout, self._idle_expired)
+
+    def _cancel_idle(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _idle_expired(self) -> None:
+        self._idle_timer = None
+        if self._task is None and not self.closed:
+            self.transport.close()
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None
+
+    def end_when_idle(self) -> None:
+        """Stopping: close now when no request is being answered, else after it."""
+        self._ending = True
+        if self._task is None and not self.closed:
+            self.transport.close()
+        elif self._responder is not None and not self._responder.started:
+            self._responder.close_after = True
+
+    def abort(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.transport.abort()
+
+
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback: the head is over the limit (the parser stops)."""
+
+
+def _declared_length(headers: Headers) -> int | None:
+    for name, value in headers:
+        if name.lower() == "content-length":
+            return int(value) if value.isdigit() else None
+    return None
+
+
+class HttpServer:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        body_limit: Callable[[], int],
+        error_body: ErrorBody = _plain,
+        limits: Limits | None = None,
+    ) -> None:
+        self.handler = handler
+        self.body_limit = body_limit
+        self.error_body = error_body
+        self.limits = limits or Limits()
+        self.connections: set[_Connection] = set()
+        self._server: asyncio.AbstractServer | None = None
+
+    async def start(self, host: str, port: int, *, backlog: int = 1024) -> tuple[str, int]:
+        """Listen; the address bound (port 0: the one the kernel chose)."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self), host, port, backlog=backlog, reuse_address=True
+        )
+        bound = self._server.sockets[0].getsockname()
+        return str(bound[0]), int(bound[1])
+
+    def stop_listening(self) -> None:
+        """No new connections; those open go on (`end_connections` ends them)."""
+        if self._server is not None:
+            self._server.close()
+
+    def end_connections(self) -> None:
+        """Close idle connections now and the others once their request is answered."""
+        for connection in list(self.connections):
+            connection.end_when_idle()
+
+    @property
+    def busy(self) -> int:
+        return sum(1 for connection in self.connections if connection.busy)
+
+    async def close(self) -> None:
+        """Stop listening and end every connection now."""
+        self.stop_listening()
+        for connection in list(self.connections):
+            connection.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
