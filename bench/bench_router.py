@@ -66,10 +66,8 @@ BODY = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
 ROUTER = r"""
 import asyncio, os, sys
 from pathlib import Path
-from aiohttp import web
 from llmkube.router.audit import AuditSink
 from llmkube.router.metrics import RouterMetrics
-from llmkube.router.process import _metrics_page
 from llmkube.router.proxy import Proxy
 from llmkube.router.secrets import SecretFiles
 from llmkube.router.state import RouterState
@@ -78,6 +76,17 @@ from llmkube.router.upstream import Upstreams
 class Quiet(AuditSink):
     def write(self, line): pass
 
+async def serve(proxy, port):
+    try:  # the router's own server (llmkube.router.http)
+        from llmkube.router.process import http_server
+    except ImportError:  # a --baseline copy from before it: aiohttp's
+        from aiohttp import web
+        runner = web.ServerRunner(web.Server(proxy.handle, handler_cancellation=True, access_log=None))
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
+        return
+    await http_server(proxy).start("127.0.0.1", port, backlog=4096)
+
 async def main(port, upstream):
     state = RouterState("bench", "ns")
     state.load({"metadata": {"generation": 1}, "spec": {
@@ -85,11 +94,13 @@ async def main(port, upstream):
     state.set_endpoints("m", (upstream,))
     upstreams = Upstreams(stream_idle_timeout=600.0, api_servers=())
     secrets = Path(sys.argv[3])
+    try:
+        from llmkube.router.process import metrics_page
+    except ImportError:
+        from llmkube.router.process import _metrics_page as metrics_page
     proxy = Proxy(state, upstreams, RouterMetrics("bench"), Quiet(), credentials=SecretFiles(secrets),
-                  api_keys_root=secrets, ready=list, metrics_page=_metrics_page)
-    runner = web.ServerRunner(web.Server(proxy.handle, handler_cancellation=True, access_log=None))
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
+                  api_keys_root=secrets, ready=list, metrics_page=metrics_page)
+    await serve(proxy, port)
     print("ready", flush=True)
     await asyncio.Event().wait()
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
 import structlog
-from yarl import URL
 
 from llmkube.plan.router.config import Backend, RouterConfig
 from llmkube.plan.router.providers import upstream_url
+from llmkube.router.http.client import AnswerBroken, ConnectionBroken
 from llmkube.router.state import RouterState
-from llmkube.router.upstream import Upstreams, check_literal
+from llmkube.router.upstream import Upstreams
 
 log = structlog.get_logger("llmkube.router.health")
 
@@ -69,13 +68,14 @@ class Prober:
             self.state.quarantine.failed(key, now)
 
     async def _passes(self, backend: Backend, url: str, within: float) -> bool:
-        async def get(session: aiohttp.ClientSession) -> bool:
-            async with asyncio.timeout(within), session.get(url, allow_redirects=False) as answer:
-                return answer.status < 400
-
+        answer = None
         try:
-            if backend.external:
-                check_literal(URL(url), self.upstreams.api_servers)
-            return await self.upstreams.send(get, external=backend.external)
-        except (aiohttp.ClientError, OSError, TimeoutError):
+            async with asyncio.timeout(within):
+                answer = await self.upstreams.send(url, "GET", (), external=backend.external)
+                await answer.read()
+            return answer.status < 400
+        except (ConnectionBroken, AnswerBroken, OSError, TimeoutError):
             return False
+        finally:
+            if answer is not None:
+                answer.close()

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import prometheus_client
 import structlog
-from aiohttp import web
 
 from llmkube.kube.exposition import exposition_chunks
 from llmkube.kube.rest.client import ApiClient
@@ -24,8 +23,9 @@ from llmkube.kube.rest.config import load_client_config
 from llmkube.plan.router.config import RouterConfig
 from llmkube.router.audit import AuditSink
 from llmkube.router.health import Prober
+from llmkube.router.http.server import HttpServer
 from llmkube.router.metrics import RouterMetrics
-from llmkube.router.proxy import Proxy
+from llmkube.router.proxy import Proxy, error_body
 from llmkube.router.secrets import SecretFiles
 from llmkube.router.state import RouterState
 from llmkube.router.upstream import Upstreams
@@ -56,13 +56,14 @@ class RouterSettings:
     loop: str = "asyncio"
 
 
-async def _metrics_page(request: web.BaseRequest) -> web.StreamResponse:
-    response = web.StreamResponse(headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
-    await response.prepare(request)
-    for chunk in exposition_chunks(prometheus_client.REGISTRY):
-        await response.write(chunk)
-    await response.write_eof()
-    return response
+def metrics_page() -> bytes:
+    return b"".join(exposition_chunks(prometheus_client.REGISTRY))
+
+
+def http_server(proxy: Proxy) -> HttpServer:
+    """The server of a router's proxy: its limit on bodies is the spec's, its own refusals (a
+    malformed request, a head too large) are in OpenAI's shape like the proxy's."""
+    return HttpServer(proxy.handle, body_limit=proxy.body_limit, error_body=error_body)
 
 
 class RouterProcess:
@@ -126,20 +127,14 @@ class RouterProcess:
             credentials=SecretFiles(settings.secrets_dir / "credentials"),
             api_keys_root=settings.secrets_dir / "api-keys",
             ready=self.ready,
-            metrics_page=_metrics_page,
+            metrics_page=metrics_page,
             endpoint_wait=settings.endpoint_wait,
         )
-        server = web.Server(self.proxy.handle, handler_cancellation=True, access_log=None)
-        runner = web.ServerRunner(server, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, settings.host, settings.port, backlog=1024)
+        server = http_server(self.proxy)
         installed = self._install_signals()
         try:
             self.watches.start()
-            await site.start()
-            sockets = getattr(site._server, "sockets", None) or ()
-            bound = sockets[0].getsockname()[:2] if sockets else (settings.host, settings.port)
-            self.address = (str(bound[0]), int(bound[1]))
+            self.address = await server.start(settings.host, settings.port, backlog=1024)
             log.info(
                 "listening",
                 address=f"http://{self.address[0]}:{self.address[1]}",
@@ -148,12 +143,12 @@ class RouterProcess:
             )
             self.started.set()
             await self._stop.wait()
-            await self._drain(site)
+            await self._drain(server)
         finally:
             self._remove_signals(installed)
             await prober.stop()
             await self.proxy.stop_shadows()
-            await runner.cleanup()
+            await server.close()
             await self.watches.stop()
             await self.upstreams.close()
             self.audit.flush()
@@ -163,12 +158,13 @@ class RouterProcess:
                 await self.client.close()
             log.info("stopped")
 
-    async def _drain(self, site: web.TCPSite) -> None:
+    async def _drain(self, server: HttpServer) -> None:
         assert self.proxy is not None
         self.draining = True
         log.info("draining", in_flight=self.proxy.in_flight, grace=self.settings.shutdown_grace)
         await asyncio.sleep(self.settings.drain_delay)
-        await site.stop()
+        server.stop_listening()
+        server.end_connections()  # idle ones now, the others once their answer is out
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(max(0.0, self.settings.shutdown_grace - self.settings.drain_delay)):
                 await self.proxy.idle.wait()

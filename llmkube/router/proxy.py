@@ -1,15 +1,16 @@
 """One request through the router: read and check it, choose (plan/router), forward, relay the
 answer, count it, write its audit line.
 
-* The body is read once, up to the limit; it is forwarded as received unless the backend needs
-  another `model` or a stream needs its usage chunk asked for.
+* The body is read whole by the server (up to the spec's limit); it is forwarded as received unless
+  the backend needs another `model` or a stream needs its usage chunk asked for.
 * An attempt that fails before the client got a byte (a connect error, a 5xx, no headers within the
   timeout) goes to the next endpoint of the same InferenceService (at most three), then to the
   next backend of the route; once a byte has reached the client, nothing is retried (a reset
   stream is cut off, so the client sees a broken stream, not a short one).
-* A stream is relayed chunk by chunk as it arrives, with back-pressure: the router reads from the
-  backend only as fast as the client takes. A client that goes away cancels the request: the
-  connection to the backend is closed at once, so it stops generating.
+* A stream is relayed chunk by chunk as it arrives (`StreamRelay`: a callback of the backend's
+  connection writes to the client's), with back-pressure: the router stops reading from the backend
+  while the client's buffer is full. A client that goes away cancels the request: the connection to
+  the backend is closed at once, so it stops generating.
 * A request classified sensitive never reaches a cloud backend, whatever rule it matched; a
   fail-closed rule that cannot serve answers 503 and tries nothing else.
 """
@@ -17,25 +18,27 @@ answer, count it, write its audit line.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 import structlog
-from aiohttp import web
-from yarl import URL
 
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.router import errors
 from llmkube.plan.router.audit import AuditRecord, audit_line
 from llmkube.plan.router.balancer import AFFINITY_PREFIX, choose
-from llmkube.plan.router.config import TASK_COMPLEXITY_HEADER, WEIGHTED, Backend, RouterConfig
+from llmkube.plan.router.config import (
+    DEFAULT_MAX_BODY_BYTES,
+    TASK_COMPLEXITY_HEADER,
+    WEIGHTED,
+    Backend,
+    RouterConfig,
+)
 from llmkube.plan.router.detector import detect
 from llmkube.plan.router.errors import Refused
 from llmkube.plan.router.hold import endpoint_wait
@@ -46,10 +49,21 @@ from llmkube.plan.router.strategy import Attempts, attempts
 from llmkube.plan.router.timeouts import header_timeout
 from llmkube.plan.router.usage import StreamUsage, Usage, estimate, usage_of_body
 from llmkube.router.audit import AuditSink
+from llmkube.router.http.client import (
+    Answer,
+    AnswerBroken,
+    AnswerSilent,
+    ConnectFailed,
+    ConnectionBroken,
+    InvalidHeader,
+)
+from llmkube.router.http.messages import Headers, Request
+from llmkube.router.http.server import Responder
 from llmkube.router.metrics import RouterMetrics
+from llmkube.router.relay import ClientGone, Discard, StreamRelay, UpstreamReset
 from llmkube.router.secrets import ApiKeys, SecretFiles
 from llmkube.router.state import RouterState
-from llmkube.router.upstream import BROKEN_CONNECTION, EgressRefused, Upstreams, check_literal
+from llmkube.router.upstream import EgressRefused, Upstreams
 
 __all__ = ["Proxy"]
 
@@ -112,7 +126,8 @@ class Failure:
 class Exchange:
     """One request's facts, as they become known (the audit line is made from them)."""
 
-    request: web.BaseRequest
+    request: Request
+    responder: Responder
     started: float
     record: AuditRecord
     config: RouterConfig | None = None
@@ -126,24 +141,23 @@ class Exchange:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _request_id(request: web.BaseRequest) -> str:
-    given = request.headers.get("X-Request-Id", "")
+def _request_id(request: Request) -> str:
+    given = request.header("x-request-id") or ""
     if given and len(given) <= MAX_REQUEST_ID and given.isprintable():
         return given
     return os.urandom(8).hex()
-
-
-def _lower_headers(request: web.BaseRequest) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for name, value in request.headers.items():
-        found.setdefault(name.lower(), value)
-    return found
 
 
 def _bearer(value: str | None) -> str | None:
     if value and value[:7].lower() == "bearer ":
         return value[7:].strip() or None
     return None
+
+
+def error_body(status: int, message: str) -> tuple[str, bytes]:
+    """What the server answers by itself (a malformed request, a head too large), in OpenAI's shape."""
+    kind = errors.SERVER if status >= 500 else errors.INVALID_REQUEST
+    return "application/json", Refused(status, message, kind, "invalid_http").body()
 
 
 class Proxy:
@@ -157,7 +171,7 @@ class Proxy:
         credentials: SecretFiles,
         api_keys_root: Path,
         ready: Callable[[], list[str]],
-        metrics_page: Callable[[web.BaseRequest], Any],
+        metrics_page: Callable[[], bytes],
         endpoint_wait: float = 0.0,
     ) -> None:
         self.state = state
@@ -177,65 +191,76 @@ class Proxy:
         self.idle = asyncio.Event()
         self.idle.set()
 
+    def body_limit(self) -> int:
+        """The largest request body the server reads (the spec's `proxy.maxRequestBodyBytes`)."""
+        config = self.state.config
+        return config.max_body_bytes if config is not None else DEFAULT_MAX_BODY_BYTES
+
     # -- the entry point ------------------------------------------------------------------------
 
-    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def handle(self, request: Request, responder: Responder) -> None:
         path = request.path
         endpoint = PATHS.get(path)
         if endpoint is not None:
             if request.method != "POST":
-                return await self._unrouted(request, errors.method_not_allowed(request.method, path, "POST"))
-            return await self._serve(request, endpoint)
+                self._unrouted(request, responder, errors.method_not_allowed(request.method, path, "POST"))
+                return
+            await self._serve(request, responder, endpoint)
+            return
         if path == "/v1/models":
-            if request.method != "GET":
-                return await self._unrouted(request, errors.method_not_allowed(request.method, path, "GET"))
-            return await self._models(request)
+            if request.method not in ("GET", "HEAD"):
+                self._unrouted(request, responder, errors.method_not_allowed(request.method, path, "GET"))
+                return
+            self._models(request, responder)
+            return
         if path == "/healthz":
-            return web.Response(text="ok\n")
+            responder.respond(200, _TEXT, b"ok\n")
+            return
         if path == "/readyz":
             problems = self.ready()
             if problems:
-                return web.Response(status=503, text="\n".join(problems) + "\n")
-            return web.Response(text="ok\n")
+                responder.respond(503, _TEXT, ("\n".join(problems) + "\n").encode())
+            else:
+                responder.respond(200, _TEXT, b"ok\n")
+            return
         if path == "/metrics":
-            page: web.StreamResponse = await self.metrics_page(request)
-            return page
-        return await self._unrouted(request, errors.not_found(path))
+            responder.respond(200, _METRICS, self.metrics_page())
+            return
+        self._unrouted(request, responder, errors.not_found(path))
 
-    async def _unrouted(self, request: web.BaseRequest, refused: Refused) -> web.StreamResponse:
-        exchange = self._exchange(request)
-        return self._refuse(exchange, refused)
+    def _unrouted(self, request: Request, responder: Responder, refused: Refused) -> None:
+        self._refuse(self._exchange(request, responder), refused)
 
-    def _exchange(self, request: web.BaseRequest) -> Exchange:
+    def _exchange(self, request: Request, responder: Responder) -> Exchange:
         return Exchange(
             request,
+            responder,
             time.perf_counter(),
             AuditRecord(self.state.name, self.state.namespace, _request_id(request), request.path),
         )
 
-    async def _serve(self, request: web.BaseRequest, endpoint: Endpoint) -> web.StreamResponse:
-        exchange = self._exchange(request)
+    async def _serve(self, request: Request, responder: Responder, endpoint: Endpoint) -> None:
+        exchange = self._exchange(request, responder)
         self.in_flight += 1
         self.idle.clear()
         try:
-            return await self._proxy(exchange, endpoint)
+            await self._proxy(exchange, endpoint)
         except asyncio.CancelledError:
             exchange.record.status, exchange.record.outcome = 499, "client_gone"
             self._finish(exchange)
             raise
-        except _ClientGone:
+        except ClientGone:
             exchange.record.status, exchange.record.outcome = 499, "client_gone"
             self._finish(exchange)
-            self._abort(request)  # nothing more goes out on it (aiohttp ends this answer quietly)
-            return web.Response(status=499)
+            responder.abort()  # nothing more goes out on it
         except Exception as error:  # a defect: the client gets a 500 in OpenAI's shape, never a traceback
             log.exception("request failed", request_id=exchange.record.request_id, error=str(error))
-            if exchange.first_byte is not None:
-                self._abort(request)
+            if responder.started:
+                responder.abort()
                 exchange.record.status, exchange.record.outcome = 500, "internal_error"
                 self._finish(exchange)
-                raise
-            return self._refuse(
+                return
+            self._refuse(
                 exchange,
                 Refused(
                     500,
@@ -252,14 +277,14 @@ class Proxy:
 
     # -- answers of the router itself -----------------------------------------------------------
 
-    def _refuse(self, exchange: Exchange, refused: Refused) -> web.Response:
+    def _refuse(self, exchange: Exchange, refused: Refused) -> None:
         record = exchange.record
         record.status, record.outcome = refused.status, refused.outcome
         headers = refused.headers()
         headers["X-Request-Id"] = record.request_id
         self.metrics.refusal(refused.outcome)
         self._finish(exchange)
-        return web.Response(status=refused.status, body=refused.body(), headers=headers)
+        exchange.responder.respond(refused.status, headers.items(), refused.body())
 
     def _finish(self, exchange: Exchange) -> None:
         """The audit line and the request's metrics."""
@@ -277,19 +302,24 @@ class Proxy:
 
     # -- a routed request -----------------------------------------------------------------------
 
-    async def _proxy(self, exchange: Exchange, endpoint: Endpoint) -> web.StreamResponse:
+    async def _proxy(self, exchange: Exchange, endpoint: Endpoint) -> None:
         config = self.state.config
         if config is None:
-            return self._refuse(exchange, self._no_spec())
+            self._refuse(exchange, self._no_spec())
+            return
         exchange.config = config
         request = exchange.request
         if config.api_keys_secret:
             refused = self._authenticate(exchange, config.api_keys_secret)
             if refused is not None:
-                return self._refuse(exchange, refused)
-        raw = await self._read_body(request, config.max_body_bytes)
-        if raw is None:
-            too_large = self._refuse(
+                self._refuse(exchange, refused)
+                return
+        raw = request.body
+        if raw is None or len(raw) > config.max_body_bytes:
+            # The rest of the body is not read: the connection closes after the answer (not before:
+            # the client gets the 413).
+            exchange.responder.close_after = True
+            self._refuse(
                 exchange,
                 Refused(
                     413,
@@ -298,18 +328,16 @@ class Proxy:
                     outcome="too_large",
                 ),
             )
-            # The rest of the body is not read: the connection closes after the answer (not before:
-            # the client gets the 413).
-            too_large.force_close()
-            return too_large
+            return
         parsed = parse_request(raw, endpoint)
         if isinstance(parsed, Refused):
-            return self._refuse(exchange, parsed)
+            self._refuse(exchange, parsed)
+            return
         exchange.parsed, exchange.raw = parsed, raw
         record = exchange.record
         record.model, record.stream = parsed.model, parsed.stream
         record.body = parsed.body if config.audit.include_body else None
-        headers = exchange.headers = _lower_headers(request)
+        headers = exchange.headers = request.lower_headers
         classification = await self._classify(config, parsed, headers, record, len(raw))
         decision = exchange.decision = decide(
             config,
@@ -319,7 +347,7 @@ class Proxy:
         )
         record.rule = decision.rule_name
         if not decision.backends:
-            return self._refuse(
+            self._refuse(
                 exchange,
                 Refused(
                     503,
@@ -330,6 +358,7 @@ class Proxy:
                     outcome="no_route",
                 ),
             )
+            return
         sensitive = classification in config.classification.sensitive
         team_budgets = [b for b in self.state.budgets.budgets if b.scope == "team"]
         if team_budgets:
@@ -340,7 +369,7 @@ class Proxy:
         over = self.state.budgets.check(exchange.applicable, self.state.clock())
         if over is not None:
             record.budget = over.budget
-            return self._refuse(
+            self._refuse(
                 exchange,
                 Refused(
                     429,
@@ -351,6 +380,7 @@ class Proxy:
                     outcome="budget",
                 ),
             )
+            return
 
         def usable(name: str) -> bool:
             backend = config.backend(name)
@@ -375,10 +405,9 @@ class Proxy:
         for name in plan.order:
             backend = config.backend(name)
             assert backend is not None
-            response = await self._try_backend(exchange, backend)
-            if response is not None:
-                return response
-        return self._refuse(exchange, self._nothing_served(exchange, config, decision, sensitive))
+            if await self._try_backend(exchange, backend):
+                return
+        self._refuse(exchange, self._nothing_served(exchange, config, decision, sensitive))
 
     async def _wait_for_endpoints(
         self,
@@ -390,7 +419,7 @@ class Proxy:
     ) -> Attempts:
         """Nothing can serve now: wait while an InferenceService backend of the route has no ready
         endpoint (between the pods of a rollout), as `endpoint_wait` allows; a client that goes
-        away cancels the wait (handler cancellation)."""
+        away cancels the wait (the server cancels its request)."""
         counts = self.state.endpoint_counts(config)
         wait = endpoint_wait(config, decision, counts, sensitive=sensitive, limit=self.endpoint_wait)
         plan = plan_now()
@@ -455,7 +484,7 @@ class Proxy:
 
     def _authenticate(self, exchange: Exchange, secret: str) -> Refused | None:
         request = exchange.request
-        presented = _bearer(request.headers.get("Authorization")) or request.headers.get("x-api-key")
+        presented = _bearer(request.header("authorization")) or request.header("x-api-key")
         keys = self._api_keys.get(secret)
         if keys is None:
             keys = self._api_keys[secret] = ApiKeys(self.api_keys_root / secret)
@@ -472,20 +501,6 @@ class Proxy:
             )
         exchange.record.client = client
         return None
-
-    @staticmethod
-    async def _read_body(request: web.BaseRequest, limit: int) -> bytes | None:
-        length = request.content_length
-        if length is not None and length > limit:
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.content.iter_any():
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _classify(
         self,
@@ -511,28 +526,29 @@ class Proxy:
 
     # -- forwarding -----------------------------------------------------------------------------
 
-    def _upstream_headers(self, exchange: Exchange, backend: Backend, config: RouterConfig) -> dict[str, str]:
-        headers: dict[str, str] = {}
+    def _upstream_headers(self, exchange: Exchange, backend: Backend, config: RouterConfig) -> Headers:
+        headers: Headers = []
         private = backend.external and backend.tier == "cloud"
-        for name, value in exchange.request.headers.items():
+        for name, value in exchange.request.headers:
             lower = name.lower()
             if lower in _NOT_FORWARDED:
                 continue
             if private and (lower.startswith("x-llmkube-") or lower == config.classification.header):
                 continue  # routing labels stay inside
-            headers[name] = value
-        headers["Accept-Encoding"] = "identity"
-        headers["X-Request-Id"] = exchange.record.request_id
+            headers.append((name, value))
+        headers.append(("Accept-Encoding", "identity"))
+        headers.append(("X-Request-Id", exchange.record.request_id))
         if backend.external:
             key = (
                 self.credentials.value(backend.credentials_secret, backend.credential_key)
                 if backend.credentials_secret and backend.credential_key
                 else None
             )
-            headers.update(auth_headers(backend.provider, key))
+            headers.extend(auth_headers(backend.provider, key).items())
         return headers
 
-    async def _try_backend(self, exchange: Exchange, backend: Backend) -> web.StreamResponse | None:
+    async def _try_backend(self, exchange: Exchange, backend: Backend) -> bool:
+        """Whether the backend answered (the answer is then on its way to the client, or there)."""
         config = exchange.config
         parsed = exchange.parsed
         assert config is not None and parsed is not None
@@ -546,7 +562,7 @@ class Proxy:
         path = exchange.request.path
         if backend.external:
             if not self.state.quarantine.acquire(backend.name, self.state.clock()):
-                return None
+                return False
             url = upstream_url(backend.url or "", path)
             return await self._attempt(exchange, backend, backend.name, url, body, headers, timeout, injected)
         tried: set[str] = set()
@@ -560,40 +576,32 @@ class Proxy:
             ]
             endpoint = choose(candidates, self.state.in_flight, key=key, turn=self.state.next_turn())
             if endpoint is None:
-                return None
+                return False
             tried.add(endpoint)
             if not self.state.quarantine.acquire(endpoint, now):
                 continue
-            response = await self._attempt(
+            if await self._attempt(
                 exchange, backend, endpoint, f"http://{endpoint}{path}", body, headers, timeout, injected
-            )
-            if response is not None:
-                return response
-        return None
+            ):
+                return True
+        return False
 
     async def _send(
-        self, backend: Backend, url: str, body: bytes, headers: dict[str, str], wait: float
-    ) -> aiohttp.ClientResponse | Failure:
-        async def post(session: aiohttp.ClientSession) -> aiohttp.ClientResponse:
-            async with asyncio.timeout(wait):
-                return await session.request("POST", url, data=body, headers=headers, allow_redirects=False)
-
+        self, backend: Backend, url: str, body: bytes, headers: Headers, wait: float
+    ) -> Answer | Failure:
         try:
-            if backend.external:
-                check_literal(URL(url), self.upstreams.api_servers)
-            return await self.upstreams.send(post, external=backend.external)
-        except TimeoutError:  # aiohttp's read timeouts too
+            async with asyncio.timeout(wait):
+                return await self.upstreams.send(url, "POST", headers, body, external=backend.external)
+        except TimeoutError:
             return Failure("timeout", f"no answer within {wait:g}s")
-        except EgressRefused as refused:
+        except (EgressRefused, InvalidHeader) as refused:
             return Failure("refused", str(refused))
-        except aiohttp.ClientConnectorError as error:
+        except ConnectFailed as error:
             # A new connection that could not be made: the endpoint's own verdict.
-            if isinstance(error.os_error, EgressRefused):
-                return Failure("refused", str(error.os_error))
-            return Failure("connect", str(error) or type(error).__name__)
-        except BROKEN_CONNECTION as error:  # on the new connection too
-            return Failure("disconnected", str(error) or "the backend closed the connection")
-        except (aiohttp.ClientError, OSError) as error:
+            return Failure("connect", str(error))
+        except ConnectionBroken as error:  # on a new connection, or a reused one's second try
+            return Failure("disconnected", str(error))
+        except OSError as error:  # the name did not resolve
             return Failure("connect", str(error) or type(error).__name__)
 
     async def _attempt(
@@ -603,45 +611,46 @@ class Proxy:
         target: str,
         url: str,
         body: bytes,
-        headers: dict[str, str],
+        headers: Headers,
         wait: float,
         injected: bool,
-    ) -> web.StreamResponse | None:
+    ) -> bool:
         state = self.state
         record = exchange.record
         record.tried.append(backend.name)
         state.in_flight[target] = state.in_flight.get(target, 0) + 1
-        upstream: aiohttp.ClientResponse | None = None
+        upstream: Answer | None = None
         verdict: bool | None = None
         try:
             sent = await self._send(backend, url, body, headers, wait)
             if isinstance(sent, Failure):
                 verdict = False
                 self._failed(exchange, backend, target, sent)
-                return None
+                return False
             upstream = sent
             if upstream.status >= 500:
                 verdict = False
-                detail = f"{upstream.status} {upstream.reason or ''}".strip()
+                detail = f"{upstream.status} {upstream.reason}".strip()
                 self._failed(exchange, backend, target, Failure("5xx", detail))
-                return None
+                return False
             verdict = True
             state.record_latency(backend.name, time.perf_counter() - exchange.started)
             record.backend, record.endpoint = backend.name, target if not backend.external else backend.url
             record.upstream_model = backend.model if backend.external else None
             try:
-                return await self._relay(exchange, backend, upstream, injected)
-            except _UpstreamReset as reset:
+                await self._relay(exchange, backend, upstream, injected)
+                return True
+            except UpstreamReset as reset:
                 verdict = False
                 self._failed(exchange, backend, target, Failure("reset", reset.detail))
-                if reset.response is None:
+                if not exchange.responder.started:
                     record.backend = record.endpoint = record.upstream_model = None
-                    return None  # the client has not had a byte yet: the next attempt may serve it
+                    return False  # the client has not had a byte yet: the next attempt may serve it
                 # Part of the answer reached the client: cut the connection, so it sees a broken stream.
-                self._abort(exchange.request)
+                exchange.responder.abort()
                 record.outcome = "upstream_reset"
                 self._finish(exchange)
-                return reset.response
+                return True
         finally:
             state.in_flight[target] -= 1
             if state.in_flight[target] <= 0:
@@ -668,26 +677,14 @@ class Proxy:
             detail=failure.detail,
         )
 
-    @staticmethod
-    def _abort(request: web.BaseRequest) -> None:
-        transport = request.transport
-        if transport is not None:
-            transport.abort()
-
-    def _response_headers(
-        self, exchange: Exchange, backend: Backend, upstream: aiohttp.ClientResponse
-    ) -> dict[str, str]:
-        headers = {
-            name: value for name, value in upstream.headers.items() if name.lower() not in _NOT_RETURNED
-        }
-        headers["X-Request-Id"] = exchange.record.request_id
-        headers["X-Llmkube-Backend"] = backend.name
-        headers["X-Llmkube-Rule"] = exchange.record.rule or ""
+    def _response_headers(self, exchange: Exchange, backend: Backend, upstream: Answer) -> Headers:
+        headers = [(name, value) for name, value in upstream.headers if name.lower() not in _NOT_RETURNED]
+        headers.append(("X-Request-Id", exchange.record.request_id))
+        headers.append(("X-Llmkube-Backend", backend.name))
+        headers.append(("X-Llmkube-Rule", exchange.record.rule or ""))
         return headers
 
-    async def _relay(
-        self, exchange: Exchange, backend: Backend, upstream: aiohttp.ClientResponse, injected: bool
-    ) -> web.StreamResponse:
+    async def _relay(self, exchange: Exchange, backend: Backend, upstream: Answer, injected: bool) -> None:
         record = exchange.record
         parsed = exchange.parsed
         assert parsed is not None
@@ -696,66 +693,23 @@ class Proxy:
         usage: Usage | None
         if upstream.content_type == "text/event-stream":
             follower = StreamUsage(strip_injected=injected)
-            response = await self._relay_stream(exchange, upstream, headers, follower)
+            await StreamRelay(exchange, upstream, headers, follower).run()
             usage = follower.usage or estimate(len(parsed.prompt_text()), follower.content_events)
-            upstream.release()
         else:
             try:
                 body = await upstream.read()
-            except (
-                aiohttp.ClientPayloadError,
-                aiohttp.ServerDisconnectedError,
-                aiohttp.ClientOSError,
-            ) as error:
-                raise _UpstreamReset(str(error) or type(error).__name__, None) from None
-            except TimeoutError:
-                raise _UpstreamReset("the answer went silent", None) from None
+            except AnswerSilent:
+                raise UpstreamReset("the answer went silent") from None
+            except AnswerBroken as error:
+                raise UpstreamReset(str(error)) from None
             usage = usage_of_body(body) if upstream.status < 300 else None
             if usage is None and upstream.status < 300:
                 usage = estimate(len(parsed.prompt_text()), len(body) // 16)
             exchange.first_byte = time.perf_counter() - exchange.started
-            response = web.Response(status=upstream.status, body=body, headers=headers)
+            exchange.responder.respond(upstream.status, headers, body)
         record.outcome = "ok" if upstream.status < 400 else "upstream_refused"
         self._account(exchange, backend, usage)
         self._finish(exchange)
-        return response
-
-    async def _relay_stream(
-        self,
-        exchange: Exchange,
-        upstream: aiohttp.ClientResponse,
-        headers: dict[str, str],
-        follower: StreamUsage,
-    ) -> web.StreamResponse:
-        response = web.StreamResponse(status=upstream.status, headers=headers)
-        try:
-            with _client_side():
-                await response.prepare(exchange.request)
-            async for chunk in upstream.content.iter_any():
-                data = follower.feed(chunk)
-                if data:
-                    await self._to_client(exchange, response, data)
-            await self._to_client(exchange, response, None)
-        except (
-            aiohttp.ClientPayloadError,
-            aiohttp.ServerDisconnectedError,
-            aiohttp.ClientOSError,
-        ) as error:
-            raise _UpstreamReset(str(error) or type(error).__name__, response) from None
-        except TimeoutError:
-            raise _UpstreamReset("the stream went silent", response) from None
-        return response
-
-    @staticmethod
-    async def _to_client(exchange: Exchange, response: web.StreamResponse, data: bytes | None) -> None:
-        """`data`, or the end of the stream (None)."""
-        with _client_side():
-            if data is None:
-                await response.write_eof()
-                return
-            await response.write(data)
-        if exchange.first_byte is None:
-            exchange.first_byte = time.perf_counter() - exchange.started
 
     def _account(self, exchange: Exchange, backend: Backend, usage: Usage | None) -> None:
         if usage is None:
@@ -805,20 +759,20 @@ class Proxy:
                     sent.close()
                 return
             try:
-                follower = StreamUsage(strip_injected=False)
-                size = 0
-                async for chunk in sent.content.iter_any():
-                    size += len(chunk)
-                    if sent.content_type == "text/event-stream":
-                        follower.feed(chunk)
-                usage = follower.usage or estimate(
-                    len(parsed.prompt_text()), follower.content_events or size // 16
+                discarded = Discard(stream=sent.content_type == "text/event-stream")
+                sent.stream(discarded)
+                await discarded.done
+                follower = discarded.follower
+                usage = (
+                    follower.usage
+                    or discarded.usage
+                    or estimate(len(parsed.prompt_text()), follower.content_events or discarded.size // 16)
                 )
                 self.metrics.shadow(backend.name, "ok")
                 usd = usage.cost(backend.prompt_usd, backend.completion_usd)
                 self.metrics.used(backend.name, usage.prompt, usage.completion, usd)
                 state.budgets.record(exchange.applicable, usage.total, usd, state.clock())
-            except (aiohttp.ClientError, TimeoutError):
+            except AnswerBroken:
                 self.metrics.shadow(backend.name, "failed")
             finally:
                 sent.close()
@@ -834,20 +788,22 @@ class Proxy:
 
     # -- /v1/models ----------------------------------------------------------------------------
 
-    async def _models(self, request: web.BaseRequest) -> web.StreamResponse:
+    def _models(self, request: Request, responder: Responder) -> None:
         config = self.state.config
-        exchange = self._exchange(request)
+        exchange = self._exchange(request, responder)
         if config is None:
-            return self._refuse(exchange, self._no_spec())
+            self._refuse(exchange, self._no_spec())
+            return
         if config.api_keys_secret:
             refused = self._authenticate(exchange, config.api_keys_secret)
             if refused is not None:
-                return self._refuse(exchange, refused)
+                self._refuse(exchange, refused)
+                return
         data = [
             {"id": model, "object": "model", "created": 0, "owned_by": owner}
             for model, owner in self.models(config)
         ]
-        return web.json_response({"object": "list", "data": data}, dumps=lambda v: orjson.dumps(v).decode())
+        responder.respond(200, _JSON, orjson.dumps({"object": "list", "data": data}))
 
     @staticmethod
     def models(config: RouterConfig) -> Iterable[tuple[str, str]]:
@@ -863,24 +819,6 @@ class Proxy:
         return list(seen.items())
 
 
-class _ClientGone(Exception):
-    """A write to the client failed: its connection is closing."""
-
-
-@contextlib.contextmanager
-def _client_side() -> Iterator[None]:
-    try:
-        yield
-    except ConnectionResetError:
-        # aiohttp's ClientConnectionResetError: the client's connection is closing (it went away
-        # before the handler was cancelled). The client's doing, not the backend's.
-        raise _ClientGone from None
-
-
-class _UpstreamReset(Exception):
-    """The backend's answer broke: before the client got a byte (`response` None), or after."""
-
-    def __init__(self, detail: str, response: web.StreamResponse | None) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.response = response
+_TEXT = (("Content-Type", "text/plain; charset=utf-8"),)
+_JSON = (("Content-Type", "application/json"),)
+_METRICS = (("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),)

@@ -1,44 +1,37 @@
 """The router's connections to backends: one pool for the pods of InferenceServices (addresses from
 EndpointSlices) and one for external providers, whose URLs come from a spec anyone who may write a
 ModelRouter controls: that pool connects only where `plan/router/egress.py` allows (a literal is
-checked before the request, every address a name resolves to before aiohttp connects to it).
+checked before the request, every address a name resolves to before the router connects to it).
 
 Answers are passed through as the backend sent them: no decompression (the router asks for
-`identity`, so the usage in an answer can be read), no redirects followed."""
+`identity`, so the usage in an answer can be read), no redirects followed, no cookies kept (the
+pools are shared by every client: a cookie one answer sets must not go out with the next client's
+request)."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 import socket
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TypeVar
-
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from yarl import URL
+from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from llmkube.plan.router import egress
+from llmkube.router.http.client import Answer, Origin, Pool, Resolve
 
 __all__ = [
-    "BROKEN_CONNECTION",
+    "EXTERNAL_KEEPALIVE_SECONDS",
+    "LOCAL_KEEPALIVE_SECONDS",
     "EgressRefused",
-    "GuardedResolver",
     "Upstreams",
     "api_server_endpoints",
     "check_literal",
+    "guarded_resolve",
+    "origin_of",
 ]
 
 Endpoint = tuple[egress.IPAddress, int]
-T = TypeVar("T")
-
-#: How a request fails on a connection that had been made: the backend closed or reset it. Caught
-#: after aiohttp.ClientConnectorError (a connection that could not be made), itself a ClientOSError.
-BROKEN_CONNECTION = (
-    aiohttp.ServerDisconnectedError,
-    aiohttp.ClientConnectionResetError,
-    aiohttp.ClientOSError,
-)
 
 
 class EgressRefused(OSError):
@@ -61,52 +54,46 @@ def _literal(host: str) -> egress.IPAddress | None:
         return None
 
 
-def check_literal(url: URL, api_servers: Iterable[Endpoint]) -> None:
-    address = _literal(url.raw_host or "")
+def origin_of(url: str) -> tuple[Origin, str]:
+    """The origin of an http(s) URL and the request target (path and query) on it."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise EgressRefused(f"{url} is not an http(s) URL")
+    port = parts.port or (443 if scheme == "https" else 80)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Origin(scheme, parts.hostname, port), target
+
+
+def check_literal(origin: Origin, api_servers: Iterable[Endpoint]) -> None:
+    address = _literal(origin.host)
     if address is not None:
-        reason = egress.refusal(address, url.port or 0, api_servers)
+        reason = egress.refusal(address, origin.port, api_servers)
         if reason is not None:
-            raise EgressRefused(f"{url.host} may not be a backend: {reason}")
+            raise EgressRefused(f"{origin.host} may not be a backend: {reason}")
 
 
-class GuardedResolver(AbstractResolver):
-    def __init__(self, api_servers: tuple[Endpoint, ...]) -> None:
-        self._inner = aiohttp.ThreadedResolver()
-        self._api_servers = api_servers
+def guarded_resolve(api_servers: tuple[Endpoint, ...]) -> Resolve:
+    """Resolve a name and check every address it has: one that may not be a backend refuses the
+    name (a name that resolves to a mix is refused whole, so no retry reaches the bad one)."""
 
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        results = await self._inner.resolve(host, port, family)
-        for result in results:
-            address = _literal(result["host"])
-            reason = (
-                "not an IP address"
-                if address is None
-                else egress.refusal(address, result["port"] or port, self._api_servers)
-            )
+    async def resolve(host: str, port: int) -> list[tuple[str, int]]:
+        if _literal(host) is not None:
+            check_literal(Origin("http", host, port), api_servers)
+            return [(host.strip("[]"), port)]
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        found: list[tuple[str, int]] = []
+        for _family, _type, _proto, _name, sockaddr in infos:
+            resolved = str(sockaddr[0])
+            literal = _literal(resolved)
+            reason = "not an IP address" if literal is None else egress.refusal(literal, port, api_servers)
             if reason is not None:
-                raise EgressRefused(
-                    f"{host} resolves to {result['host']}, which may not be a backend: {reason}"
-                )
-        return results
+                raise EgressRefused(f"{host} resolves to {resolved}, which may not be a backend: {reason}")
+            if (resolved, port) not in found:
+                found.append((resolved, port))
+        return found
 
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-def _session(connector: aiohttp.TCPConnector, read_timeout: float) -> aiohttp.ClientSession:
-    return aiohttp.ClientSession(
-        connector=connector,
-        # The pools are shared by every client: a cookie one answer sets (a provider's load
-        # balancer sets them) must not go out with the next client's request. No jar also spares
-        # each request a filtering pass over it.
-        cookie_jar=aiohttp.DummyCookieJar(),
-        auto_decompress=False,
-        timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=read_timeout),
-        skip_auto_headers=("User-Agent", "Accept-Encoding"),
-        raise_for_status=False,
-    )
+    return resolve
 
 
 #: How long the router keeps an idle connection to a pod. Below the idle timeout of the servers an
@@ -122,41 +109,31 @@ class Upstreams:
         self, *, stream_idle_timeout: float, api_servers: tuple[Endpoint, ...] | None = None
     ) -> None:
         self.api_servers = api_server_endpoints() if api_servers is None else api_servers
+        self.local = Pool(keepalive=LOCAL_KEEPALIVE_SECONDS, read_timeout=stream_idle_timeout)
+        self.external = Pool(
+            keepalive=EXTERNAL_KEEPALIVE_SECONDS,
+            read_timeout=stream_idle_timeout,
+            resolve=guarded_resolve(self.api_servers),
+        )
 
-        def local(**pool: float | bool) -> aiohttp.ClientSession:
-            # No limit on connections: a backend's concurrency is its own (its pods' slots), and a
-            # pool limit would queue requests inside the router where no metric shows them.
-            return _session(aiohttp.TCPConnector(limit=0, **pool), stream_idle_timeout)  # type: ignore[arg-type]
-
-        def external(**pool: float | bool) -> aiohttp.ClientSession:
-            resolver = GuardedResolver(self.api_servers)
-            connector = aiohttp.TCPConnector(limit=0, resolver=resolver, **pool)  # type: ignore[arg-type]
-            return _session(connector, stream_idle_timeout)
-
-        self.local = local(keepalive_timeout=LOCAL_KEEPALIVE_SECONDS)
-        self.external = external(keepalive_timeout=EXTERNAL_KEEPALIVE_SECONDS)
-        # A new connection for every request, closed after it: the second try of a request whose
-        # kept-alive connection broke before any answer (it must not meet another stale one).
-        self.fresh_local = local(force_close=True)
-        self.fresh_external = external(force_close=True)
-
-    def session(self, *, external: bool, fresh: bool = False) -> aiohttp.ClientSession:
+    async def send(
+        self,
+        url: str,
+        method: str,
+        headers: Iterable[tuple[str, str]],
+        body: bytes = b"",
+        *,
+        external: bool,
+    ) -> Answer:
+        """`method url` through the pool of its kind (Pool.send: a kept-alive connection that broke
+        before the answer is tried once more on a new one). An external URL's literal address is
+        checked first, a name's addresses when it is resolved."""
+        origin, target = origin_of(url)
         if external:
-            return self.fresh_external if fresh else self.external
-        return self.fresh_local if fresh else self.local
-
-    async def send(self, send: Callable[[aiohttp.ClientSession], Awaitable[T]], *, external: bool) -> T:
-        """`send` on a pooled connection; when the connection it got broke before a byte of the
-        answer (BROKEN_CONNECTION: most often a kept-alive one the backend closed as the request
-        went out, so the backend never read it), once more on a new connection, whose outcome is
-        the verdict. A connection that could not be made (ClientConnectorError) is one at once."""
-        try:
-            return await send(self.session(external=external))
-        except aiohttp.ClientConnectorError:
-            raise
-        except BROKEN_CONNECTION:
-            return await send(self.session(external=external, fresh=True))
+            check_literal(origin, self.api_servers)
+            return await self.external.send(origin, method, target, headers, body)
+        return await self.local.send(origin, method, target, headers, body)
 
     async def close(self) -> None:
-        for session in (self.local, self.external, self.fresh_local, self.fresh_external):
-            await session.close()
+        await self.local.close()
+        await self.external.close()

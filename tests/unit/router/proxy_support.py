@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 
 from llmkube.router.audit import AuditSink
 from llmkube.router.metrics import RouterMetrics
-from llmkube.router.process import _metrics_page
+from llmkube.router.process import http_server, metrics_page
 from llmkube.router.proxy import Proxy
 from llmkube.router.secrets import SecretFiles
 from llmkube.router.state import RouterState
@@ -56,10 +55,7 @@ async def running_proxy(
     *,
     api_servers: tuple[Any, ...] = (),
     endpoint_wait: float = 0.0,
-    handler_cancellation: bool = True,
 ) -> AsyncIterator[RunningProxy]:
-    """`handler_cancellation=False`: a client that leaves is noticed by the next write to it, not
-    by aiohttp cancelling the handler (`llmkube router` runs with cancellation)."""
     state = RouterState(name, "ns")
     metrics = RouterMetrics(name)
     unregister = metrics.register_state(state)
@@ -73,20 +69,16 @@ async def running_proxy(
         credentials=SecretFiles(secrets / "credentials"),
         api_keys_root=secrets / "api-keys",
         ready=list,
-        metrics_page=_metrics_page,
+        metrics_page=metrics_page,
         endpoint_wait=endpoint_wait,
     )
-    server = web.Server(proxy.handle, handler_cancellation=handler_cancellation, access_log=None)
-    runner = web.ServerRunner(server)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    server = http_server(proxy)
+    _, port = await server.start("127.0.0.1", 0)
     try:
         yield RunningProxy(state, proxy, f"http://127.0.0.1:{port}", lines)
     finally:
         await proxy.stop_shadows()
-        await runner.cleanup()
+        await server.close()
         await upstreams.close()
         unregister()
 

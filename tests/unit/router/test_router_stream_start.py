@@ -3,11 +3,10 @@
 A backend (a real server over loopback, writing exact bytes) that sends its headers and first event
 together has both reach the client before its next event; one that sends its headers alone (a
 server that answers before its first token) has the router's headers reach the client at once, not
-held back until that first event. And a client whose connection closes mid-stream while the
-handler runs on (aiohttp had not cancelled it: the next write to the client is what finds out) is a
-client that left (499, `client_gone`), not a failure of the router (it was a 500 `internal_error`
-with a traceback) nor of the backend: the backend's connection is closed, it stays out of
-quarantine."""
+held back until that first event. And a client whose connection closes mid-stream (the server
+cancels its request; a chunk relayed in between finds the client gone) is a client that left (499,
+`client_gone`), not a failure of the router (it once was a 500 `internal_error` with a traceback)
+nor of the backend: the backend's connection is closed, it stays out of quarantine."""
 
 from __future__ import annotations
 
@@ -154,7 +153,7 @@ async def test_headers_sent_alone_reach_the_client_before_the_first_event(
 
 async def test_a_client_whose_connection_closes_mid_stream_is_gone_not_a_failure(tmp_path: Path) -> None:
     backend = ScriptedBackend(events=400, with_head=True, interval=0.02)
-    async with running_proxy("leaver", tmp_path, handler_cancellation=False) as running:
+    async with running_proxy("leaver", tmp_path) as running:
         endpoint = await _routed(running, backend)
         port = int(running.url.rsplit(":", 1)[1])
         with structlog.testing.capture_logs() as logs:
