@@ -115,26 +115,29 @@ class Answer:
                 return value.partition(";")[0].strip().lower()
         return ""
 
+    # Each call names this answer: once it is over, its connection may carry another one, which a
+    # late call (a drain callback, a close in a `finally`) must leave alone.
+
     def stream(self, sink: Sink) -> None:
         """Hand the body to `sink` as it arrives (what arrived already, at once)."""
-        self._connection.attach(sink)
+        self._connection.attach(self, sink)
 
     async def read(self) -> bytes:
         """The whole body (raises AnswerBroken)."""
         collector = _Collector()
-        self._connection.attach(collector)
+        self._connection.attach(self, collector)
         return await collector.done
 
     def pause_reading(self) -> None:
-        self._connection.pause()
+        self._connection.pause(self)
 
     def resume_reading(self) -> None:
-        self._connection.resume()
+        self._connection.resume(self)
 
     def close(self) -> None:
         """Done with the answer: its connection goes back to the pool when the answer was read
         whole, else it is closed (the backend stops sending)."""
-        self._connection.done_with()
+        self._connection.done_with(self)
 
 
 class _Collector:
@@ -256,7 +259,7 @@ class _Connection(asyncio.Protocol):
         if sink is not None:
             self._sink = None
             sink.end()
-            self.done_with()
+            self.done_with(self._answer)
 
     # -- an exchange ------------------------------------------------------------------------------
 
@@ -279,37 +282,45 @@ class _Connection(asyncio.Protocol):
             self.abort()  # given up before the answer (a timeout, a cancelled request)
             raise
 
-    def attach(self, sink: Sink) -> None:
+    def attach(self, answer: Answer, sink: Sink) -> None:
+        if answer is not self._answer:
+            sink.failed(AnswerBroken("the answer is over"))
+            return
         pending, self._pending = self._pending, []
         for data in pending:
             sink.body(data)
         if self._whole:
             sink.end()
-            self.done_with()
+            self.done_with(answer)
         elif self._error is not None or self.closed:
             sink.failed(self._error or AnswerBroken("the connection was closed"))
         else:
             self._sink = sink
 
-    def pause(self) -> None:
-        if not self._paused and not self.closed:
+    def pause(self, answer: Answer) -> None:
+        if answer is self._answer and not self._paused and not self.closed:
             self._paused = True
             self.transport.pause_reading()
 
-    def resume(self) -> None:
+    def resume(self, answer: Answer) -> None:
+        if answer is self._answer:
+            self._resume()
+
+    def _resume(self) -> None:
         if self._paused and not self.closed:
             self._paused = False
             self._last_read = self.loop.time()  # a wait for the client is not the backend's silence
             self.transport.resume_reading()
 
-    def done_with(self) -> None:
-        if self._answer is None:
+    def done_with(self, answer: Answer | None) -> None:
+        if answer is None or answer is not self._answer:
             return
         self._answer = None
         self._sink = None
         self._pending = []
         self.served += 1
-        if self._whole and self._keep_alive and not self.closed and not self._paused:
+        if self._whole and self._keep_alive and not self.closed:
+            self._resume()  # paused as its last bytes came: nothing more is due on it
             self.pool.release(self)
         else:
             self.abort()

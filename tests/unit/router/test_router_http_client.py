@@ -362,3 +362,34 @@ async def test_tls_to_a_backend_whose_certificate_is_trusted_and_not_otherwise(t
         with pytest.raises(ConnectFailed, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
             await stranger.send(_origin(server.port, "https", "localhost"), "POST", "/", [], b"{}")
         await stranger.close()
+
+
+async def test_a_late_call_on_an_answer_that_is_over_leaves_the_next_answer_on_its_connection_alone() -> None:
+    """A stream's end releases its connection at once (in the callback); the relay's `finally`
+    closes its answer later, and a drain callback may resume it later still: by then another
+    request may be on that connection."""
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await _request(reader)
+            writer.write(STREAM_HEAD + _chunk(b"data: x\n\n") + b"0\r\n\r\n")
+            await writer.drain()
+
+    pool = _pool()
+    async with backend(script) as server:
+        first = await pool.send(_origin(server.port), "POST", "/1", [], b"{}")
+        sink = Collected()
+        first.stream(sink)
+        await asyncio.wait_for(sink.ended.wait(), 5)
+        second = await pool.send(_origin(server.port), "POST", "/2", [], b"{}")
+        assert server.connections == 1  # the same connection
+        first.pause_reading()
+        first.close()
+        first.resume_reading()
+        late = Collected()
+        first.stream(late)
+        assert isinstance(late.error, AnswerBroken)
+        assert await second.read() == b"data: x\n\n"
+        second.close()
+        assert pool.open_connections == 1
+    await pool.close()
