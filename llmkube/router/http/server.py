@@ -57,7 +57,16 @@ class Responder:
     """How a handler answers: `respond` (a whole answer), or `start`, `send`... `end` (a stream,
     chunked). Nothing is written once the client is gone (`gone`)."""
 
-    __slots__ = ("_connection", "_drained", "_head_only", "chunked", "close_after", "finished", "started")
+    __slots__ = (
+        "_connection",
+        "_detached",
+        "_drained",
+        "_head_only",
+        "chunked",
+        "close_after",
+        "finished",
+        "started",
+    )
 
     def __init__(self, connection: _Connection, *, close_after: bool, chunked: bool, head_only: bool) -> None:
         self._connection = connection
@@ -68,12 +77,14 @@ class Responder:
         self._head_only = head_only
         self.started = False
         self.finished = False
+        #: its request is over: the connection may be answering the next one, which it must not touch
+        self._detached = False
         self._drained: list[Callable[[], None]] = []
 
     @property
     def gone(self) -> bool:
-        """The client's connection is closed (or closing)."""
-        return self._connection.closed
+        """The client's connection is closed (or closing), or this answer is over."""
+        return self._detached or self._connection.closed
 
     @property
     def writing_paused(self) -> bool:
@@ -81,7 +92,7 @@ class Responder:
 
     def when_drained(self, callback: Callable[[], None]) -> None:
         """`callback()` once the client's buffer is below its low-water mark again (or it is gone)."""
-        if not self._connection.writing_paused or self._connection.closed:
+        if not self._connection.writing_paused or self.gone:
             callback()
         else:
             self._drained.append(callback)
@@ -161,7 +172,8 @@ class Responder:
         what it got for a whole answer)."""
         self.finished = True
         self.close_after = True
-        self._connection.abort()
+        if not self._detached:
+            self._connection.abort()
 
 
 class _Connection(asyncio.Protocol):
@@ -356,6 +368,8 @@ class _Connection(asyncio.Protocol):
                 responder.abort()  # a stream the handler left unfinished is not a whole answer
             else:
                 self._error_answer(responder, 500, "The router failed on this request (see its log).")
+        responder._detached = True
+        responder._resumed()  # a drain callback still waiting learns the answer is over
         self._task = None
         self._responder = None
         if self.closed:

@@ -402,3 +402,26 @@ async def test_ending_connections_closes_idle_ones_now_and_busy_ones_after_their
             await asyncio.open_connection("127.0.0.1", served.port)
         idle_writer.close()
         busy_writer.close()
+
+
+async def test_a_responder_used_after_its_request_is_over_writes_nothing_into_the_next_answer() -> None:
+    kept: list[Responder] = []
+
+    async def keep(request: Request, responder: Responder) -> None:
+        kept.append(responder)
+        await _echo(request, responder)
+
+    async with serving(keep) as served:
+        reader, writer = await served.connect()
+        writer.write(_post("/1", b"one"))
+        assert (await _answer(reader))[2] == b"one"
+        writer.write(_post("/2", b"two"))
+        assert (await _answer(reader))[2] == b"two"
+        stale = kept[0]
+        assert stale.gone and not stale.send(b"late bytes")
+        stale.end()
+        stale.abort()  # must not end the connection the next request is on
+        writer.write(_post("/3", b"three"))
+        _, _, body = await _answer(reader)
+        assert body == b"three"
+        writer.close()
