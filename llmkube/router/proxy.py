@@ -759,7 +759,7 @@ class Proxy:
                     sent.close()
                 return
             try:
-                discarded = Discard(stream=sent.content_type == "text/event-stream")
+                discarded = Discard(sent.loop, stream=sent.content_type == "text/event-stream")
                 sent.stream(discarded)
                 await discarded.done
                 follower = discarded.follower

@@ -19,10 +19,12 @@ __all__ = ["ClientGone", "Discard", "StreamRelay", "UpstreamReset"]
 
 
 class StreamRelay:
-    """A stream from the backend's connection to the client's, chunk by chunk, in the backend
-    connection's callbacks (no task wakes per chunk). `run()` waits for its end."""
+    """A stream from the backend's connection to the client's, in the backend connection's
+    callbacks (no task wakes per chunk). What one read from the backend holds (one chunk or
+    several) goes to the client in one write once it has been through the usage follower, as it
+    arrived: nothing is held back for later. `run()` waits for the stream's end."""
 
-    __slots__ = ("done", "exchange", "follower", "headers", "held", "responder", "upstream")
+    __slots__ = ("done", "exchange", "follower", "headers", "held", "pending", "responder", "upstream")
 
     def __init__(self, exchange: Exchange, upstream: Answer, headers: Headers, follower: StreamUsage) -> None:
         self.exchange = exchange
@@ -30,9 +32,11 @@ class StreamRelay:
         self.upstream = upstream
         self.headers = headers
         self.follower = follower
+        #: what the current read of the backend's connection has brought so far
+        self.pending: list[bytes] = []
         #: reading from the backend is held while the client drains its buffer
         self.held = False
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.done: asyncio.Future[None] = upstream.loop.create_future()
 
     async def run(self) -> None:
         self.upstream.stream(self)
@@ -47,6 +51,12 @@ class StreamRelay:
         if first:
             self.exchange.first_byte = time.perf_counter() - self.exchange.started
 
+    def _taken(self) -> bytes:
+        pending = self.pending
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        pending.clear()
+        return data
+
     # -- the Sink, called from the backend connection's callbacks ---------------------------------
 
     def body(self, data: bytes) -> None:
@@ -54,23 +64,29 @@ class StreamRelay:
             return
         try:
             out = self.follower.feed(data)
-            if not out:
-                return
-            responder = self.responder
-            if not responder.started:
-                self._start(out)
-            elif not responder.send(out):
-                self.done.set_exception(ClientGone())
-                return
-            elif self.exchange.first_byte is None:
-                self.exchange.first_byte = time.perf_counter() - self.exchange.started
-            if responder.writing_paused and not self.held:
-                # The client's buffer is full: read no more from the backend until it drains.
-                self.held = True
-                self.upstream.pause_reading()
-                responder.when_drained(self._drained)
         except Exception as error:  # a defect here must not break the backend's connection silently
             self.done.set_exception(error)
+            return
+        if out:
+            self.pending.append(out)
+
+    def flush(self) -> None:
+        if not self.pending or self.done.done():
+            return
+        data = self._taken()
+        responder = self.responder
+        if not responder.started:
+            self._start(data)
+        elif not responder.send(data):
+            self.done.set_exception(ClientGone())
+            return
+        elif self.exchange.first_byte is None:
+            self.exchange.first_byte = time.perf_counter() - self.exchange.started
+        if responder.writing_paused and not self.held:
+            # The client's buffer is full: read no more from the backend until it drains.
+            self.held = True
+            self.upstream.pause_reading()
+            responder.when_drained(self._drained)
 
     def _drained(self) -> None:
         self.held = False
@@ -79,9 +95,13 @@ class StreamRelay:
     def end(self) -> None:
         if self.done.done():
             return
+        last = self._taken() if self.pending else b""
         if not self.responder.started:
-            self._start(b"")
-        self.responder.end()
+            self._start(last)
+            last = b""
+        elif last and self.exchange.first_byte is None:
+            self.exchange.first_byte = time.perf_counter() - self.exchange.started
+        self.responder.end(last)
         self.done.set_result(None)
 
     def failed(self, error: AnswerBroken) -> None:
@@ -96,24 +116,27 @@ class Discard:
 
     __slots__ = ("done", "follower", "kept", "size", "stream", "usage")
 
-    def __init__(self, *, stream: bool) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, stream: bool) -> None:
         self.stream = stream
         self.follower = StreamUsage(strip_injected=False)
         self.size = 0
-        self.kept = b""
+        self.kept: list[bytes] = []
         self.usage: Usage | None = None
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.done: asyncio.Future[None] = loop.create_future()
 
     def body(self, data: bytes) -> None:
         self.size += len(data)
         if self.stream:
             self.follower.feed(data)
         elif self.size <= SHADOW_BODY_KEPT:
-            self.kept += data
+            self.kept.append(data)
+
+    def flush(self) -> None:
+        pass
 
     def end(self) -> None:
         if not self.stream:
-            self.usage = usage_of_body(self.kept)
+            self.usage = usage_of_body(b"".join(self.kept))
         if not self.done.done():
             self.done.set_result(None)
 

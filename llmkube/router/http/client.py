@@ -67,9 +67,15 @@ class AnswerSilent(AnswerBroken):
 
 class Sink(Protocol):
     """Where an answer's body goes as it arrives. Called from the connection's callbacks: they must
-    not raise (an exception is logged by the pool and breaks the connection)."""
+    not raise (an exception is logged by the pool and breaks the connection).
+
+    `body` for each piece of the body llhttp finds in what was read, then `flush` once everything
+    read at once has been through `body` (a backend's chunks that arrived together: a relay writes
+    them on together, in one write, rather than one by one), or `end`."""
 
     def body(self, data: bytes) -> None: ...
+
+    def flush(self) -> None: ...
 
     def end(self) -> None: ...
 
@@ -109,6 +115,11 @@ class Answer:
         self.reason = ""
 
     @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop its connection runs on (for a sink's futures)."""
+        return self._connection.loop
+
+    @property
     def content_type(self) -> str:
         for name, value in self.headers:
             if name.lower() == "content-type":
@@ -124,7 +135,7 @@ class Answer:
 
     async def read(self) -> bytes:
         """The whole body (raises AnswerBroken)."""
-        collector = _Collector()
+        collector = _Collector(self._connection.loop)
         self._connection.attach(self, collector)
         return await collector.done
 
@@ -143,12 +154,15 @@ class Answer:
 class _Collector:
     __slots__ = ("chunks", "done")
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.chunks: list[bytes] = []
-        self.done: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self.done: asyncio.Future[bytes] = loop.create_future()
 
     def body(self, data: bytes) -> None:
         self.chunks.append(data)
+
+    def flush(self) -> None:
+        pass
 
     def end(self) -> None:
         if not self.done.done():
@@ -198,6 +212,8 @@ class _Connection(asyncio.Protocol):
         self._last_read = self.loop.time()
         try:
             self.parser.feed_data(data)
+            if self._sink is not None:
+                self._sink.flush()
         except httptools.HttpParserCallbackError:
             # A sink's defect (they must not raise): the backend is not to blame for it.
             log.exception("relaying an answer failed", origin=f"{self.origin.host}:{self.origin.port}")
@@ -289,6 +305,8 @@ class _Connection(asyncio.Protocol):
         pending, self._pending = self._pending, []
         for data in pending:
             sink.body(data)
+        if pending and not self._whole:
+            sink.flush()
         if self._whole:
             sink.end()
             self.done_with(answer)
@@ -438,7 +456,9 @@ class Pool:
 
     def _reuse(self, origin: Origin) -> _Connection | None:
         idle = self._idle.get(origin)
-        now = asyncio.get_running_loop().time()
+        if not idle:
+            return None
+        now = idle[-1].loop.time()
         while idle:
             connection = idle.pop()
             if not idle:
@@ -486,10 +506,10 @@ class Pool:
         if self.closed:
             connection.abort()
             return
-        connection.idle_since = asyncio.get_running_loop().time()
+        connection.idle_since = connection.loop.time()
         self._idle.setdefault(connection.origin, []).append(connection)
         if self._sweep is None:
-            self._sweep = asyncio.get_running_loop().call_later(self.keepalive, self._sweep_idle)
+            self._sweep = connection.loop.call_later(self.keepalive, self._sweep_idle)
 
     def forget(self, connection: _Connection) -> None:
         self._open.discard(connection)

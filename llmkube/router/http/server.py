@@ -155,16 +155,20 @@ class Responder:
             self._connection.transport.write(self._frame(data))
         return True
 
-    def end(self) -> None:
-        """The end of the stream."""
+    def end(self, last: bytes = b"") -> None:
+        """The end of the stream, after its `last` bytes (one write)."""
         if self.finished:
             return
         self.finished = True
         if self.gone:
             return
-        if self.chunked and not self._head_only:
-            self._connection.transport.write(b"0\r\n\r\n")
-        elif not self.chunked:
+        if self._head_only:
+            return
+        if self.chunked:
+            self._connection.transport.write(self._frame(last) + b"0\r\n\r\n" if last else b"0\r\n\r\n")
+        else:
+            if last:
+                self._connection.transport.write(last)
             self.close_after = True  # the end of a stream without framing is the end of the connection
 
     def abort(self) -> None:

@@ -91,9 +91,13 @@ class Collected:
     chunks: list[bytes] = field(default_factory=list)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     error: AnswerBroken | None = None
+    flushes: int = 0
 
     def body(self, data: bytes) -> None:
         self.chunks.append(data)
+
+    def flush(self) -> None:
+        self.flushes += 1
 
     def end(self) -> None:
         self.ended.set()
@@ -392,4 +396,36 @@ async def test_a_late_call_on_an_answer_that_is_over_leaves_the_next_answer_on_i
         assert await second.read() == b"data: x\n\n"
         second.close()
         assert pool.open_connections == 1
+    await pool.close()
+
+
+async def test_chunks_read_together_are_flushed_together_once_each_has_been_through_the_sink() -> None:
+    go, finish = asyncio.Event(), asyncio.Event()
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await _request(reader)
+        writer.write(STREAM_HEAD)
+        await writer.drain()
+        await go.wait()
+        writer.write(b"".join(_chunk(b"data: %d\n\n" % i) for i in range(3)))  # one write, three chunks
+        await writer.drain()
+        await finish.wait()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    pool = _pool()
+    async with backend(script) as server:
+        got = await pool.send(_origin(server.port), "POST", "/s", [], b"{}")
+        sink = Collected()
+        got.stream(sink)
+        go.set()
+        for _ in range(100):
+            if len(sink.chunks) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert sink.chunks == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n"]
+        assert sink.flushes == 1
+        finish.set()
+        await asyncio.wait_for(sink.ended.wait(), 5)
+        got.close()
     await pool.close()
