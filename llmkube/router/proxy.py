@@ -566,7 +566,7 @@ class Proxy:
             url = upstream_url(backend.url or "", path)
             return await self._attempt(exchange, backend, backend.name, url, body, headers, timeout, injected)
         tried: set[str] = set()
-        key = parsed.affinity_key(AFFINITY_PREFIX) or None
+        key: bytes | None = None  # the prompt's prefix, read only where there is a choice
         for _ in range(MAX_ENDPOINT_TRIES):
             now = self.state.clock()
             candidates = [
@@ -574,7 +574,9 @@ class Proxy:
                 for e in self.state.endpoints_of(backend)
                 if e not in tried and self.state.quarantine.usable(e, now)
             ]
-            endpoint = choose(candidates, self.state.in_flight, key=key, turn=self.state.next_turn())
+            if key is None and len(candidates) > 1:
+                key = parsed.affinity_key(AFFINITY_PREFIX)
+            endpoint = choose(candidates, self.state.in_flight, key=key or None, turn=self.state.next_turn())
             if endpoint is None:
                 return False
             tried.add(endpoint)

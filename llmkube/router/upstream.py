@@ -11,6 +11,7 @@ request)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import os
 import socket
@@ -54,8 +55,10 @@ def _literal(host: str) -> egress.IPAddress | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
 def origin_of(url: str) -> tuple[Origin, str]:
-    """The origin of an http(s) URL and the request target (path and query) on it."""
+    """The origin of an http(s) URL and the request target (path and query) on it (remembered:
+    the URLs are a pod's address or a provider's, and one of a few paths)."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:

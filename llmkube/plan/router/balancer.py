@@ -31,8 +31,8 @@ def choose(
 ) -> str | None:
     """The endpoint for one request among `endpoints` (those left to try), or None when empty.
     `turn` breaks ties between equally busy pods when there is no key (round robin)."""
-    if not endpoints:
-        return None
+    if len(endpoints) <= 1:
+        return next(iter(endpoints), None)
     least = min(in_flight.get(e, 0) for e in endpoints)
     if key:
         target = preferred(endpoints, key)

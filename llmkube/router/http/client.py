@@ -19,8 +19,7 @@ import asyncio
 import re
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import NamedTuple, Protocol, cast
 
 import httptools
 import structlog
@@ -86,8 +85,9 @@ class Sink(Protocol):
 Resolve = Callable[[str, int], Awaitable[list[tuple[str, int]]]]
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
+class Origin(NamedTuple):
+    """Where connections go (a pool's key: a tuple, hashed and compared in C)."""
+
     scheme: str  # "http" or "https"
     host: str
     port: int

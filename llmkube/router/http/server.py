@@ -204,7 +204,14 @@ class _Connection(asyncio.Protocol):
         # requests read, waiting their turn (with whether the connection may go on after each),
         # and the one being answered
         self._waiting: deque[tuple[Request, bool]] = deque()
-        self._task: asyncio.Task[None] | None = None
+        #: answers the connection's requests in turn: one task for the connection, not one per
+        #: request (a task's creation and its removal from asyncio's set of tasks cost more than the
+        #: rest of a short request's handling on the server's side)
+        self._worker: asyncio.Task[None] | None = None
+        #: what the worker waits on between requests
+        self._next: asyncio.Future[None] | None = None
+        #: a request is being answered
+        self._busy = False
         self._responder: Responder | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
         #: the connection ends once the request being answered is (a stop, a protocol error)
@@ -229,8 +236,8 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         self.server.connections.discard(self)
         self._cancel_idle()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()  # the client went away: so does its request
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()  # the client went away: so does its request
         if self._responder is not None:
             self._responder._resumed()  # whoever waited for a drain learns the client is gone
 
@@ -337,34 +344,40 @@ class _Connection(asyncio.Protocol):
         if body is None:
             self._skipping = True
             self.transport.pause_reading()
-        if self._task is None:
-            self._dispatch(request, keep_alive)
-        else:
-            self._waiting.append((request, keep_alive))
+        self._waiting.append((request, keep_alive))
+        if self._busy:
             self.transport.pause_reading()  # pipelined: read on once the answers caught up
+        elif self._worker is None:
+            self._worker = self.loop.create_task(self._work())
+        elif self._next is not None and not self._next.done():
+            self._next.set_result(None)
 
-    def _dispatch(self, request: Request, keep_alive: bool) -> None:
-        self._cancel_idle()
-        responder = Responder(
-            self,
-            close_after=not keep_alive or self._ending,
-            chunked=request.version != "1.0",
-            head_only=request.method == "HEAD",
-        )
-        self._responder = responder
-        self._task = self.loop.create_task(self._answer(request, responder))
-
-    async def _answer(self, request: Request, responder: Responder) -> None:
-        try:
-            await self.server.handler(request, responder)
-        except asyncio.CancelledError:
-            pass  # the client went away (or the server is stopping)
-        except Exception:  # a defect of the handler: the client gets a 500, never a traceback
-            log.exception("handler failed", path=request.path)
-            if not responder.started:
-                self._error_answer(responder, 500, "The router failed on this request (see its log).")
-        finally:
-            self._answered(responder)
+    async def _work(self) -> None:
+        """The connection's requests, in turn, until it closes (then this task is cancelled, and
+        with it the request being answered: the client went away, or the server is stopping)."""
+        while not self.closed:
+            if not self._waiting:
+                self._next = self.loop.create_future()
+                await self._next
+                continue
+            request, keep_alive = self._waiting.popleft()
+            self._cancel_idle()
+            self._busy = True
+            responder = Responder(
+                self,
+                close_after=not keep_alive or self._ending,
+                chunked=request.version != "1.0",
+                head_only=request.method == "HEAD",
+            )
+            self._responder = responder
+            try:
+                await self.server.handler(request, responder)
+            except Exception:  # a defect of the handler: the client gets a 500, never a traceback
+                log.exception("handler failed", path=request.path)
+                if not responder.started:
+                    self._error_answer(responder, 500, "The router failed on this request (see its log).")
+            finally:
+                self._answered(responder)
 
     def _answered(self, responder: Responder) -> None:
         if not responder.finished:
@@ -374,7 +387,7 @@ class _Connection(asyncio.Protocol):
                 self._error_answer(responder, 500, "The router failed on this request (see its log).")
         responder._detached = True
         responder._resumed()  # a drain callback still waiting learns the answer is over
-        self._task = None
+        self._busy = False
         self._responder = None
         if self.closed:
             return
@@ -382,8 +395,7 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
             return
         if self._waiting:
-            self._dispatch(*self._waiting.popleft())
-            return
+            return  # the worker takes the next one at once
         self.transport.resume_reading()
         self._arm_idle()
 
@@ -394,7 +406,7 @@ class _Connection(asyncio.Protocol):
     def _refuse(self, status: int, message: str) -> None:
         """A request the handler never sees: answered here, then the connection closes."""
         self._skipping = True
-        if self._task is not None:
+        if self._busy or self._waiting:
             self._ending = True  # answer the request in hand; what follows it is unreadable
             if self._responder is not None and not self._responder.started:
                 self._responder.close_after = True
@@ -416,17 +428,17 @@ class _Connection(asyncio.Protocol):
 
     def _idle_expired(self) -> None:
         self._idle_timer = None
-        if self._task is None and not self.closed:
+        if not self._busy and not self.closed:
             self.transport.close()
 
     @property
     def busy(self) -> bool:
-        return self._task is not None
+        return self._busy
 
     def end_when_idle(self) -> None:
         """Stopping: close now when no request is being answered, else after it."""
         self._ending = True
-        if self._task is None and not self.closed:
+        if not self._busy and not self._waiting and not self.closed:
             self.transport.close()
         elif self._responder is not None and not self._responder.started:
             self._responder.close_after = True
