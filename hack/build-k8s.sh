@@ -2,8 +2,9 @@
 # Build the control-plane binaries our tests and `llmkube run` need, from pinned releases,
 # through the Go module proxy (there are no prebuilt downloads on our machines).
 #
-#   kube-apiserver, kube-controller-manager, kube-scheduler  <- k8s.io/kubernetes $K8S_VERSION
-#   kubelet, kube-proxy, kubectl (`node`: the node tier)    <- k8s.io/kubernetes $K8S_VERSION
+#   kube-apiserver, kube-controller-manager, kube-scheduler,
+#   kubectl (the API-server tests drive it too)              <- k8s.io/kubernetes $K8S_VERSION
+#   kubelet, kube-proxy (`node`: the node tier)              <- k8s.io/kubernetes $K8S_VERSION
 #   etcd                                                     <- go.etcd.io/etcd/server/v3 $ETCD_VERSION
 #   kwok                                                     <- sigs.k8s.io/kwok $KWOK_VERSION
 #
@@ -35,9 +36,9 @@ fresh() {  # fresh NAME VERSION -> 0 when BIN/NAME exists and was built from VER
 }
 stamp() { echo "$2" > "$BIN/.$1.version"; }
 
-CONTROL_PLANE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler)
+CONTROL_PLANE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 # kubelet needs no cgo: the pure-Go build runs the node tier's pods (cgroupfs driver, no systemd).
-NODE_COMMANDS=(kubelet kube-proxy kubectl)
+NODE_COMMANDS=(kubelet kube-proxy)
 # The wrapper module keeps every command we may build, so `go mod tidy` runs once for all of them.
 WRAPPED_COMMANDS=("${CONTROL_PLANE_COMMANDS[@]}" "${NODE_COMMANDS[@]}")
 

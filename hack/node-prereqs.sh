@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the node tier needs, each step idempotent and cached (see each script):
 #   hack/node-host.sh       Debian packages: containerd, runc, CNI plugins, iptables, buildah, debootstrap
-#   hack/build-k8s.sh node  kubelet, kube-proxy, kubectl from k8s.io/kubernetes (Go module proxy)
+#   hack/build-k8s.sh node  kubelet, kube-proxy from k8s.io/kubernetes (Go module proxy)
 #   hack/build-images.sh    the OCI archives the node imports (pause, controller, curl, llama-server)
 #   llmkube.testing.host_llama_server  that llama-server, extracted for this host (the agent tests)
 #

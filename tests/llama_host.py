@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tools import without_build
 
 from llmkube.testing.images import BUILD_COMMAND, LLAMA_SERVER, default_images_dir
 
@@ -66,7 +67,7 @@ def llama_server_binary() -> Path:
     images = default_images_dir()
     archive, inputs = images / LLAMA_SERVER.archive, images / f"{LLAMA_SERVER.archive}.inputs"
     if not archive.is_file() or not inputs.is_file():
-        pytest.skip(f"{archive} is not built ({BUILD_COMMAND} builds it)")
+        without_build(f"{archive} is not built ({BUILD_COMMAND} builds it)")
     target = images.parent / "host" / "llama-server" / inputs.read_text().strip() / "llama-server"
     if not os.access(target, os.X_OK):
         _extract(archive, target)

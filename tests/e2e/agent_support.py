@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from e2e_support import API, eventually
+from tools import without_build
 
 from llmkube.testing.fileserver import ModelFileHandler
 from llmkube.testing.host_llama_server import extracted_path, runnable
@@ -40,7 +41,7 @@ def llama_server_binary() -> Path:
     """The node tier's llama-server, extracted for this host; skip (with the reason) without it."""
     path = extracted_path()
     if path is None or not path.is_file():
-        pytest.skip(
+        without_build(
             "the host agent tests need llama-server, extracted from the node tier's image (make node-prereqs)"
         )
     if reason := runnable(path):

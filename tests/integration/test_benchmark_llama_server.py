@@ -13,6 +13,8 @@ from llama_host import LlamaServer, llama_server
 from llmkube.cli import main
 from llmkube.testing.tiny_gguf import write_tiny_gguf
 
+pytestmark = pytest.mark.tools  # llama-server, from the node tier's image (make node-prereqs)
+
 SLOTS = 4
 
 

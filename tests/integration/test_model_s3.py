@@ -25,6 +25,8 @@ from llmkube.plan.model.remote import RemoteSource, remote_source
 from llmkube.testing.s3server import Credentials, MinioServer, minio_binary, running_minio
 from llmkube.testing.tiny_gguf import write_tiny_gguf_shards
 
+pytestmark = pytest.mark.tools  # MinIO, from hack/build-tools.sh
+
 BUCKET = "private-models"
 PREFIX = "tiny/v1"
 
