@@ -57,7 +57,7 @@ from llmkube.router.http.client import (
     ConnectionBroken,
     InvalidHeader,
 )
-from llmkube.router.http.messages import Headers, Request
+from llmkube.router.http.messages import BodyError, Headers, Request
 from llmkube.router.http.server import Responder
 from llmkube.router.metrics import RouterMetrics
 from llmkube.router.relay import ClientGone, Discard, StreamRelay, UpstreamReset
@@ -314,7 +314,14 @@ class Proxy:
             if refused is not None:
                 self._refuse(exchange, refused)
                 return
-        raw = request.body
+        # Read only now: a client without its key never made the router read its body.
+        try:
+            raw = await request.read_body()
+        except BodyError as broken:
+            self._refuse(
+                exchange, Refused(broken.status, str(broken), code="invalid_http", outcome="bad_request")
+            )
+            return
         if raw is None or len(raw) > config.max_body_bytes:
             # The rest of the body is not read: the connection closes after the answer (not before:
             # the client gets the 413).

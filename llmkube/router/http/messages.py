@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
 __all__ = [
+    "BodyError",
     "Headers",
     "Request",
     "date_header",
@@ -45,10 +46,16 @@ def first(headers: Iterable[tuple[str, str]], name: str) -> str | None:
     return None
 
 
+class BodyError(Exception):
+    """The request's body cannot be had: it broke off, or its framing is malformed (the connection
+    ends after the answer). `status` is what to answer (400)."""
+
+    status = 400
+
+
 @dataclass(slots=True)
 class Request:
-    """A request as received: its head, and its body once whole (None: larger than the server
-    takes, the connection then closes after the answer)."""
+    """A request as received: its head at once, its body when asked for (`read_body`)."""
 
     method: str
     path: str
@@ -56,11 +63,19 @@ class Request:
     #: "1.1" or "1.0"
     version: str
     headers: Headers
-    body: bytes | None = b""
     #: the client's address and port
     peer: tuple[str, int] | None = None
+    #: reads the body (the server's; none: an empty body)
+    reader: Callable[[], Awaitable[bytes | None]] | None = field(default=None, repr=False)
     #: every header, names in lower case, first value of each (made on first use)
     _lower: dict[str, str] | None = field(default=None, repr=False)
+
+    async def read_body(self) -> bytes | None:
+        """The whole body; None when it is larger than the server takes (it is not read, and the
+        connection closes after the answer); raises BodyError when its framing is malformed. A
+        handler that answers without reading it (a refusal) spares the server the read: the
+        connection closes after the answer if the body is not all in by then."""
+        return b"" if self.reader is None else await self.reader()
 
     @property
     def lower_headers(self) -> dict[str, str]:

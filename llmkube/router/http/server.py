@@ -1,17 +1,22 @@
 """The router's HTTP/1.1 server: one protocol object per client connection, llhttp's parser, one task
-per request for the handler, and a `Responder` the handler answers through.
+per connection that hands its requests to the handler in turn, and a `Responder` the handler
+answers through.
 
 * Keep-alive as HTTP/1.1 has it (HTTP/1.0 only when asked); requests a client pipelines are taken in
   turn, and reading stops while one is being answered.
-* The body is read whole before the handler runs, up to `body_limit()`: a larger one (declared, or
-  counted as it comes) is handed over at once with `body=None`, unread, and the connection closes
-  after the answer. `Expect: 100-continue` is answered when the body will be read.
-* A head larger than `max_head_bytes`, or a malformed request, is answered by the server itself
-  (431, 400; the body from `error_body`) and the connection closed: the handler never sees it.
-* A client that goes away cancels its handler's task (the handler's `finally` and CancelledError
-  handlers run): a request in flight upstream is dropped at once.
-* A connection idle between requests, or one sending a request slower than `idle_timeout` allows,
-  is closed.
+* The handler gets a request as soon as its head is whole, and reads its body when it wants it
+  (`Request.read_body`), up to `body_limit()`: a larger one (declared, or counted as it comes) is
+  not read (None). A handler that refuses from the head alone (a missing key) never makes the
+  server read a body; the connection closes after any answer given before the body was all in.
+  `Expect: 100-continue` is answered when the body is asked for; a body whose framing breaks is a
+  BodyError for the handler (let through, it is answered 400).
+* A head larger than `max_head_bytes` or `max_headers`, or a malformed one, is answered by the
+  server itself (431, 400; the body from `error_body`) and the connection closed: the handler never
+  sees it.
+* A client that goes away cancels its request (the handler's `finally` and CancelledError handlers
+  run): a request in flight upstream is dropped at once.
+* A connection idle between requests, or one sending a request (head and body) slower than
+  `idle_timeout` allows, is closed.
 * Back-pressure: `Responder.writing_paused` while the client's socket buffer is over the high-water
   mark; `Responder.when_drained` calls back once it is not.
 """
@@ -29,7 +34,15 @@ from typing import cast
 import httptools
 import structlog
 
-from llmkube.router.http.messages import Headers, Request, date_header, decode, encode, status_line
+from llmkube.router.http.messages import (
+    BodyError,
+    Headers,
+    Request,
+    date_header,
+    decode,
+    encode,
+    status_line,
+)
 
 __all__ = ["Handler", "HttpServer", "Limits", "Responder"]
 
@@ -62,14 +75,24 @@ class Responder:
         "_detached",
         "_drained",
         "_head_only",
+        "_incoming",
         "chunked",
         "close_after",
         "finished",
         "started",
     )
 
-    def __init__(self, connection: _Connection, *, close_after: bool, chunked: bool, head_only: bool) -> None:
+    def __init__(
+        self,
+        connection: _Connection,
+        incoming: _Incoming | None,
+        *,
+        close_after: bool,
+        chunked: bool,
+        head_only: bool,
+    ) -> None:
         self._connection = connection
+        self._incoming = incoming
         #: the connection ends after this answer (the client asked, HTTP/1.0, an unread body)
         self.close_after = close_after
         #: the stream is framed in chunks (HTTP/1.1); else it ends with the connection
@@ -103,6 +126,10 @@ class Responder:
             callback()
 
     def _head(self, status: int, headers: Iterable[tuple[str, str]], framing: bytes) -> bytes:
+        if self._incoming is not None and not self._incoming.whole:
+            # Answered before its body was all in (a refusal), or a body not read: what follows on
+            # the connection cannot be told from the rest of that body.
+            self.close_after = True
         lines = [status_line(status)]
         dated = False
         for name, value in headers:
@@ -180,6 +207,36 @@ class Responder:
             self._connection.abort()
 
 
+class _Incoming:
+    """A request as the connection reads it: its head is whole, its body comes (or is skipped)."""
+
+    __slots__ = ("body", "chunks", "continued", "expects_continue", "keep_alive", "request", "size")
+
+    def __init__(self, request: Request, body: asyncio.Future[bytes | None], *, keep_alive: bool) -> None:
+        self.request = request
+        self.body = body
+        self.keep_alive = keep_alive
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.expects_continue = False
+        self.continued = False
+
+    @property
+    def whole(self) -> bool:
+        """All of the body is in, and was kept (the connection can go on to the next request)."""
+        body = self.body
+        return body.done() and not body.cancelled() and body.exception() is None and body.result() is not None
+
+    def finish(self, body: bytes | None) -> None:
+        if not self.body.done():
+            self.body.set_result(body)
+
+    def fail(self, error: BodyError) -> None:
+        if not self.body.done():
+            self.body.set_exception(error)
+            self.body.exception()  # a handler that never reads the body needs not be told
+
+
 class _Connection(asyncio.Protocol):
     """One client connection."""
 
@@ -191,19 +248,17 @@ class _Connection(asyncio.Protocol):
         self.peer: tuple[str, int] | None = None
         self.closed = False
         self.writing_paused = False
-        # the request being read
+        # the head being read
         self._url = b""
         self._headers: Headers = []
         self._head_bytes = 0
         self._head_too_large = False
-        self._body: list[bytes] = []
-        self._body_size = 0
-        self._limit = 0
-        #: an unread body is being skipped (it was too large): what is left of it is ignored
+        #: the request whose body is being read
+        self._reading: _Incoming | None = None
+        #: an unread body is being skipped (it was too large): nothing after it can be parsed
         self._skipping = False
-        # requests read, waiting their turn (with whether the connection may go on after each),
-        # and the one being answered
-        self._waiting: deque[tuple[Request, bool]] = deque()
+        #: requests whose head is in, waiting their turn
+        self._waiting: deque[_Incoming] = deque()
         #: answers the connection's requests in turn: one task for the connection, not one per
         #: request (a task's creation and its removal from asyncio's set of tasks cost more than the
         #: rest of a short request's handling on the server's side)
@@ -236,6 +291,8 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         self.server.connections.discard(self)
         self._cancel_idle()
+        if self._reading is not None:
+            self._reading.body.cancel()  # a handler reading it is cancelled with the worker anyway
         if self._worker is not None and not self._worker.done():
             self._worker.cancel()  # the client went away: so does its request
         if self._responder is not None:
@@ -276,12 +333,10 @@ class _Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self._cancel_idle()
-        self._arm_idle()  # the whole request must arrive within the idle timeout too
+        self._arm_idle()  # the whole request, head and body, must arrive within the idle timeout too
         self._url = b""
         self._headers = []
         self._head_bytes = 0
-        self._body = []
-        self._body_size = 0
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -300,57 +355,73 @@ class _Connection(asyncio.Protocol):
             raise _HeadTooLarge  # the parser stops; data_received answers 431
 
     def on_headers_complete(self) -> None:
-        self._limit = self.server.body_limit()
-        declared = _declared_length(self._headers)
-        if declared is not None and declared > self._limit:
-            self._hand_over(body=None)  # not read: 413 at once, then the connection closes
-            return
-        if any(n.lower() == "expect" and v.lower() == "100-continue" for n, v in self._headers):
-            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-
-    def on_body(self, body: bytes) -> None:
-        if self._skipping:
-            return
-        self._body_size += len(body)
-        if self._body_size > self._limit:
-            self._hand_over(body=None)
-            return
-        self._body.append(body)
-
-    def on_message_complete(self) -> None:
-        if self._skipping:
-            return
-        body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
-        self._body = []
-        self._hand_over(body)
-
-    # -- requests ---------------------------------------------------------------------------------
-
-    def _hand_over(self, body: bytes | None) -> None:
+        """The head is whole: the request goes to the handler now, its body follows (or not)."""
         url = httptools.parse_url(self._url) if self._url else None
-        method = self.parser.get_method().decode("ascii", "replace")
-        request = Request(
-            method=method,
-            path=decode(url.path) if url is not None and url.path else "/",
-            query=decode(url.query) if url is not None and url.query else "",
-            version=self.parser.get_http_version(),
-            headers=self._headers,
-            body=body,
-            peer=self.peer,
+        headers = self._headers
+        incoming = _Incoming(
+            Request(
+                method=self.parser.get_method().decode("ascii", "replace"),
+                path=decode(url.path) if url is not None and url.path else "/",
+                query=decode(url.query) if url is not None and url.query else "",
+                version=self.parser.get_http_version(),
+                headers=headers,
+                peer=self.peer,
+            ),
+            self.loop.create_future(),
+            keep_alive=self.parser.should_keep_alive(),
         )
-        # The connection goes on after the answer unless the client asked otherwise (or HTTP/1.0
-        # without keep-alive), or the body was not read (nothing after it can be parsed).
-        keep_alive = body is not None and self.parser.should_keep_alive()
-        if body is None:
-            self._skipping = True
-            self.transport.pause_reading()
-        self._waiting.append((request, keep_alive))
+        incoming.request.reader = lambda: self._read_body(incoming)
+        self._reading = incoming
+        declared = _declared_length(headers)
+        if declared is not None and declared > self.server.body_limit():
+            self._skip(incoming)  # not read: 413 at once, then the connection closes
+        else:
+            incoming.expects_continue = any(
+                n.lower() == "expect" and v.lower() == "100-continue" for n, v in headers
+            )
+        self._waiting.append(incoming)
         if self._busy:
             self.transport.pause_reading()  # pipelined: read on once the answers caught up
         elif self._worker is None:
             self._worker = self.loop.create_task(self._work())
         elif self._next is not None and not self._next.done():
             self._next.set_result(None)
+
+    def on_body(self, body: bytes) -> None:
+        incoming = self._reading
+        if self._skipping or incoming is None:
+            return
+        incoming.size += len(body)
+        if incoming.size > self.server.body_limit():
+            self._skip(incoming)
+            return
+        incoming.chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        incoming, self._reading = self._reading, None
+        if self._skipping or incoming is None:
+            return
+        self._cancel_idle()
+        chunks, incoming.chunks = incoming.chunks, []
+        incoming.finish(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+    def _skip(self, incoming: _Incoming) -> None:
+        """A body over the limit: not read (None), and nothing after it can be parsed."""
+        incoming.chunks = []
+        incoming.finish(None)
+        self._reading = None
+        self._skipping = True
+        self._cancel_idle()
+        self.transport.pause_reading()
+
+    async def _read_body(self, incoming: _Incoming) -> bytes | None:
+        if not incoming.body.done() and incoming.expects_continue and not incoming.continued:
+            incoming.continued = True
+            if not self.closed:
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # send it: it will be read
+        return await asyncio.shield(incoming.body)
+
+    # -- requests ---------------------------------------------------------------------------------
 
     async def _work(self) -> None:
         """The connection's requests, in turn, until it closes (then this task is cancelled, and
@@ -360,18 +431,22 @@ class _Connection(asyncio.Protocol):
                 self._next = self.loop.create_future()
                 await self._next
                 continue
-            request, keep_alive = self._waiting.popleft()
-            self._cancel_idle()
+            incoming = self._waiting.popleft()
+            request = incoming.request
             self._busy = True
             responder = Responder(
                 self,
-                close_after=not keep_alive or self._ending,
+                incoming,
+                close_after=not incoming.keep_alive or self._ending,
                 chunked=request.version != "1.0",
                 head_only=request.method == "HEAD",
             )
             self._responder = responder
             try:
                 await self.server.handler(request, responder)
+            except BodyError as error:  # the handler let it through: the client gets its 400
+                if not responder.started:
+                    self._error_answer(responder, error.status, str(error))
             except Exception:  # a defect of the handler: the client gets a 500, never a traceback
                 log.exception("handler failed", path=request.path)
                 if not responder.started:
@@ -397,7 +472,8 @@ class _Connection(asyncio.Protocol):
         if self._waiting:
             return  # the worker takes the next one at once
         self.transport.resume_reading()
-        self._arm_idle()
+        if self._reading is None:
+            self._arm_idle()
 
     def _error_answer(self, responder: Responder, status: int, message: str) -> None:
         content_type, body = self.server.error_body(status, message)
@@ -406,13 +482,17 @@ class _Connection(asyncio.Protocol):
     def _refuse(self, status: int, message: str) -> None:
         """A request the handler never sees: answered here, then the connection closes."""
         self._skipping = True
+        if self._reading is not None:
+            # The body of a request the handler has: it is told (BodyError), and answers.
+            self._reading.fail(BodyError(message))
+            self._reading = None
         if self._busy or self._waiting:
             self._ending = True  # answer the request in hand; what follows it is unreadable
             if self._responder is not None and not self._responder.started:
                 self._responder.close_after = True
             self.transport.pause_reading()
             return
-        responder = Responder(self, close_after=True, chunked=False, head_only=False)
+        responder = Responder(self, None, close_after=True, chunked=False, head_only=False)
         self._error_answer(responder, status, message)
         self.transport.close()
 
@@ -427,8 +507,9 @@ class _Connection(asyncio.Protocol):
             self._idle_timer = None
 
     def _idle_expired(self) -> None:
+        """Nothing was asked for that long, or a request (head or body) took that long to arrive."""
         self._idle_timer = None
-        if not self._busy and not self.closed:
+        if (self._reading is not None or not self._busy) and not self.closed:
             self.transport.close()
 
     @property

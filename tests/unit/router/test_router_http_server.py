@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from llmkube.router.http.messages import Request
+from llmkube.router.http.messages import BodyError, Request
 from llmkube.router.http.server import HttpServer, Limits, Responder
 
 Handler = Callable[[Request, Responder], Awaitable[None]]
@@ -30,7 +30,8 @@ class Served:
 
 
 async def _echo(request: Request, responder: Responder) -> None:
-    body = request.body if request.body is not None else b"<too large>"
+    body = await request.read_body()
+    body = body if body is not None else b"<too large>"
     responder.respond(200, [("Content-Type", "text/plain"), ("X-Path", request.path)], body)
 
 
@@ -163,7 +164,7 @@ async def test_a_body_over_the_limit_is_handed_over_unread_and_the_connection_en
         writer.write(request_bytes)
         _, headers, body = await _answer(reader)
         assert body == b"<too large>" and headers["connection"] == "close"
-        assert served.requests[0].body is None
+        assert await served.requests[0].read_body() is None
         assert await _closed(reader)
         writer.close()
 
@@ -199,11 +200,6 @@ async def test_expect_100_continue_is_answered_only_for_a_body_that_will_be_read
             400,
             id="two-lengths",
         ),
-        pytest.param(
-            b"POST / HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-            400,
-            id="bad-chunk-size",
-        ),
         pytest.param(b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 431, id="long-url"),
         pytest.param(b"GET / HTTP/1.1\r\nX: " + b"v" * 70_000 + b"\r\n\r\n", 431, id="long-header"),
         pytest.param(
@@ -229,6 +225,42 @@ async def test_a_hostile_head_is_refused_by_the_server_and_the_connection_ends(
         reader, writer = await served.connect()
         writer.write(_post("/ok", b"fine"))
         assert (await _answer(reader))[2] == b"fine"
+        writer.close()
+
+
+async def test_a_malformed_body_is_a_body_error_for_the_handler_and_a_400_for_the_client() -> None:
+    errors: list[BodyError] = []
+
+    async def reading(request: Request, responder: Responder) -> None:
+        try:
+            await request.read_body()
+        except BodyError as error:
+            errors.append(error)
+            raise  # let through: the server answers it
+
+    async with serving(reading) as served:
+        reader, writer = await served.connect()
+        writer.write(b"POST /b HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+        line, headers, body = await _answer(reader)
+        assert line.startswith(b"HTTP/1.1 400 ") and b"chunk size" in body
+        assert headers["connection"] == "close" and await _closed(reader)
+        assert [error.status for error in errors] == [400]
+        writer.close()
+
+
+async def test_a_refusal_before_the_body_is_read_spares_the_read_and_ends_the_connection() -> None:
+    """A handler that answers from the head alone (no key: 401) never makes the server read the
+    body: no 100-continue for it, and the connection ends after the answer."""
+
+    async def refusing(request: Request, responder: Responder) -> None:
+        responder.respond(401, [("Content-Type", "text/plain")], b"no key")
+
+    async with serving(refusing, limit=1 << 20) as served:
+        reader, writer = await served.connect()
+        writer.write(b"POST /r HTTP/1.1\r\nHost: r\r\nContent-Length: 500000\r\nExpect: 100-continue\r\n\r\n")
+        line, headers, body = await _answer(reader)
+        assert line.startswith(b"HTTP/1.1 401 ") and body == b"no key"
+        assert headers["connection"] == "close" and await _closed(reader)
         writer.close()
 
 
@@ -282,17 +314,22 @@ async def test_a_client_that_leaves_cancels_its_request() -> None:
         assert served.cancelled == ["/wait"]
 
 
-async def test_an_idle_connection_and_a_slow_head_are_closed_after_the_idle_timeout() -> None:
+async def test_an_idle_connection_a_slow_head_and_a_slow_body_are_closed_after_the_idle_timeout() -> None:
     async with serving(limits=Limits(idle_timeout=0.3)) as served:
         idle_reader, idle_writer = await served.connect()
         slow_reader, slow_writer = await served.connect()
         slow_writer.write(b"GET / HTTP/1.1\r\nHost: r\r\n")  # and never the end of the head
+        body_reader, body_writer = await served.connect()
+        body_writer.write(_post("/slow-body", b"0123456789")[:-7])  # the head, 3 bytes of 10
         started = asyncio.get_running_loop().time()
-        assert await _closed(idle_reader) and await _closed(slow_reader)
+        assert await _closed(idle_reader) and await _closed(slow_reader) and await _closed(body_reader)
         assert asyncio.get_running_loop().time() - started < 3
-        assert served.requests == []
-        idle_writer.close()
-        slow_writer.close()
+        # The body's request reached the handler with its head; it waited for the body, and was
+        # cancelled with the connection.
+        assert [r.path for r in served.requests] == ["/slow-body"]
+        assert served.cancelled == ["/slow-body"]
+        for writer in (idle_writer, slow_writer, body_writer):
+            writer.close()
 
 
 async def test_head_gets_the_length_without_the_body() -> None:

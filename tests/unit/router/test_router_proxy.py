@@ -531,6 +531,16 @@ async def test_client_keys_when_configured_are_required(
         assert lines[-1]["client"] == "team-a" and b"sk-team-a" not in b"".join(running.audit_lines)
         async with session.get(running.url + "/v1/models") as answer:
             assert answer.status == 401
+        # Without a key, the body is not read: a client announcing 30 MB is refused from its head
+        # (no 100-continue), and the connection ends with the answer.
+        reader, writer = await asyncio.open_connection("127.0.0.1", int(running.url.rsplit(":", 1)[1]))
+        writer.write(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 30000000\r\nExpect: 100-continue\r\n\r\n"
+        )
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        assert head.startswith(b"HTTP/1.1 401 ") and b"Connection: close" in head
+        writer.close()
 
 
 @pytest.mark.parametrize(
