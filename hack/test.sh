@@ -1,57 +1,83 @@
 #!/usr/bin/env bash
-# `make test`: the whole suite, in two passes, so that a new machine does not wait for every build
-# before the first test.
+# `make test`: the whole suite, in three passes, so that a new machine does not wait for every
+# build before the first test.
 #
-#   1. in the background, at the lowest CPU and I/O priority: `make tools node-prereqs` (the release
-#      tools, the node's packages, binaries and images: some 20 minutes of compiling on 2 cores when
-#      nothing is cached, nothing when everything is);
-#   2. meanwhile, every test that needs only the control plane (`-m "not tools"`): they wait on the
-#      API server much of the time, and the builds get what they leave;
-#   3. once the builds are done, the tests that need them (`-m tools`: the node tier, monitoring,
-#      GitOps, the install tests, S3).
+#   in the background, at the lowest CPU and I/O priority, one after the other: `make tools` (the
+#   release tools, Prometheus, MinIO: some 11 minutes of compiling on 2 cores when nothing is
+#   cached), then `make node-prereqs` (the node's packages, binaries and images: some 8);
 #
-# Arguments go to both pytest runs (`make test PYTEST_ARGS="-x tests/unit"`); a pass that selects no
-# test is not a failure. Exits non-zero when a build or either pass fails.
+#   1. meanwhile, every test that needs neither (-m "not tools and not node_prereqs": unit,
+#      integration, e2e, faults): they wait on the API server much of the time, and the builds get
+#      what they leave;
+#   2. once the tools are built, the tests that need only them (-m "tools and not node_prereqs":
+#      the install tests, monitoring, GitOps, S3), while the node's images build;
+#   3. once those are built, the rest (-m node_prereqs: the node tier, and the API-server and e2e
+#      modules that run its llama-server).
+#
+# Arguments go to every pytest run (`make test PYTEST_ARGS="-x tests/unit"`); a pass that selects no
+# test is not a failure. Exits non-zero when a build or a pass fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-.venv/bin/python}"
 CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
-LOG="$CACHE_ROOT/logs/builds-$(date +%Y%m%d-%H%M%S).log"
-mkdir -p "$(dirname "$LOG")"
+RUN="$CACHE_ROOT/logs/test-$(date +%Y%m%d-%H%M%S)-$$"
+mkdir -p "$RUN"
 log() { printf '[test %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 t0=$SECONDS
-low_priority=(nice -n 19)
-command -v ionice >/dev/null && low_priority+=(ionice -c 3)
-"${low_priority[@]}" make --no-print-directory tools node-prereqs >"$LOG" 2>&1 &
+# The builds in a session of their own, so that an interrupted run stops them too (kill the group).
+setsid bash -c '
+  low=(nice -n 19); command -v ionice >/dev/null && low+=(ionice -c 3)
+  for target in tools node-prereqs; do
+    "${low[@]}" make --no-print-directory "$target" >"$1/$target.log" 2>&1
+    echo $? >"$1/$target.rc"
+  done' builds "$RUN" &
 builds=$!
-log "building the release tools and the node tier in the background (log: $LOG)"
+trap 'kill -- -"$builds" 2>/dev/null' EXIT
+log "building the release tools, then the node tier, in the background (logs: $RUN)"
 
+status=0
 passed() {  # pytest's exit code: 0, or 5 (nothing selected: PYTEST_ARGS chose other tests)
   [ "$1" = 0 ] || [ "$1" = 5 ]
 }
+pass() {  # pass NAME MARKERS [env...]: one pytest run; its failure is remembered, the others run on
+  local name=$1 markers=$2 rc
+  shift 2
+  env "$@" "$PYTHON" -m pytest -m "$markers" "${PYTEST_ARGS[@]}"
+  rc=$?
+  log "$name: exit $rc after $((SECONDS - t0)) s"
+  passed "$rc" || status=$rc
+}
+built() {  # built NAME: wait for that background build; 0 when it succeeded
+  local name=$1 rc
+  while [ ! -f "$RUN/$name.rc" ]; do
+    kill -0 "$builds" 2>/dev/null || break
+    sleep 2
+  done
+  rc=$(cat "$RUN/$name.rc" 2>/dev/null || echo 1)
+  grep -E '^\[(build-[a-z]+|node-prereqs)[^]]*\] (done|ready)' "$RUN/$name.log" >&2 || true
+  if [ "$rc" != 0 ]; then
+    tail -n 40 "$RUN/$name.log" >&2
+    log "make $name failed (exit $rc): see $RUN/$name.log"
+    return 1
+  fi
+  log "make $name done after $((SECONDS - t0)) s"
+}
+PYTEST_ARGS=("$@")
 
-# A test of this pass that finds a build missing fails (tests/tools.py without_build): it should
-# have been marked `tools`, and a skip would hide it.
-LLMKUBE_BUILDS_PENDING=1 "$PYTHON" -m pytest -m "not tools" "$@"
-first=$?
-log "tests without the builds: exit $first after $((SECONDS - t0)) s; waiting for the builds"
-
-wait "$builds"
-built=$?
-grep -E '^\[(build-[a-z]+|node-prereqs)[^]]*\] (done|ready)' "$LOG" >&2 || true
-if [ "$built" != 0 ]; then
-  tail -n 40 "$LOG" >&2
-  log "the background builds failed (exit $built): see $LOG"
-  exit "$built"
+# A test of the first pass that finds a build missing fails (tests/tools.py without_build): it
+# should have been marked, and a skip would hide it.
+pass "tests that need no build" "not tools and not node_prereqs" LLMKUBE_BUILDS_PENDING=1
+if built tools; then
+  pass "tests that need the tools" "tools and not node_prereqs" LLMKUBE_BUILDS_PENDING=1
+  if built node-prereqs; then
+    pass "tests that need the node tier" "node_prereqs"
+  else
+    status=1
+  fi
+else
+  status=1
 fi
-log "builds done after $((SECONDS - t0)) s"
-
-"$PYTHON" -m pytest -m tools "$@"
-second=$?
-log "tests with the builds: exit $second; $((SECONDS - t0)) s in all"
-
-passed "$first" && passed "$second" && exit 0
-passed "$first" || exit "$first"
-exit "$second"
+log "$((SECONDS - t0)) s in all"
+exit "$status"

@@ -8,17 +8,21 @@ pytest_plugins = ["llmkube.testing.pytest_plugin"]
 
 TESTS = Path(__file__).parent
 
-#: What needs `make tools node-prereqs` (release tools, MinIO, Prometheus, the node tier): `make test`
-#: runs everything else while those build (hack/test.sh). A module elsewhere marks itself.
-BUILT_BY_TOOLS = [TESTS / "node", TESTS / "monitoring", TESTS / "gitops", TESTS / "e2e" / "install"]
+#: What needs `make tools` (release tools, Prometheus, MinIO) and what needs `make node-prereqs`
+#: (the node tier): `make test` runs everything else while those build (hack/test.sh). A module
+#: elsewhere marks itself.
+NEEDS_TOOLS = [TESTS / "node", TESTS / "monitoring", TESTS / "gitops", TESTS / "e2e" / "install"]
+NEEDS_NODE_PREREQS = [TESTS / "node"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Mark by directory so `-m "not e2e"` works without decorating every test.
     for item in items:
         path = Path(str(item.fspath))
-        if any(directory in path.parents for directory in BUILT_BY_TOOLS):
+        if any(directory in path.parents for directory in NEEDS_TOOLS):
             item.add_marker(pytest.mark.tools)
+        if any(directory in path.parents for directory in NEEDS_NODE_PREREQS):
+            item.add_marker(pytest.mark.node_prereqs)
         if TESTS / "integration" in path.parents:
             item.add_marker(pytest.mark.integration)
         elif TESTS / "e2e" in path.parents:

@@ -33,7 +33,7 @@ from e2e_support import API, RunningController, conditions, eventually, patch
 from llmkube.plan.model.source import cache_key
 from llmkube.testing.rest import load_yaml_documents
 
-pytestmark = [pytest.mark.e2e, pytest.mark.tools]  # llama-server, from the node tier's image
+pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
 
 ROOT = Path(__file__).resolve().parents[2]
 

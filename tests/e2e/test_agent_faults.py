@@ -37,7 +37,7 @@ from llmkube.plan.inferenceservice.metal import (
 )
 from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 
-pytestmark = [pytest.mark.e2e, pytest.mark.tools]  # llama-server, from the node tier's image
+pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
 
 HEARTBEAT = "llmkube.ai/agent-heartbeat"
 

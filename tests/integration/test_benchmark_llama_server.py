@@ -13,7 +13,7 @@ from llama_host import LlamaServer, llama_server
 from llmkube.cli import main
 from llmkube.testing.tiny_gguf import write_tiny_gguf
 
-pytestmark = pytest.mark.tools  # llama-server, from the node tier's image (make node-prereqs)
+pytestmark = pytest.mark.node_prereqs  # llama-server, from the node tier's image (make node-prereqs)
 
 SLOTS = 4
 

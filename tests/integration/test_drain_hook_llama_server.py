@@ -17,7 +17,7 @@ from llmkube.plan.inferenceservice.drain import DrainHook
 from llmkube.plan.inferenceservice.runtimes import runtime_defaults
 from llmkube.testing.tiny_gguf import write_tiny_gguf
 
-pytestmark = pytest.mark.tools  # llama-server, from the node tier's image (make node-prereqs)
+pytestmark = pytest.mark.node_prereqs  # llama-server, from the node tier's image (make node-prereqs)
 
 SLOTS = 2
 STREAMS = 12  # two generating, the others waiting for a slot (llamacpp:requests_deferred): seconds of work
