@@ -46,7 +46,9 @@ push:
 ## The whole test suite: unit, integration (real kube-apiserver), e2e (full local control plane)
 ## and node (a real kubelet and containerd, where the machine allows). The release tools and the
 ## node tier build in the background while the tests that need neither run (hack/test.sh).
-test: venv k8s-binaries
+test:
+	@# The venv and the Kubernetes binaries side by side: one waits on PyPI, the other compiles.
+	@$(MAKE) --no-print-directory -j2 venv k8s-binaries
 	PYTHON=$(abspath $(BIN))/python bash hack/test.sh $(PYTEST_ARGS)
 
 ## The schema-driven fuzz, long: 300 specs and 300 transitions dry-run on the API server; prints figures.
