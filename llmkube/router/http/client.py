@@ -16,6 +16,7 @@ whole and both sides meant to keep it; otherwise it is closed. What can go wrong
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
@@ -355,6 +356,10 @@ class _Connection(asyncio.Protocol):
             error = self._error = AnswerBroken(detail)
             sink, self._sink = self._sink, None
             if sink is not None:
+                # What came before the break goes on, then the break (a sink that already failed
+                # here was logged where it failed).
+                with contextlib.suppress(Exception):
+                    sink.flush()
                 sink.failed(error)
         self.abort()
 

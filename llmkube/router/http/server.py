@@ -162,6 +162,8 @@ class Responder:
         if self.started:
             raise RuntimeError("the answer has already started")
         self.started = True
+        if not self.chunked:
+            self.close_after = True  # an HTTP/1.0 client learns the end of the stream from the close
         if self.gone:
             return
         framing = b"Transfer-Encoding: chunked\r\n" if self.chunked else b""

@@ -284,6 +284,38 @@ async def test_an_answer_cut_short_fails_its_sink(rest: bytes) -> None:
     await pool.close()
 
 
+async def test_what_a_read_brought_before_a_malformed_chunk_is_flushed_before_the_sink_fails() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(_chunk(b"data: 1\n\n") + b"not-hex\r\n")  # one read: a good chunk, then garbage
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    order: list[str] = []
+
+    class Ordered(Collected):
+        def flush(self) -> None:
+            order.append("flush")
+
+        def failed(self, error: AnswerBroken) -> None:
+            order.append("failed")
+            super().failed(error)
+
+    pool = _pool()
+    async with backend(script) as server:
+        got = await pool.send(_origin(server.port), "POST", "/x", [], b"{}")
+        sink = Ordered()
+        got.stream(sink)
+        await asyncio.wait_for(sink.ended.wait(), 5)
+        assert b"".join(sink.chunks) == b"data: 1\n\n"
+        assert order == ["flush", "failed"]
+        got.close()
+    await pool.close()
+
+
 async def test_a_silent_backend_is_cut_off_after_the_read_timeout_but_a_paused_reader_is_not() -> None:
     async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         await _request(reader)

@@ -387,6 +387,21 @@ async def test_a_stream_to_an_http_1_0_client_ends_with_the_connection() -> None
         writer.close()
 
 
+async def test_a_stream_to_an_http_1_0_client_that_asked_for_keep_alive_says_it_will_close() -> None:
+    async def stream(request: Request, responder: Responder) -> None:
+        responder.start(200, [("Content-Type", "text/event-stream")], b"a")
+        responder.end(b"b")
+
+    async with serving(stream) as served:
+        reader, writer = await served.connect()
+        writer.write(b"POST /s HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n")
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        # without framing the close is the stream's end, so the head must not promise keep-alive
+        assert b"\r\nConnection: close\r\n" in head
+        assert await asyncio.wait_for(reader.read(), 5) == b"ab"
+        writer.close()
+
+
 async def test_a_client_that_does_not_read_pauses_the_writer_until_it_drains() -> None:
     paused = asyncio.Event()
     drained = asyncio.Event()
