@@ -9,9 +9,10 @@ pytest_plugins = ["llmkube.testing.pytest_plugin"]
 TESTS = Path(__file__).parent
 
 #: What needs `make tools` (release tools, Prometheus, MinIO) and what needs `make node-prereqs`
-#: (the node tier): `make test` runs everything else while those build (hack/test.sh). A module
-#: elsewhere marks itself.
-NEEDS_TOOLS = [TESTS / "node", TESTS / "monitoring", TESTS / "gitops", TESTS / "e2e" / "install"]
+#: (the node tier): `make test` runs everything else while those build, then each group once its
+#: build is done (hack/test.sh). A module elsewhere marks itself (`pytestmark`): the node tier's
+#: modules that drive helm, Prometheus or MinIO are marked `tools` too.
+NEEDS_TOOLS = [TESTS / "monitoring", TESTS / "gitops", TESTS / "e2e" / "install"]
 NEEDS_NODE_PREREQS = [TESTS / "node"]
 
 

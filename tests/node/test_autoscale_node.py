@@ -31,6 +31,8 @@ from llmkube.testing.metrics_stack import MetricsStack, pods_metric_path
 from llmkube.testing.node import NodeCluster
 from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
 
+pytestmark = pytest.mark.tools  # Prometheus and prometheus-adapter, from hack/build-tools.sh
+
 NAME = "scaled"
 SELECTOR = selector(NAME)
 

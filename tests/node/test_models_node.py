@@ -62,6 +62,8 @@ from llmkube.testing.tcpproxy import TcpProxy
 from llmkube.testing.tiny_gguf import write_tiny_gguf_shards
 from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
 
+pytestmark = pytest.mark.tools  # MinIO, from hack/build-tools.sh
+
 T = TypeVar("T")
 BUCKET = "private-models"
 PREFIX = "tiny/v1"

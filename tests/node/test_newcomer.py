@@ -41,6 +41,8 @@ from llmkube.testing.node import NodeCluster
 from llmkube.testing.rest import RestError, condition_true
 from llmkube.testing.tiny_service import MODEL_FILE
 
+pytestmark = pytest.mark.tools  # helm, from hack/build-tools.sh
+
 RELEASE = "llmkube"
 # The names `make image` gives (hack/image.sh) and the chart is told (docs/install.md).
 IMAGE_REPOSITORY = "localhost/llmkube"
