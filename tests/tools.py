@@ -24,7 +24,8 @@ def tools_bin() -> Path:
 def without_build(reason: str) -> NoReturn:
     """A test whose build is missing: skipped where the machine cannot have it, but a failure
     while `make test` is still building it (hack/test.sh sets LLMKUBE_BUILDS_PENDING for the passes
-    that run while a build is under way): such a test belongs to a later pass, and a skip there would hide it."""
+    that run while a build is under way): such a test belongs to a later pass, and a skip there
+    would hide it."""
     if os.environ.get("LLMKUBE_BUILDS_PENDING"):
         pytest.fail(
             f"{reason}; it is being built in the background: mark the test `tools` or `node_prereqs` "
