@@ -613,6 +613,73 @@ class Proxy:
         except OSError as error:  # the name did not resolve
             return Failure("connect", str(error) or type(error).__name__)
 
+    async def _send_to_pod(
+        self,
+        exchange: Exchange,
+        backend: Backend,
+        target: str,
+        url: str,
+        body: bytes,
+        headers: Headers,
+        wait: float,
+    ) -> tuple[Answer | Failure, str]:
+        """The request to the pod at `target`, and the pod that answers it: when `target` leaves its
+        Service's ready endpoints (its pod is being deleted) before the answer's head, the same
+        request goes to another ready pod alongside, the first answer is used and the other dropped.
+
+        Why both: without the drain annotation llama-server, on SIGTERM, stops generating but holds
+        the connections of the requests it had until the kubelet kills it (the grace period, 30 s by
+        default), so waiting for it costs that long; with the annotation it finishes them, and
+        dropping its work would cost a second generation's time. From here both are an endpoint
+        that is no longer ready."""
+        state = self.state
+        if len(state.endpoints_of(backend)) < 2:  # no other pod to go to (and no task to make)
+            return await self._send(backend, url, body, headers, wait), target
+        loop = asyncio.get_running_loop()
+        first = loop.create_task(self._send(backend, url, body, headers, wait))
+        leaving = state.leaving(target)
+        second: asyncio.Task[Answer | Failure] | None = None
+        other = ""
+        won: asyncio.Task[Answer | Failure] | None = None  # None: the client left, both are dropped
+        try:
+            await asyncio.wait((first, leaving), return_when=asyncio.FIRST_COMPLETED)
+            if not first.done():
+                now = state.clock()
+                others = [
+                    e for e in state.endpoints_of(backend) if e != target and state.quarantine.usable(e, now)
+                ]
+                chosen = choose(others, state.in_flight, key=None, turn=state.next_turn())
+                if chosen is not None and state.quarantine.acquire(chosen, now):
+                    other = chosen
+                    state.in_flight[other] = state.in_flight.get(other, 0) + 1
+                    exchange.record.tried.append(backend.name)
+                    log.info(
+                        "pod left before answering: the request goes to another pod too",
+                        request_id=exchange.record.request_id,
+                        backend=backend.name,
+                        endpoint=target,
+                        also=other,
+                    )
+                    path = exchange.request.path
+                    second = loop.create_task(
+                        self._send(backend, f"http://{other}{path}", body, headers, wait)
+                    )
+            won = await _first_answer(first, second) if second is not None else await _done(first)
+            return won.result(), target if won is first else other
+        finally:
+            state.stay(target, leaving)
+            for task in (first, second):
+                if task is not None and task is not won:
+                    _drop(task)
+            if second is not None:
+                # The caller settles the pod that answered (its count, its verdict), or `target`
+                # when none did: the other one is settled here.
+                settled = target if won is second else other
+                state.in_flight[settled] -= 1
+                if state.in_flight[settled] <= 0:
+                    del state.in_flight[settled]
+                state.quarantine.abandoned(settled, state.clock())
+
     async def _attempt(
         self,
         exchange: Exchange,
@@ -631,7 +698,10 @@ class Proxy:
         upstream: Answer | None = None
         verdict: bool | None = None
         try:
-            sent = await self._send(backend, url, body, headers, wait)
+            if backend.external:
+                sent = await self._send(backend, url, body, headers, wait)
+            else:
+                sent, target = await self._send_to_pod(exchange, backend, target, url, body, headers, wait)
             if isinstance(sent, Failure):
                 verdict = False
                 self._failed(exchange, backend, target, sent)
@@ -831,3 +901,33 @@ class Proxy:
 _TEXT = (("Content-Type", "text/plain; charset=utf-8"),)
 _JSON = (("Content-Type", "application/json"),)
 _METRICS = (("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),)
+
+
+async def _first_answer(
+    first: asyncio.Task[Answer | Failure], second: asyncio.Task[Answer | Failure]
+) -> asyncio.Task[Answer | Failure]:
+    """The first of two sends to bring an answer that is not a 5xx (the first one when neither does)."""
+    pending: set[asyncio.Task[Answer | Failure]] = {first, second}
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        for task in sorted(done, key=lambda t: t is not first):
+            result = task.result()
+            if isinstance(result, Answer) and result.status < 500:
+                return task
+    return first
+
+
+async def _done(task: asyncio.Task[Answer | Failure]) -> asyncio.Task[Answer | Failure]:
+    await asyncio.wait((task,))
+    return task
+
+
+def _drop(task: asyncio.Task[Answer | Failure]) -> None:
+    """A send whose answer is not wanted: cancelled (its connection aborted), or its answer closed."""
+    if not task.done():
+        task.cancel()
+        return
+    if not task.cancelled() and task.exception() is None:
+        result = task.result()
+        if isinstance(result, Answer):
+            result.close()

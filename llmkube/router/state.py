@@ -55,6 +55,9 @@ class RouterState:
         self.listeners: list[Callable[[RouterConfig], None]] = []
         #: set (and replaced) when some Service's ready endpoints change: held requests look again
         self._endpoints_changed = asyncio.Event()
+        #: per endpoint: futures of requests waiting for its answer, resolved when it leaves its
+        #: Service's ready endpoints (its pod is being deleted)
+        self._leaving: dict[str, set[asyncio.Future[None]]] = {}
 
     # -- the spec -------------------------------------------------------------------------------
 
@@ -95,6 +98,9 @@ class RouterState:
         self.endpoints[service] = endpoints
         for gone in set(before) - set(endpoints):
             self.quarantine.forget(gone)
+            for waiting in self._leaving.pop(gone, ()):
+                if not waiting.done():
+                    waiting.set_result(None)
         if endpoints != before:
             self._endpoints_changed.set()
             self._endpoints_changed = asyncio.Event()
@@ -108,6 +114,20 @@ class RouterState:
         except TimeoutError:
             return False
         return True
+
+    def leaving(self, endpoint: str) -> asyncio.Future[None]:
+        """A future resolved when `endpoint` leaves its Service's ready endpoints; `stay` when done
+        with it."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._leaving.setdefault(endpoint, set()).add(future)
+        return future
+
+    def stay(self, endpoint: str, future: asyncio.Future[None]) -> None:
+        waiting = self._leaving.get(endpoint)
+        if waiting is not None:
+            waiting.discard(future)
+            if not waiting:
+                del self._leaving[endpoint]
 
     def drop_service(self, service: str) -> None:
         for gone in self.endpoints.pop(service, ()):
