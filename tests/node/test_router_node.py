@@ -49,6 +49,8 @@ SPEC: dict[str, Any] = {
     "resources": {"cpu": "200m", "memory": "256Mi"},
 }
 LOAD = {"concurrency": 4, "seconds": 45, "max_tokens": 96}
+#: a pod's terminationGracePeriodSeconds when the spec leaves it out (the services here do)
+GRACE_SECONDS = 30
 CLIENT_SOURCE = Path(router_client.__file__).read_text()
 RESTRICTED = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
 
@@ -327,6 +329,11 @@ def test_deleting_a_backend_pod_mid_traffic_loses_no_request_that_had_not_starte
     failures = lines_of(router_log, "msg", "attempt failed")
     assert {f["endpoint"] for f in failures} <= {busy}, failures
     retried = [e for e in audit if len(e["tried"]) > 1]
+    # A request that had no answer yet from the deleted pod is sent to alpha's other pod too: none
+    # waits for the kubelet to kill the deleted one at the end of its grace period (30 s), as one did
+    # when the router only retried once that pod's connection broke.
+    waited = [r for r in during if not r["stream"] and r["total_s"] >= GRACE_SECONDS]
+    assert waited == [], waited
 
     whole = [r["total_s"] for r in results if not r["stream"] and served(r, tokens)]
     first = [r["first_s"] for r in results if r["stream"] and r["first_s"] is not None]
