@@ -48,7 +48,8 @@ passed() {  # pytest's exit code: 0, or 5 (nothing selected: PYTEST_ARGS chose o
 pass() {  # pass NAME MARKERS [env...]: one pytest run; its failure is remembered, the others run on
   local name=$1 markers=$2 rc
   shift 2
-  env "$@" "$PYTHON" -m pytest -m "$markers" "${PYTEST_ARGS[@]}"
+  # --durations: where the time of a pass goes, for whoever makes it shorter next
+  env "$@" "$PYTHON" -m pytest -m "$markers" --durations=15 "${PYTEST_ARGS[@]}"
   rc=$?
   log "$name: exit $rc after $((SECONDS - t0)) s"
   passed "$rc" || status=$rc
