@@ -18,6 +18,7 @@ answer, count it, write its audit line.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -642,7 +643,10 @@ class Proxy:
         other = ""
         won: asyncio.Task[Answer | Failure] | None = None  # None: the client left, both are dropped
         try:
-            await asyncio.wait((first, leaving), return_when=asyncio.FIRST_COMPLETED)
+            # One future wakes this request for either event (its answer's head, its pod leaving):
+            # a callback costs a third of what asyncio.wait does, on every request to such a backend.
+            first.add_done_callback(functools.partial(_resolve, leaving))
+            await leaving
             if not first.done():
                 now = state.clock()
                 others = [
@@ -664,7 +668,10 @@ class Proxy:
                     second = loop.create_task(
                         self._send(backend, f"http://{other}{path}", body, headers, wait)
                     )
-            won = await _first_answer(first, second) if second is not None else await _done(first)
+            if second is not None:
+                won = await _first_answer(first, second)
+            else:
+                won = first if first.done() else await _done(first)
             return won.result(), target if won is first else other
         finally:
             state.stay(target, leaving)
@@ -915,6 +922,11 @@ async def _first_answer(
             if isinstance(result, Answer) and result.status < 500:
                 return task
     return first
+
+
+def _resolve(future: asyncio.Future[None], _: object) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 async def _done(task: asyncio.Task[Answer | Failure]) -> asyncio.Task[Answer | Failure]:
