@@ -71,6 +71,9 @@ async def test_the_coding_router_sample_applies_and_routes_as_it_says(
             drain_delay=0.0,
             shutdown_grace=5.0,
             handle_signals=False,
+            # A request for a backend with no ready pod waits this long for one before its 503
+            # (30 s by default): the 503s this test asks for need not wait that long.
+            endpoint_wait=1.0,
         )
         async with _running(settings) as process, aiohttp.ClientSession() as session:
             assert process.address is not None
