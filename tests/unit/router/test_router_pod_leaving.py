@@ -10,6 +10,8 @@ that never answers once it has left, and one that still does (draining), against
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import aiohttp
 import orjson
 import pytest
 
-from tests.unit.router.proxy_support import post, running_proxy
+from tests.unit.router.proxy_support import RunningProxy, post, running_proxy
 
 CHAT = "/v1/chat/completions"
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
@@ -111,79 +113,84 @@ async def _which_got_it(servers: dict[str, HeldServer]) -> str:
     return waits[done.pop()]
 
 
-@pytest.mark.parametrize("drains", [False, True], ids=["stops-answering", "drains"])
-async def test_a_request_on_a_pod_that_leaves_is_answered_by_whichever_pod_answers_first(
-    drains: bool, tmp_path: Path, session: aiohttp.ClientSession
-) -> None:
+@dataclass
+class Left:
+    """A request held by one of two pods when that pod left the ready endpoints."""
+
+    running: RunningProxy
+    request: asyncio.Future[tuple[int, dict[str, str], bytes]]
+    leaving: str
+    staying: str
+    servers: dict[str, HeldServer]
+
+
+@contextlib.asynccontextmanager
+async def a_pod_leaves(name: str, tmp_path: Path, session: aiohttp.ClientSession) -> AsyncIterator[Left]:
+    """Two pods; a request reaches one; that one leaves the ready endpoints; the other gets the same
+    request too. Both release their requests and stop at the end."""
     servers = {}
-    for name in ("a", "b"):
-        server = HeldServer(name)
+    for pod in ("a", "b"):
+        server = HeldServer(pod)
         servers[await server.start()] = server
     try:
-        async with running_proxy(f"leaving-{drains}", tmp_path) as running:
+        async with running_proxy(name, tmp_path) as running:
             running.load(SPEC)
             running.endpoints("pods", *servers)
             request = asyncio.ensure_future(post(session, running.url + CHAT, REQUEST))
             leaving = await _which_got_it(servers)
             (staying,) = [address for address in servers if address != leaving]
-            old, new = servers[leaving], servers[staying]
             running.endpoints("pods", staying)  # the pod is being deleted: no longer ready
-            await asyncio.wait_for(new.received.wait(), 5)  # the same request, on the other pod too
-            (old if drains else new).release.set()
-            status, _, body = await asyncio.wait_for(request, 5)
-            assert status == 200, body
-            winner, loser = (old, new) if drains else (new, old)
-            assert orjson.loads(body)["id"] == winner.name
-            # The other one is dropped: its connection closed, its pod stops working on it.
-            for _ in range(100):
-                if loser.dropped:
-                    break
-                await asyncio.sleep(0.01)
-            assert (loser.dropped, loser.answered, winner.answered) == (1, 0, 1)
-            (audit,) = [orjson.loads(line) for line in running.audit_lines]
-            assert audit["endpoint"] == (leaving if drains else staying)
-            assert audit["tried"] == ["pods", "pods"] and audit["status"] == 200
-            # Nothing counts against either pod, and nothing is left in flight.
-            assert running.state.quarantine.quarantined(running.state.clock()) == []
-            assert running.state.in_flight == {}
+            await asyncio.wait_for(servers[staying].received.wait(), 5)  # the same request there too
+            yield Left(running, request, leaving, staying, servers)
     finally:
         for server in servers.values():
             server.release.set()
             await server.stop()
+
+
+@pytest.mark.parametrize("drains", [False, True], ids=["stops-answering", "drains"])
+async def test_a_request_on_a_pod_that_leaves_is_answered_by_whichever_pod_answers_first(
+    drains: bool, tmp_path: Path, session: aiohttp.ClientSession
+) -> None:
+    async with a_pod_leaves(f"leaving-{drains}", tmp_path, session) as left:
+        old, new = left.servers[left.leaving], left.servers[left.staying]
+        (old if drains else new).release.set()
+        status, _, body = await asyncio.wait_for(left.request, 5)
+        assert status == 200, body
+        winner, loser = (old, new) if drains else (new, old)
+        assert orjson.loads(body)["id"] == winner.name
+        # The other one is dropped: its connection closed, its pod stops working on it.
+        for _ in range(100):
+            if loser.dropped:
+                break
+            await asyncio.sleep(0.01)
+        assert (loser.dropped, loser.answered, winner.answered) == (1, 0, 1)
+        (audit,) = [orjson.loads(line) for line in left.running.audit_lines]
+        assert audit["endpoint"] == (left.leaving if drains else left.staying)
+        assert audit["tried"] == ["pods", "pods"] and audit["status"] == 200
+        # Nothing counts against either pod, and nothing is left in flight.
+        state = left.running.state
+        assert state.quarantine.quarantined(state.clock()) == []
+        assert state.in_flight == {}
 
 
 async def test_a_client_that_leaves_while_both_pods_hold_its_request_drops_both(
     tmp_path: Path, session: aiohttp.ClientSession
 ) -> None:
-    servers = {}
-    for name in ("a", "b"):
-        server = HeldServer(name)
-        servers[await server.start()] = server
-    try:
-        async with running_proxy("leaving-client-gone", tmp_path) as running:
-            running.load(SPEC)
-            running.endpoints("pods", *servers)
-            request = asyncio.ensure_future(post(session, running.url + CHAT, REQUEST))
-            leaving = await _which_got_it(servers)
-            (staying,) = [address for address in servers if address != leaving]
-            running.endpoints("pods", staying)
-            await asyncio.wait_for(servers[staying].received.wait(), 5)
-            request.cancel()  # the client goes away
-            for _ in range(200):
-                if all(s.dropped for s in servers.values()):
-                    break
-                await asyncio.sleep(0.01)
-            assert [s.dropped for s in servers.values()] == [1, 1]
-            for _ in range(100):
-                if not running.state.in_flight:
-                    break
-                await asyncio.sleep(0.01)
-            assert running.state.in_flight == {}
-            assert running.state._leaving == {}
-    finally:
-        for server in servers.values():
-            server.release.set()
-            await server.stop()
+    async with a_pod_leaves("leaving-client-gone", tmp_path, session) as left:
+        left.request.cancel()  # the client goes away
+        for _ in range(200):
+            if all(s.dropped for s in left.servers.values()):
+                break
+            await asyncio.sleep(0.01)
+        assert [s.dropped for s in left.servers.values()] == [1, 1]
+        state = left.running.state
+        for _ in range(100):
+            if not state.in_flight:
+                break
+            await asyncio.sleep(0.01)
+        assert state.in_flight == {}
+        assert state._leaving == {}
 
 
 async def test_a_request_on_the_only_pod_that_leaves_waits_for_it(
