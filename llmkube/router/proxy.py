@@ -577,11 +577,7 @@ class Proxy:
         key: bytes | None = None  # the prompt's prefix, read only where there is a choice
         for _ in range(MAX_ENDPOINT_TRIES):
             now = self.state.clock()
-            candidates = [
-                e
-                for e in self.state.endpoints_of(backend)
-                if e not in tried and self.state.quarantine.usable(e, now)
-            ]
+            candidates = self.state.usable_endpoints(backend, now, excluding=tried)
             if key is None and len(candidates) > 1:
                 key = parsed.affinity_key(AFFINITY_PREFIX)
             endpoint = choose(candidates, self.state.in_flight, key=key or None, turn=self.state.next_turn())
@@ -649,13 +645,11 @@ class Proxy:
             await leaving
             if not first.done():
                 now = state.clock()
-                others = [
-                    e for e in state.endpoints_of(backend) if e != target and state.quarantine.usable(e, now)
-                ]
+                others = state.usable_endpoints(backend, now, excluding=(target,))
                 chosen = choose(others, state.in_flight, key=None, turn=state.next_turn())
                 if chosen is not None and state.quarantine.acquire(chosen, now):
                     other = chosen
-                    state.in_flight[other] = state.in_flight.get(other, 0) + 1
+                    state.request_began(other)
                     exchange.record.tried.append(backend.name)
                     log.info(
                         "pod left before answering: the request goes to another pod too",
@@ -682,9 +676,7 @@ class Proxy:
                 # The caller settles the pod that answered (its count, its verdict), or `target`
                 # when none did: the other one is settled here.
                 settled = target if won is second else other
-                state.in_flight[settled] -= 1
-                if state.in_flight[settled] <= 0:
-                    del state.in_flight[settled]
+                state.request_ended(settled)
                 state.quarantine.abandoned(settled, state.clock())
 
     async def _attempt(
@@ -701,7 +693,7 @@ class Proxy:
         state = self.state
         record = exchange.record
         record.tried.append(backend.name)
-        state.in_flight[target] = state.in_flight.get(target, 0) + 1
+        state.request_began(target)
         upstream: Answer | None = None
         verdict: bool | None = None
         try:
@@ -738,9 +730,7 @@ class Proxy:
                 self._finish(exchange)
                 return True
         finally:
-            state.in_flight[target] -= 1
-            if state.in_flight[target] <= 0:
-                del state.in_flight[target]
+            state.request_ended(target)
             now = state.clock()
             if verdict is True:
                 state.quarantine.succeeded(target, now)
@@ -830,13 +820,13 @@ class Proxy:
             target, url = backend.name, upstream_url(backend.url or "", exchange.request.path)
         else:
             now = state.clock()
-            candidates = [e for e in state.endpoints_of(backend) if state.quarantine.usable(e, now)]
+            candidates = state.usable_endpoints(backend, now)
             chosen = choose(candidates, state.in_flight, key=None, turn=state.next_turn())
             if chosen is None:
                 self.metrics.shadow(backend.name, "failed")
                 return
             target, url = chosen, f"http://{chosen}{exchange.request.path}"
-        state.in_flight[target] = state.in_flight.get(target, 0) + 1
+        state.request_began(target)
         try:
             sent = await self._send(backend, url, body, headers, timeout)
             if isinstance(sent, Failure) or sent.status >= 500:
@@ -863,9 +853,7 @@ class Proxy:
             finally:
                 sent.close()
         finally:
-            state.in_flight[target] -= 1
-            if state.in_flight[target] <= 0:
-                del state.in_flight[target]
+            state.request_ended(target)
 
     async def stop_shadows(self) -> None:
         for task in list(self._shadows):

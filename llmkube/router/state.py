@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +135,22 @@ class RouterState:
 
     def endpoints_of(self, backend: Backend) -> tuple[str, ...]:
         return self.endpoints.get(backend.service or "", ()) if not backend.external else ()
+
+    def usable_endpoints(self, backend: Backend, now: float, excluding: Collection[str] = ()) -> list[str]:
+        """The backend's ready endpoints a request may go to now (not in quarantine), but `excluding`."""
+        return [
+            e for e in self.endpoints_of(backend) if e not in excluding and self.quarantine.usable(e, now)
+        ]
+
+    def request_began(self, endpoint: str) -> None:
+        self.in_flight[endpoint] = self.in_flight.get(endpoint, 0) + 1
+
+    def request_ended(self, endpoint: str) -> None:
+        left = self.in_flight[endpoint] - 1
+        if left > 0:
+            self.in_flight[endpoint] = left
+        else:
+            del self.in_flight[endpoint]  # the gauge of an idle endpoint is its absence
 
     def endpoint_counts(self, config: RouterConfig) -> dict[str, int]:
         """The ready endpoints of each InferenceService backend, by backend name."""
