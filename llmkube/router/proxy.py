@@ -665,7 +665,8 @@ class Proxy:
             if second is not None:
                 won = await _first_answer(first, second)
             else:
-                won = first if first.done() else await _done(first)
+                await first
+                won = first
             return won.result(), target if won is first else other
         finally:
             state.stay(target, leaving)
@@ -915,11 +916,6 @@ async def _first_answer(
 def _resolve(future: asyncio.Future[None], _: object) -> None:
     if not future.done():
         future.set_result(None)
-
-
-async def _done(task: asyncio.Task[Answer | Failure]) -> asyncio.Task[Answer | Failure]:
-    await asyncio.wait((task,))
-    return task
 
 
 def _drop(task: asyncio.Task[Answer | Failure]) -> None:

@@ -163,7 +163,8 @@ class Responder:
             raise RuntimeError("the answer has already started")
         self.started = True
         if not self.chunked:
-            self.close_after = True  # an HTTP/1.0 client learns the end of the stream from the close
+            # The end of a stream without framing is the end of the connection: the head says so.
+            self.close_after = True
         if self.gone:
             return
         framing = b"Transfer-Encoding: chunked\r\n" if self.chunked else b""
@@ -195,10 +196,8 @@ class Responder:
             return
         if self.chunked:
             self._connection.transport.write(self._frame(last) + b"0\r\n\r\n" if last else b"0\r\n\r\n")
-        else:
-            if last:
-                self._connection.transport.write(last)
-            self.close_after = True  # the end of a stream without framing is the end of the connection
+        elif last:
+            self._connection.transport.write(last)  # the close that follows ends it (see `start`)
 
     def abort(self) -> None:
         """End the client's connection at once (a stream that broke: the client must not take
