@@ -83,6 +83,7 @@ from llmkube.plan.agent.slices import (
     slice_name,
     write_needed,
 )
+from llmkube.plan.inferenceservice.agent_verdict import verdict_of
 from llmkube.plan.inferenceservice.metal import (
     AGENT_FAILURES,
     AGENT_FETCHING_MODEL,
@@ -93,7 +94,6 @@ from llmkube.plan.inferenceservice.metal import (
 )
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.inferenceservice.objects import controlled_by
-from llmkube.plan.inferenceservice.priority import effective_priority, priority_class_name
 
 log = structlog.get_logger("llmkube.agent")
 T = TypeVar("T", InferenceService, Model)
@@ -301,7 +301,9 @@ class Agent:
         raw = self.services.store.get_object(key.namespace, key.name)
         isvc = _parse(InferenceService, raw)
         model = self._model(isvc)
-        decision = assignment(isvc, model)
+        decision = assignment(
+            isvc, model, self.host, unrestricted_namespaces=self.config.unrestricted_server_flags
+        )
         verdict = decision.verdict
         served = self.served.get(key)
         holding = self._live_runners()
@@ -334,7 +336,7 @@ class Agent:
             self._stop_all(served, "this agent cannot serve it")
             report = (UNSUPPORTED_BY_AGENT, decision.message)
         elif verdict is Verdict.SERVE and model is not None:
-            report, retry = await self._serve(served, isvc, model)
+            report, retry = await self._serve(served, isvc, model, decision.priority)
         self._tidy(served)
         self._save_state()
         self._freed(holding)
@@ -345,7 +347,7 @@ class Agent:
         return result
 
     async def _serve(
-        self, served: Served, isvc: InferenceService, model: Model
+        self, served: Served, isvc: InferenceService, model: Model, priority: int
     ) -> tuple[Report | None, float | None]:
         """Start, roll or keep its server; what to say while none serves, and when to look again."""
         assert self.store is not None
@@ -361,7 +363,6 @@ class Agent:
                 "its memory need cannot be estimated before llama-server loads it (the server fetches "
                 "the model itself); set hardware.memoryBudget on its Model",
             ), None
-        priority = self._priority(isvc)
         protected = bool(isvc.spec.eviction_protection)
         identity = command_identity(
             server_command(
@@ -501,13 +502,6 @@ class Agent:
             total=self.config.total_memory,
         )
         return need.bytes
-
-    def _priority(self, isvc: InferenceService) -> int:
-        """The service's effective priority as the controller reports it (its PriorityClass's
-        value), else the value of the class its priority names."""
-        if isvc.status is not None and isvc.status.effective_priority is not None:
-            return isvc.status.effective_priority
-        return effective_priority(priority_class_name(isvc.spec), {}) or 0
 
     def _residents(self, *, exclude: Served | None = None) -> list[Resident]:
         found = []
@@ -794,8 +788,9 @@ class Agent:
             self.controller.enqueue(ObjectKey.parse(demand.key))
 
     def _priority_of_key(self, key: ObjectKey) -> int:
+        """The priority the controller accepted for the service's spec (0 while it has not)."""
         isvc = _parse(InferenceService, self.services.store.get_object(key.namespace, key.name))
-        return self._priority(isvc) if isvc is not None else 0
+        return verdict_of(isvc).priority if isvc is not None else 0
 
     def _model(self, isvc: InferenceService | None) -> Model | None:
         if isvc is None:

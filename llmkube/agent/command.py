@@ -58,6 +58,9 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         pressure=PressureSettings(critical=args.memory_pressure_critical),
         pressure_interval=args.memory_pressure_interval,
         stop_on_exit=args.stop_on_exit,
+        unrestricted_server_flags=c.namespaces(
+            "--unrestricted-server-flags", args.unrestricted_server_flags or ""
+        ),
     )
 
 

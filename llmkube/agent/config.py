@@ -46,6 +46,8 @@ class AgentConfig:
     pressure: PressureSettings = field(default_factory=PressureSettings)
     pressure_interval: float = 10.0
     stop_on_exit: bool = False
+    #: namespaces whose services may pass any llama-server flag but the agent's own
+    unrestricted_server_flags: frozenset[str] = frozenset()
 
     def describe(self) -> dict[str, object]:
         """What the start-up log line says."""
@@ -61,6 +63,7 @@ class AgentConfig:
             "model_cache": str(self.cache_dir),
             "state": str(self.state_dir),
             "model_local_roots": list(self.local_roots),
+            "unrestricted_server_flags": sorted(self.unrestricted_server_flags),
         }
 
 
@@ -136,3 +139,12 @@ def local_roots(value: str) -> tuple[str, ...]:
         return normalized_roots(value.split(","))
     except InvalidLocalRoot as invalid:
         raise AgentConfigError(str(invalid)) from None
+
+
+def namespaces(flag: str, value: str) -> frozenset[str]:
+    """A comma-separated list of namespace names (DNS labels)."""
+    names = frozenset(part.strip() for part in value.split(",") if part.strip())
+    for name in names:
+        if not _DNS_LABEL.match(name) or len(name) > 63:
+            raise AgentConfigError(f"{flag}: {name!r} is not a namespace name")
+    return names

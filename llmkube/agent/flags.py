@@ -85,6 +85,15 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         help="the only directories local-path Models may be served from, symbolic links leading out "
         "of them refused; empty (the default) refuses every local source [LLMKUBE_MODEL_LOCAL_ROOTS]",
     )
+    parser.add_argument(
+        "--unrestricted-server-flags",
+        default=env("LLMKUBE_AGENT_UNRESTRICTED_SERVER_FLAGS", ""),
+        metavar="NAMESPACE[,NAMESPACE...]",
+        help="namespaces whose services may pass llama-server any flag in extraArgs but the agent's "
+        "own (its address, port, key, model, and what the spec's fields set); elsewhere only the "
+        "flags docs/agent.md lists as harmless on a host pass (default: none) "
+        "[LLMKUBE_AGENT_UNRESTRICTED_SERVER_FLAGS]",
+    )
     add_source_egress_flags(parser, "the agent")
     parser.add_argument(
         "--memory-budget",

@@ -1,5 +1,6 @@
 """The command line a host agent runs for a service: the controller's own argument builder
-(`runtimes.server_process`), with the agent's model file, address and port, and its hardware."""
+(`runtimes.server_process`), with the agent's model file, address and port, and its hardware; and
+which of the spec's extraArgs it takes (server_flags.py judges them against this command)."""
 
 import hashlib
 from collections.abc import Sequence
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
+from llmkube.plan.agent.server_flags import judge
 from llmkube.plan.agent.support import SERVED_RUNTIME
 from llmkube.plan.inferenceservice.gpu import effective_gpu_count
 from llmkube.plan.inferenceservice.runtimes import server_process
@@ -40,6 +42,29 @@ def server_command(
         flash_attention_default=host.metal,
     )
     return (binary, *(process.args or ()))
+
+
+#: what the agent always sets itself, whatever the spec: where the server listens, who may call
+#: it, what it loads (`--model` is there once the file is known; a spec never names one)
+AGENT_FLAGS = ("--model", "--mmproj", "--host", "--port", "--api-key", "--api-key-file", "--metrics")
+
+
+def agent_flags(isvc: InferenceService, model: Model, host: Host) -> tuple[str, ...]:
+    """The flags of the command line the agent builds for the service from its spec's own fields
+    (without extraArgs), and those it always sets: no extraArg may repeat or override one."""
+    bare = isvc.model_copy(update={"spec": isvc.spec.model_copy(update={"extra_args": None})})
+    command = server_command("llama-server", bare, model, model_path="model.gguf", port=1, host=host)
+    return (*AGENT_FLAGS, *(word for word in command[1:] if word.startswith("-")))
+
+
+def extra_args_refusal(
+    isvc: InferenceService, model: Model, host: Host, *, unrestricted: bool = False
+) -> str | None:
+    """Why the agent does not start the service's server with its extraArgs, or None."""
+    refused = judge(
+        isvc.spec.extra_args or (), set_by_agent=agent_flags(isvc, model, host), unrestricted=unrestricted
+    )
+    return refused.text() if refused is not None else None
 
 
 def command_identity(command: Sequence[str]) -> str:

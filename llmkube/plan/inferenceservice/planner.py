@@ -17,8 +17,14 @@ from llmkube.api.enums import Phase
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.meta import Condition
 from llmkube.api.model import Model
+from llmkube.plan.conditions.standard import remove_condition
 from llmkube.plan.events import IGNORED_SETTING, INVALID_SPEC, PlannedEvent, announced
 from llmkube.plan.inferenceservice.advice import missing_memory_request, missing_skip_model_init
+from llmkube.plan.inferenceservice.agent_verdict import (
+    ACCEPTED,
+    accepted_conditions,
+    refused_conditions,
+)
 from llmkube.plan.inferenceservice.cache_pvc import cache_pvc_intent
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.current_model import describes_current_spec, stale_status_message
@@ -311,6 +317,7 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     )
     fit = None
     if not metal:
+        conditions = remove_condition(conditions, ACCEPTED)  # the host agents' verdict: metal only
         fit = judge_memory_fit(
             model,
             spec,
@@ -322,11 +329,11 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     if fit is not None and fit.blocks:
         events.append(PlannedEvent("Warning", INSUFFICIENT_MEMORY, fit.message, MEMORY_FIT))
     if errors or not isinstance(storage, ModelStorage):
-        return _invalid(ctx, conditions, errors, events, reason=error_reason)
+        return _invalid(ctx, conditions, errors, events, reason=error_reason, metal=metal)
     if fit is not None and fit.blocks and enforced(ctx.isvc.metadata.annotations):
         # The user asked not to start what cannot fit: Failed, and nothing applied or deleted.
         message = f"{fit.message} (not started: the memory-fit annotation says enforce)"
-        return _invalid(ctx, conditions, [message], events, reason=INSUFFICIENT_MEMORY)
+        return _invalid(ctx, conditions, [message], events, reason=INSUFFICIENT_MEMORY, metal=metal)
     if metal:
         return _metal_plan(ctx, conditions, events)
     plan = _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
@@ -377,8 +384,18 @@ def _invalid(
     events: list[PlannedEvent],
     *,
     reason: str = INVALID_SPEC_REASON,
+    metal: bool = False,
 ) -> InferenceServicePlan:
-    """Failed, naming every problem; the running workload (if any) is left untouched."""
+    """Failed, naming every problem; the running workload (if any) is left untouched (a metal
+    service's host agents read the refusal from the Accepted condition, agent_verdict.py)."""
+    if metal:
+        conditions = refused_conditions(
+            conditions,
+            reason=reason,
+            message="; ".join(errors),
+            generation=ctx.generation,
+            now=ctx.observed.now,
+        )
     deployment = ctx.observed.deployment
     ready = _int_at(deployment, "status", "readyReplicas") if _owned(ctx, deployment) else 0
     facts = StatusFacts(
@@ -400,7 +417,8 @@ def _metal_plan(
 ) -> InferenceServicePlan:
     """A host agent serves the model (metal.py): no Deployment or HPA of ours may exist; the Service
     is ours, without a selector, and the agents' EndpointSlices are its endpoints. What they
-    report on those slices is the status."""
+    report on those slices is the status. The spec is accepted: its agents may serve it."""
+    conditions = accepted_conditions(conditions, generation=ctx.generation, now=ctx.observed.now)
     readiness = metal_readiness(
         ctx.observed.endpoint_slices,
         ctx.namespace,

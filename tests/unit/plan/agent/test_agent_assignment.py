@@ -21,9 +21,30 @@ MAC = Host(address="192.168.1.20", metal=True)
 LINUX = Host(address="10.88.0.1", metal=False)
 
 
-def isvc(spec: dict[str, Any] | None = None, **meta: Any) -> InferenceService:
+def verdict(status: str = "True", *, generation: int = 1, reason: str = "Accepted") -> dict[str, Any]:
+    """A status with the controller's verdict on the spec (plan/inferenceservice/agent_verdict.py)."""
+    condition = {
+        "type": "Accepted",
+        "status": status,
+        "reason": reason,
+        "message": "refused: spec.priorityClassName"
+        if status == "False"
+        else "a host agent may serve this spec",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": generation,
+    }
+    return {"effectivePriority": 1000, "conditions": [condition]}
+
+
+def isvc(
+    spec: dict[str, Any] | None = None, *, status: dict[str, Any] | None = None, **meta: Any
+) -> InferenceService:
     return InferenceService.model_validate(
-        {"metadata": {"name": "chat", "namespace": "ai", **meta}, "spec": {"modelRef": "m", **(spec or {})}}
+        {
+            "metadata": {"name": "chat", "namespace": "ai", "generation": 1, **meta},
+            "spec": {"modelRef": "m", **(spec or {})},
+            "status": verdict() if status is None else status,
+        }
     )
 
 
@@ -55,12 +76,40 @@ def model(spec: dict[str, Any] | None = None, *, phase: str = "Ready") -> Model:
     ],
 )
 def test_assignment(service: InferenceService | None, the_model: Model | None, verdict: Verdict) -> None:
-    assert assignment(service, the_model).verdict is verdict
+    assert assignment(service, the_model, MAC).verdict is verdict
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ({}, Verdict.KEEP),  # not judged yet: nothing starts
+        (verdict("False", reason="PolicyViolation"), Verdict.KEEP),  # refused: what runs stays as it was
+        (verdict(generation=0), Verdict.KEEP),  # a verdict on the previous spec says nothing of this one
+        (verdict("Unknown"), Verdict.KEEP),
+        (verdict(), Verdict.SERVE),
+    ],
+)
+def test_only_a_spec_the_controller_accepted_is_served(status: dict[str, Any], expected: Verdict) -> None:
+    assert assignment(isvc(status=status), model(), MAC).verdict is expected
+
+
+def test_the_priority_served_is_the_one_the_controller_accepted() -> None:
+    """A tenant naming system-node-critical gets a refusal from the controller, not that class's
+    value from the agent: only an accepted status's effectivePriority is used."""
+    refused = isvc({"priorityClassName": "system-node-critical"}, status=verdict("False"))
+    assert assignment(refused, model(), MAC).priority == 0
+    accepted = isvc(status={**verdict(), "effectivePriority": 100})
+    assert assignment(accepted, model(), MAC).priority == 100
+
+
+def test_a_refusal_is_kept_with_its_message() -> None:
+    decision = assignment(isvc(status=verdict("False", reason="PolicyViolation")), model(), MAC)
+    assert decision.message == "refused: spec.priorityClassName"
 
 
 def test_a_model_status_of_a_previous_spec_keeps_what_runs() -> None:
     stale = model().model_copy(update={"metadata": model().metadata.model_copy(update={"generation": 2})})
-    assert assignment(isvc(), stale).verdict is Verdict.KEEP
+    assert assignment(isvc(), stale, MAC).verdict is Verdict.KEEP
 
 
 def reference_sample(name: str) -> tuple[InferenceService, Model]:
