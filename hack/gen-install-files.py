@@ -131,6 +131,7 @@ def _rules(permissions: tuple[Permission, ...]) -> list[str]:
             *(f"  # {line}" for line in textwrap.wrap(permission.why, 96)),
             f"  - apiGroups: {_flow(rule['apiGroups'])}",
             f"    resources: {_flow(rule['resources'])}",
+            *([f"    resourceNames: {_flow(rule['resourceNames'])}"] if "resourceNames" in rule else []),
             f"    verbs: {_flow(rule['verbs'])}",
         ]
     return lines
@@ -186,7 +187,10 @@ def rbac_files() -> dict[Path, str]:
         RBAC / "leader_election_role.yaml": _documents(
             _role("Role", "llmkube-leader-election", CONTROLLER_NAMESPACE, rules([Scope.LEASE])),
             _binding("RoleBinding", "llmkube-leader-election", CONTROLLER_NAMESPACE, "Role"),
-            comment=["# Leader election uses a Lease in the controller's own namespace only."],
+            comment=[
+                "# In the controller's own namespace only: leader election's Lease, and the master key",
+                "# of metal services' server keys (read by name; created when missing).",
+            ],
         ),
         RBAC / "priorityclass-writer" / "cluster_role.yaml": _documents(
             _role(
@@ -228,11 +232,17 @@ def agent_rbac_files() -> dict[Path, str]:
         "kind: ServiceAccount",
         *_metadata(AGENT_ACCOUNT, CONTROLLER_NAMESPACE),
     ]
+    key_role = f"{AGENT_ACCOUNT}-server-key"
+    server_key = (
+        _role("Role", key_role, CONTROLLER_NAMESPACE, agent_rules(Scope.LEASE)),
+        _binding("RoleBinding", key_role, CONTROLLER_NAMESPACE, "Role", AGENT_ACCOUNT),
+    )
     return {
         AGENT / "rbac.yaml": _agent_documents(
             account,
             _role("ClusterRole", AGENT_ACCOUNT, None, agent_rules(Scope.WATCHED, Scope.CLUSTER)),
             _binding("ClusterRoleBinding", AGENT_ACCOUNT, None, "ClusterRole", AGENT_ACCOUNT),
+            *server_key,
             comment=[
                 "# The host agent's identity (`llmkube agent`, docs/agent.md): exactly what it calls, in",
                 "# every namespace. Its kubeconfig: a token of this ServiceAccount (kubectl create token).",
@@ -241,6 +251,7 @@ def agent_rbac_files() -> dict[Path, str]:
         AGENT / "namespace-scoped" / "role.yaml": _agent_documents(
             _role("Role", AGENT_ACCOUNT, AGENT_NAMESPACE, agent_rules(Scope.WATCHED)),
             _binding("RoleBinding", AGENT_ACCOUNT, AGENT_NAMESPACE, "Role", AGENT_ACCOUNT),
+            *server_key,
             comment=[
                 f"# An agent that serves one namespace ({AGENT_NAMESPACE}: set your own; run it with",
                 "# --namespace, --service-cidr and --pod-cidr): no cluster-wide right at all.",

@@ -40,6 +40,8 @@ from llmkube.agent.config import AgentConfig
 from llmkube.agent.fetch import FetchFailed, Fetching, ModelFile, ModelStore
 from llmkube.agent.processes import adopt
 from llmkube.agent.runner import Runner
+from llmkube.agent.server_keys import RETRY as KEY_RETRY
+from llmkube.agent.server_keys import KeyMissing, ServerKeys
 from llmkube.agent.state import ServerRecord, load, save
 from llmkube.api.constants import (
     AGENT_FIELD_MANAGER,
@@ -141,6 +143,7 @@ class Agent:
         self._probe_session: aiohttp.ClientSession | None = None
         self._fetch_session: aiohttp.ClientSession | None = None
         self.store: ModelStore | None = None
+        self.keys: ServerKeys | None = None
         self.addresses: ClusterAddresses | None = None
         # Set when the agent ends: from then on no reconcile starts a server or writes a slice (the
         # workers stop only after close() began, and a reconcile then would start a server the
@@ -193,6 +196,9 @@ class Agent:
             self._fetch_session,
             addresses.policy,
             self._model_progress,
+        )
+        self.keys = ServerKeys(
+            self.manager.client, self.config.controller_namespace, self.config.state_dir / "keys"
         )
         self._adopt()
 
@@ -364,16 +370,35 @@ class Agent:
                 "the model itself); set hardware.memoryBudget on its Model",
             ), None
         protected = bool(isvc.spec.eviction_protection)
+        assert self.keys is not None
+        keyed = await self.keys.key_file(isvc)
+        if isinstance(keyed, KeyMissing):
+            return (AGENT_STARTING, keyed.message), time.monotonic() + KEY_RETRY
         identity = command_identity(
-            server_command(
-                self.config.llama_server, isvc, model, model_path=artifact.identity, port=0, host=self.host
+            (
+                *server_command(
+                    self.config.llama_server,
+                    isvc,
+                    model,
+                    model_path=artifact.identity,
+                    port=0,
+                    host=self.host,
+                    api_key_file=keyed.path,
+                ),
+                f"key:{keyed.fingerprint}",  # a new key (a rotated master) is a new server
             )
         )
         current, key = served.current, served.key
 
         def command_for(port: int) -> tuple[str, ...]:
             return server_command(
-                self.config.llama_server, isvc, model, model_path=artifact.path, port=port, host=self.host
+                self.config.llama_server,
+                isvc,
+                model,
+                model_path=artifact.path,
+                port=port,
+                host=self.host,
+                api_key_file=keyed.path,
             )
 
         pass_fds = (artifact.pass_fd,) if artifact.pass_fd is not None else ()

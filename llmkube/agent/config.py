@@ -48,6 +48,8 @@ class AgentConfig:
     stop_on_exit: bool = False
     #: namespaces whose services may pass any llama-server flag but the agent's own
     unrestricted_server_flags: frozenset[str] = frozenset()
+    #: where the controller keeps the master of the server keys (its own namespace)
+    controller_namespace: str = "llmkube-system"
 
     def describe(self) -> dict[str, object]:
         """What the start-up log line says."""
@@ -141,10 +143,13 @@ def local_roots(value: str) -> tuple[str, ...]:
         raise AgentConfigError(str(invalid)) from None
 
 
+def namespace_name(flag: str, value: str) -> str:
+    name = value.strip()
+    if not _DNS_LABEL.match(name) or len(name) > 63:
+        raise AgentConfigError(f"{flag}: {name!r} is not a namespace name")
+    return name
+
+
 def namespaces(flag: str, value: str) -> frozenset[str]:
     """A comma-separated list of namespace names (DNS labels)."""
-    names = frozenset(part.strip() for part in value.split(",") if part.strip())
-    for name in names:
-        if not _DNS_LABEL.match(name) or len(name) > 63:
-            raise AgentConfigError(f"{flag}: {name!r} is not a namespace name")
-    return names
+    return frozenset(namespace_name(flag, part) for part in value.split(",") if part.strip())

@@ -86,6 +86,12 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         "of them refused; empty (the default) refuses every local source [LLMKUBE_MODEL_LOCAL_ROOTS]",
     )
     parser.add_argument(
+        "--controller-namespace",
+        default=env("LLMKUBE_AGENT_CONTROLLER_NAMESPACE", "llmkube-system"),
+        help="the controller's namespace, where it keeps the master of the servers' keys (the Secret "
+        "llmkube-metal-server-key; default llmkube-system) [LLMKUBE_AGENT_CONTROLLER_NAMESPACE]",
+    )
+    parser.add_argument(
         "--unrestricted-server-flags",
         default=env("LLMKUBE_AGENT_UNRESTRICTED_SERVER_FLAGS", ""),
         metavar="NAMESPACE[,NAMESPACE...]",

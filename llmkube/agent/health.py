@@ -37,10 +37,16 @@ def requests_processing(metrics_text: str) -> int | None:
     return None
 
 
-async def in_flight(session: aiohttp.ClientSession, address: str, port: int) -> int | None:
-    """Requests the server is processing; None when it cannot tell (it does not answer)."""
+async def in_flight(
+    session: aiohttp.ClientSession, address: str, port: int, key: str | None = None
+) -> int | None:
+    """Requests the server is processing; None when it cannot tell (it does not answer). `key`:
+    the server's key (its /metrics asks for it, /health does not)."""
+    headers = {"Authorization": f"Bearer {key}"} if key else None
     try:
-        async with session.get(f"{base_url(address, port)}/metrics", timeout=PROBE_TIMEOUT) as answer:
+        async with session.get(
+            f"{base_url(address, port)}/metrics", timeout=PROBE_TIMEOUT, headers=headers
+        ) as answer:
             if answer.status != 200:
                 return None
             return requests_processing(await answer.text())

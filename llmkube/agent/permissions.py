@@ -11,7 +11,8 @@ from llmkube.controllers.resources import (
     SERVICE_CIDRS,
     SERVICES,
 )
-from llmkube.kube.resource import EVENTS
+from llmkube.kube.resource import EVENTS, SECRETS
+from llmkube.plan.inferenceservice.server_key import MASTER_SECRET
 
 AGENT_PERMISSIONS: tuple[Permission, ...] = (
     Permission(INFERENCE_SERVICES, ("list", "watch"), Scope.WATCHED, "the services it may serve, cached"),
@@ -50,6 +51,14 @@ AGENT_PERMISSIONS: tuple[Permission, ...] = (
         Scope.CLUSTER,
         "once at start, unless --service-cidr names them: the cluster's Service networks, where model "
         "sources are not fetched",
+    ),
+    Permission(
+        SECRETS,
+        ("get",),
+        Scope.LEASE,
+        "in the controller's namespace, that one Secret: the master of the servers' keys "
+        "(plan/inferenceservice/server_key.py), read at start and every few minutes",
+        resource_names=(MASTER_SECRET,),
     ),
 )
 

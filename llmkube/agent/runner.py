@@ -26,7 +26,9 @@ import structlog
 from llmkube.agent import health
 from llmkube.agent.host import free_port, process_rss
 from llmkube.agent.processes import ServerProcess, spawn
+from llmkube.agent.server_keys import read_key
 from llmkube.plan.agent import supervision as sv
+from llmkube.plan.agent.launch import api_key_file_of
 from llmkube.plan.agent.rollout import DrainSettings, drained
 from llmkube.plan.inferenceservice.metal import NO_FREE_PORT
 
@@ -192,7 +194,8 @@ class Runner:
         if self._retire_from is not None and state.phase is sv.Phase.SERVING and not self.stop_reason:
             in_flight = None
             if now - self._retire_from >= self._drain.propagation and self.process is not None:
-                in_flight = await health.in_flight(self._session, self._address, self.process.port)
+                key = read_key(api_key_file_of(self.process.command))
+                in_flight = await health.in_flight(self._session, self._address, self.process.port, key)
             if drained(self._retire_from, time.monotonic(), in_flight, self._drain):
                 self.stop("replaced by a server of the new spec")
                 return False

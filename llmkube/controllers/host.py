@@ -24,6 +24,9 @@ class ControllerHost(Protocol):
     @property
     def recorder(self) -> EventRecorder: ...
 
+    @property
+    def own_namespace(self) -> str: ...
+
     def informer(
         self,
         resource: Resource,

@@ -76,6 +76,7 @@ from llmkube.controllers.resources import (
     SERVICE_PODS_SELECTOR,
     SERVICES,
 )
+from llmkube.controllers.server_key_master import MasterKeyUnusable, ServerKeyMaster
 from llmkube.kube.apply.applier import ApplyResult
 from llmkube.kube.apply.ownership import refuse_foreign
 from llmkube.kube.apply.service_ports import restore_service_ports, stray_service_ports
@@ -92,16 +93,18 @@ from llmkube.kube.control.predicates import (
 )
 from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, namespace_terminating
-from llmkube.kube.resource import EVENTS, Resource
+from llmkube.kube.resource import EVENTS, SECRETS, Resource
 from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.download import downloading_pod
+from llmkube.plan.inferenceservice.gpu import is_metal
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.inferenceservice.objects import controlled_by
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
 from llmkube.plan.inferenceservice.rollout import rollout_of
+from llmkube.plan.inferenceservice.server_key import ANNOTATION as SERVER_KEY_ANNOTATION
 from llmkube.plan.inferenceservice.service_cache import SERVICE_CACHE_SELECTOR, service_cache_claim_name
 from llmkube.plan.inferenceservice.status import (
     failed_status,
@@ -143,6 +146,9 @@ class InferenceServiceController:
             host.applier, INFERENCE_SERVICES, differs=status_changed, encode=encode_status
         )
 
+        self.server_keys = ServerKeyMaster(
+            host.client, host.own_namespace, field_manager=host.applier.field_manager
+        )
         self.gpu_queue = CachedGpuQueue()
         self.gpu_nodes = LargestGpuNodes()
         self.model_wait = ModelWait()
@@ -308,6 +314,25 @@ class InferenceServiceController:
         if (wait := self.model_wait.hold(key, model, now)) is not None:
             return Result(requeue_after=wait)  # the Model's first status write wakes us sooner
         observed = self._observe(isvc, now)
+        if model is not None and is_metal(model):
+            # Its host servers ask for a key of its own (server_key.py); an error is retried.
+            try:
+                observed = replace(observed, server_key_master=await self.server_keys.get())
+            except MasterKeyUnusable as unusable:
+                # An admin's to mend: said in status and an Event, and retried with backoff.
+                message = str(unusable)
+                self.host.recorder.event(raw, "Warning", SERVER_KEY_UNUSABLE, message)
+                base = isvc.status or InferenceServiceStatus()
+                failed = failed_status(
+                    base,
+                    message,
+                    previous=isvc.status,
+                    generation=isvc.metadata.generation,
+                    now=now,
+                    reason=SERVER_KEY_UNUSABLE,
+                )
+                await self._write_status(isvc, raw, failed)
+                raise
         downloading = downloading_pod(observed.pods)
         if downloading:
             observed = replace(observed, download_log=await self._download_log(key.namespace, downloading))
@@ -421,6 +446,9 @@ class InferenceServiceController:
         if plan.service_cache is not None:
             with writing("PersistentVolumeClaim", plan.service_cache):
                 await self._create_service_cache(isvc, plan.service_cache)
+        if plan.server_key is not None and _recorded_key(facts.service) != _recorded_key(plan.service):
+            with writing("Secret", plan.server_key):
+                await self._create_server_key(plan.server_key)
         observed = {"deployment": facts.deployment, "service": facts.service, "hpa": facts.hpa}
         for field, resource in _APPLY_ORDER:
             desired: Obj | None = getattr(plan, field)
@@ -513,6 +541,27 @@ class InferenceServiceController:
         except AlreadyExists:
             pass  # created meanwhile (the cache will show it)
 
+    async def _create_server_key(self, secret: Obj) -> None:
+        """Create a metal service's key Secret (server_key.py) before the Service records it. The
+        controller cannot read Secrets, so one of that name that is already there is either this
+        service's predecessor's, being deleted with it, or somebody else's: it is said, and the
+        reconcile retried with backoff (the predecessor's goes; somebody else's must be deleted)."""
+        meta = secret["metadata"]
+        try:
+            await self.host.client.create(
+                SECRETS, secret, meta["namespace"], field_manager=self.host.applier.field_manager
+            )
+        except AlreadyExists:
+            raise AlreadyExists(
+                409,
+                f"Secret {meta['namespace']}/{meta['name']} already exists, and the controller cannot tell "
+                "whether it holds this service's server key: if the service was just made again under its "
+                "name, the old one is deleted with its old owner in a moment; else delete it, and the "
+                "controller writes the key there (docs/agent.md#server-keys)",
+                reason="AlreadyExists",
+            ) from None
+        log.info("server key created", namespace=meta["namespace"], name=meta["name"])
+
     async def _write_status(self, isvc: InferenceService, raw: Obj, status: InferenceServiceStatus) -> None:
         old = isvc.status
         namespace, name = isvc.metadata.namespace or "", isvc.metadata.name or ""
@@ -541,3 +590,14 @@ class InferenceServiceController:
             await asyncio.Event().wait()
         finally:
             withdraw()
+
+
+#: the master key's Secret is there but holds no usable key
+SERVER_KEY_UNUSABLE = "ServerKeyUnusable"
+
+
+def _recorded_key(service: Obj | None) -> str | None:
+    """The server key a metal service's Service says the controller wrote (server_key.py)."""
+    annotations = ((service or {}).get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(SERVER_KEY_ANNOTATION)
+    return value if isinstance(value, str) else None

@@ -34,7 +34,8 @@ from llmkube.controllers.resources import (
     SERVICE_CIDRS,
     SERVICES,
 )
-from llmkube.kube.resource import EVENTS, LEASES, Resource
+from llmkube.kube.resource import EVENTS, LEASES, SECRETS, Resource
+from llmkube.plan.inferenceservice.server_key import MASTER_SECRET
 
 __all__ = ["PERMISSIONS", "VERB_ORDER", "Permission", "Scope", "granted", "rules"]
 
@@ -62,6 +63,8 @@ class Permission:
     subresource: str = ""
     #: only for --manage-priority-classes=true (the priorityclass-writer role)
     manages_priority_classes: bool = False
+    #: RBAC's resourceNames: only these objects (never for create, which names nothing yet)
+    resource_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.verbs) - set(VERB_ORDER)
@@ -76,6 +79,7 @@ class Permission:
         return {
             "apiGroups": [self.resource.group],
             "resources": [self.rbac_resource],
+            **({"resourceNames": list(self.resource_names)} if self.resource_names else {}),
             "verbs": [verb for verb in VERB_ORDER if verb in self.verbs],
         }
 
@@ -212,10 +216,30 @@ PERMISSIONS: tuple[Permission, ...] = (
         "http(s) sources there are not fetched",
     ),
     Permission(
+        SECRETS,
+        ("create",),
+        Scope.WATCHED,
+        "a metal service's server key (<service>-server-key, owned by the service): created once, never "
+        "read, changed or deleted (plan/inferenceservice/server_key.py)",
+    ),
+    Permission(
         LEASES,
         ("get", "create", "update"),
         Scope.LEASE,
         "leader election: read the Lease, create it once, renew/take over/release by update",
+    ),
+    Permission(
+        SECRETS,
+        ("get",),
+        Scope.LEASE,
+        "the master key the metal services' server keys derive from: read by name",
+        resource_names=(MASTER_SECRET,),
+    ),
+    Permission(
+        SECRETS,
+        ("create",),
+        Scope.LEASE,
+        "that master key: created once, when the first metal service needs it and none exists",
     ),
 )
 

@@ -127,6 +127,11 @@ class Manager:
         return self._applier
 
     @property
+    def own_namespace(self) -> str:
+        """The process's own namespace (its Lease's): where its own objects live."""
+        return self.config.lease_namespace
+
+    @property
     def recorder(self) -> EventRecorder:
         if self._recorder is None:
             self._recorder = EventRecorder(

@@ -125,6 +125,7 @@ class RouterProcess:
             self.metrics,
             self.audit,
             credentials=SecretFiles(settings.secrets_dir / "credentials"),
+            server_keys=SecretFiles(settings.secrets_dir / "server-keys"),
             api_keys_root=settings.secrets_dir / "api-keys",
             ready=self.ready,
             metrics_page=metrics_page,

@@ -30,6 +30,7 @@ import orjson
 import structlog
 
 from llmkube.kube.blocking import run_in_daemon_thread
+from llmkube.plan.inferenceservice.server_key import SECRET_KEY as SERVER_KEY
 from llmkube.plan.router import errors
 from llmkube.plan.router.audit import AuditRecord, audit_line
 from llmkube.plan.router.balancer import AFFINITY_PREFIX, choose
@@ -171,6 +172,7 @@ class Proxy:
         *,
         credentials: SecretFiles,
         api_keys_root: Path,
+        server_keys: SecretFiles | None = None,
         ready: Callable[[], list[str]],
         metrics_page: Callable[[], bytes],
         endpoint_wait: float = 0.0,
@@ -180,6 +182,8 @@ class Proxy:
         self.metrics = metrics
         self.audit = audit
         self.credentials = credentials
+        #: the InferenceService backends' server keys (a metal service's host servers ask for them)
+        self.server_keys = server_keys
         self.api_keys_root = api_keys_root
         self.ready = ready
         self.metrics_page = metrics_page
@@ -546,6 +550,10 @@ class Proxy:
             headers.append((name, value))
         headers.append(("Accept-Encoding", "identity"))
         headers.append(("X-Request-Id", exchange.record.request_id))
+        if backend.inference_service and self.server_keys is not None:
+            server_key = self.server_keys.value(backend.inference_service, SERVER_KEY)
+            if server_key:
+                headers.append(("Authorization", f"Bearer {server_key}"))
         if backend.external:
             key = (
                 self.credentials.value(backend.credentials_secret, backend.credential_key)

@@ -29,8 +29,17 @@ def gpu_count(isvc: InferenceService, model: Model, host: Host) -> int:
 
 
 def server_command(
-    binary: str, isvc: InferenceService, model: Model, *, model_path: str, port: int, host: Host
+    binary: str,
+    isvc: InferenceService,
+    model: Model,
+    *,
+    model_path: str,
+    port: int,
+    host: Host,
+    api_key_file: str = "",
 ) -> tuple[str, ...]:
+    """`api_key_file`: the service's server key (server_key.py), which the server asks of every
+    caller but /health; a file, so the key is never on a command line the host's users can read."""
     process = server_process(
         SERVED_RUNTIME,
         isvc.spec,
@@ -41,7 +50,16 @@ def server_command(
         host=host.address,
         flash_attention_default=host.metal,
     )
-    return (binary, *(process.args or ()))
+    keyed = ("--api-key-file", api_key_file) if api_key_file else ()
+    return (binary, *(process.args or ()), *keyed)
+
+
+def api_key_file_of(command: Sequence[str]) -> str | None:
+    """The key file a server's command line names (an adopted server's too)."""
+    for index, arg in enumerate(command[:-1]):
+        if arg == "--api-key-file":
+            return command[index + 1]
+    return None
 
 
 #: what the agent always sets itself, whatever the spec: where the server listens, who may call

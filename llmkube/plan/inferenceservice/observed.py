@@ -41,3 +41,6 @@ class ObservedState:
     namespace: NamespacePolicy = field(default_factory=NamespacePolicy)
     # The service's own model cache claim (per-service storage), as the controller caches it.
     service_cache_claim: KubeObject | None = None
+    # Metal services: the master key their servers' keys derive from (server_key.py), as the
+    # controller read it from its Secret; None when the service is not metal.
+    server_key_master: bytes | None = None

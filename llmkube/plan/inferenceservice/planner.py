@@ -82,6 +82,9 @@ from llmkube.plan.inferenceservice.runtimes import (
 )
 from llmkube.plan.inferenceservice.runtimes.vllm import speculative_missing_model
 from llmkube.plan.inferenceservice.scheduling import SchedulingInfo, diagnose_scheduling, running_pod_count
+from llmkube.plan.inferenceservice.server_key import ANNOTATION as SERVER_KEY_ANNOTATION
+from llmkube.plan.inferenceservice.server_key import annotation_value
+from llmkube.plan.inferenceservice.server_key import secret_intent as server_key_secret
 from llmkube.plan.inferenceservice.service import endpoint_url, service_intent
 from llmkube.plan.inferenceservice.service_cache import (
     CacheProblem,
@@ -124,6 +127,8 @@ class InferenceServicePlan:
     cache_pvc: KubeObject | None = None  # not owned: shared by the namespace, never deleted
     # The service's own cache claim (per-service storage): only to create it, never to change it.
     service_cache: KubeObject | None = None
+    # A metal service's server key (server_key.py): created before the Service that records it.
+    server_key: KubeObject | None = None
     deletes: tuple[ObjectRef, ...] = ()
     events: tuple[PlannedEvent, ...] = ()
     requeue_after: float | None = None
@@ -445,9 +450,14 @@ def _metal_plan(
         failure_message=failure.text() if failure is not None else "",
     )
     owned = (ctx.observed.deployment, ctx.observed.hpa)
+    service = service_intent(ctx.isvc, selector=False)
+    master = ctx.observed.server_key_master
+    if master is not None:
+        service["metadata"]["annotations"] = {SERVER_KEY_ANNOTATION: annotation_value(ctx.isvc, master)}
     return InferenceServicePlan(
         status=_status(ctx, conditions, facts),
-        service=service_intent(ctx.isvc, selector=False),
+        service=service,
+        server_key=server_key_secret(ctx.isvc, master) if master is not None else None,
         deletes=tuple(object_ref(obj) for obj in owned if obj is not None and _owned(ctx, obj)),
         events=tuple(events),
         requeue_after=readiness.expires_in,

@@ -7,8 +7,10 @@ pods and within Pod Security "restricted" whatever the spec says: non-root, Runt
 no privilege escalation, every capability dropped, a read-only root. It gets a ServiceAccount token
 (the router watches the API), and the Secrets the spec names as read-only files, nothing else:
 provider keys under /var/run/llmkube/credentials/<secret>/, client keys under
-/var/run/llmkube/api-keys/<secret>/ (optional volumes: a Secret created later is picked up without a
-restart, and a missing one is a backend that cannot authenticate, not a pod that cannot start).
+/var/run/llmkube/api-keys/<secret>/, each InferenceService backend's server key (a metal service's
+host servers ask for it: plan/inferenceservice/server_key.py) under
+/var/run/llmkube/server-keys/<service>/ (optional volumes: a Secret created later is picked up without
+a restart, and a missing one is a backend that cannot authenticate, not a pod that cannot start).
 
 Intents are server-side apply bodies with only the fields we own (plan/inferenceservice/objects.py).
 """
@@ -27,6 +29,7 @@ from llmkube.api.modelrouter import ModelRouter
 from llmkube.apimachinery.quantity import QuantityError, canonical_quantity
 from llmkube.plan.inferenceservice.hardening import NON_ROOT_USER
 from llmkube.plan.inferenceservice.objects import compact
+from llmkube.plan.inferenceservice.server_key import secret_name as server_key_secret
 from llmkube.plan.router.permissions import role_rules
 from llmkube.plan.tenancy import TenancyPolicy
 
@@ -170,6 +173,16 @@ def credential_secrets(router: ModelRouter) -> list[str]:
     return names
 
 
+def local_services(router: ModelRouter) -> list[str]:
+    """The InferenceServices the backends name, each once, in the order the spec names them."""
+    names = []
+    for backend in router.spec.backends:
+        ref = backend.inference_service_ref
+        if ref is not None and ref.name and ref.name not in names:
+            names.append(ref.name)
+    return names
+
+
 def api_keys_secret(router: ModelRouter) -> str | None:
     policy = router.spec.policy
     keys = policy.api_keys if policy is not None else None
@@ -224,6 +237,12 @@ def deployment(router: ModelRouter, config: RouterPlanConfig) -> KubeObject:
     if keys:
         volumes.append(_secret_volume("api-keys", keys))
         mounts.append({"name": "api-keys", "mountPath": f"{SECRETS_DIR}/api-keys/{keys}", "readOnly": True})
+    for index, service in enumerate(local_services(router)):
+        # A metal service's host servers ask for its key (server_key.py); others have none, and
+        # the optional volume stays empty (it fills if the service moves to a host).
+        volume = f"server-key-{index}"
+        volumes.append(_secret_volume(volume, server_key_secret(service)))
+        mounts.append({"name": volume, "mountPath": f"{SECRETS_DIR}/server-keys/{service}", "readOnly": True})
     audit_dir = _audit_dir(router)
     if audit_dir:
         volumes.append({"name": "audit", "emptyDir": {}})

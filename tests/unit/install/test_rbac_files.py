@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from llmkube.controllers.permissions import PERMISSIONS, Scope, granted, rules
+from llmkube.plan.inferenceservice.server_key import MASTER_SECRET
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
 WRITES = {"create", "update", "patch", "delete", "deletecollection", "*"}
@@ -25,7 +26,10 @@ def grants(*relatives: str) -> set[tuple[str, str, str]]:
     for relative in relatives:
         for role in roles(relative):
             for rule in role["rules"]:
-                assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+                assert "nonResourceURLs" not in rule
+                # One object by name: the master of the metal servers' keys, read (never listed)
+                assert rule.get("resourceNames", [MASTER_SECRET]) == [MASTER_SECRET]
+                assert "resourceNames" not in rule or rule["verbs"] == ["get"]
                 for group in rule["apiGroups"]:
                     for resource in rule["resources"]:
                         for verb in rule["verbs"]:
@@ -67,7 +71,21 @@ def test_the_leader_election_role_is_a_role_in_the_controllers_namespace() -> No
         ("get", "coordination.k8s.io", "leases"),
         ("create", "coordination.k8s.io", "leases"),
         ("update", "coordination.k8s.io", "leases"),
+        ("get", "", "secrets"),  # the master key, by name
+        ("create", "", "secrets"),
     }
+
+
+def test_the_controller_reads_no_secret_but_the_master_key() -> None:
+    """It may create Secrets (metal services' server keys) but read, list, watch, change or delete
+    none: a stolen controller token reads no tenant's Secret."""
+    for relative in ("rbac/cluster_role.yaml", "components/namespace-scoped/role.yaml", *ALWAYS):
+        for role in roles(relative):
+            for rule in role["rules"]:
+                if "secrets" in rule["resources"]:
+                    assert rule["verbs"] == ["create"] or (
+                        rule["verbs"] == ["get"] and rule.get("resourceNames") == [MASTER_SECRET]
+                    ), (relative, rule)
 
 
 def test_no_core_events_and_no_unused_verbs_of_the_old_role() -> None:

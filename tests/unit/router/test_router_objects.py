@@ -65,15 +65,18 @@ def test_the_router_pod_meets_restricted_pod_security_whatever_the_spec(spec: di
 
 
 def test_only_the_secrets_the_spec_names_are_mounted_read_only_and_optional() -> None:
+    """The provider keys and client keys the spec names, and each InferenceService backend's server
+    key (plan/inferenceservice/server_key.py: only a metal service has one; the volume is optional)."""
     made = deployment(_router(policy={"apiKeys": {"secretRef": {"name": "clients"}}}), RouterPlanConfig())
     pod = made["spec"]["template"]["spec"]
     secrets = {v["secret"]["secretName"]: v["secret"] for v in pod["volumes"] if "secret" in v}
-    assert set(secrets) == {"keys", "clients"}
+    assert set(secrets) == {"keys", "clients", "tiny-server-key"}
     assert all(s["optional"] is True and s["defaultMode"] == 0o440 for s in secrets.values())
     mounts = {m["mountPath"]: m.get("readOnly") for m in pod["containers"][0]["volumeMounts"]}
     assert mounts == {
         "/var/run/llmkube/credentials/keys": True,
         "/var/run/llmkube/api-keys/clients": True,
+        "/var/run/llmkube/server-keys/tiny": True,
     }
 
 
