@@ -38,10 +38,21 @@ def parse_help(text: str) -> list[Flag]:
         spellings = tuple(name.strip() for name in match["names"].split(","))
         if not all(_SPELLING.match(spelling) for spelling in spellings):
             continue  # a section's heading ("----- common params -----")
-        values = len(match["hints"].split())
+        values = _count_hints(match["hints"])
         canonical = next((s for s in spellings if s.startswith("--")), spellings[0])
         flags.setdefault(canonical, Flag(canonical, spellings, values))
     return sorted(flags.values(), key=lambda flag: flag.canonical)
+
+
+def _count_hints(hints: str) -> int:
+    """Placeholders, each one word unless brackets hold spaces (`<tensor name pattern>=<type>`)."""
+    count = depth = 0
+    for word in hints.split():
+        if depth == 0:
+            count += 1
+        depth += sum(word.count(o) for o in "<[{") - sum(word.count(c) for c in ">]}")
+        depth = max(depth, 0)
+    return count
 
 
 def render(flags: list[Flag], version: str) -> str:

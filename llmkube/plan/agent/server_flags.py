@@ -277,6 +277,7 @@ REFUSED_BECAUSE: dict[str, str] = {
             "--cpu-strict-batch",
             "--numa",
             "--device",
+            "--mmproj-device",
         ),
         _HOST,
     ),
