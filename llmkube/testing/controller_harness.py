@@ -49,6 +49,9 @@ _HARNESS_DEFAULTS: dict[str, Any] = {
     "configure_logging": False,
     "handle_signals": False,
     "graceful_shutdown_timeout": 10,
+    # The controller's own namespace, as in a pod (POD_NAMESPACE): its ServiceAccount's, where its
+    # Lease and the metal servers' master key live (the installed RBAC grants those there).
+    "lease_namespace": "llmkube-system",
 }
 
 

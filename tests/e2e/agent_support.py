@@ -6,6 +6,7 @@ loopback (what the agent advertises)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import http.server
 import json
@@ -250,23 +251,25 @@ def served_endpoint(admin: KubeRest, namespace: str, service: str) -> tuple[str,
     return None
 
 
-def chat(address: str, port: int, *, timeout: float = 60) -> dict[str, Any]:
+def server_key(admin: KubeRest, namespace: str, service: str) -> str:
+    """The service's server key, as the router gets it: from the Secret the controller writes."""
+    secret = admin.get("v1", "Secret", f"{service}-server-key", namespace)
+    return base64.b64decode(secret["data"]["key"]).decode()
+
+
+def chat(address: str, port: int, key: str | None, *, timeout: float = 60) -> dict[str, Any]:
+    """One completion from the host's server, with the service's key (None: without one)."""
     body = json.dumps(
         {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "seed": 42, "temperature": 0}
     ).encode()
+    authorization = {"Authorization": f"Bearer {key}"} if key else {}
     request = urllib.request.Request(
         f"http://{address}:{port}/v1/chat/completions",
         data=body,
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **authorization},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=timeout) as answer:
-        result: dict[str, Any] = json.loads(answer.read())
-        return result
-
-
-def props(address: str, port: int) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://{address}:{port}/props", timeout=10) as answer:
         result: dict[str, Any] = json.loads(answer.read())
         return result
 

@@ -24,6 +24,7 @@ from agent_support import (
     metal_model,
     served,
     served_endpoint,
+    server_key,
     server_pids,
     status,
     wait_pids,
@@ -49,7 +50,8 @@ async def test_a_metal_service_is_served_by_the_agent_and_removed_with_it(
     admin.create(metal_isvc("chat", "tiny", parallelSlots=1), namespace=ns)
 
     address, port = await served(admin, ns, "chat")
-    answer = chat(address, port)
+    secret = server_key(admin, ns, "chat")
+    answer = chat(address, port, secret)
     first_completion = time.monotonic() - applied
     assert answer["object"] == "chat.completion" and answer["usage"]["completion_tokens"] > 0
     print(f"agent timing: apply -> first completion through the agent {first_completion:.1f} s")
@@ -116,9 +118,10 @@ async def test_a_killed_server_is_withdrawn_restarted_and_serves_again(
         what="the endpoint withdrawn",
     )
     address, port = await served(admin, ns, "chat")
+    secret = server_key(admin, ns, "chat")
     (restarted,) = wait_pids(binary, agent.cache_dir, 1)
     assert restarted != pid
-    answer = chat(address, port)
+    answer = chat(address, port, secret)
     gap = time.monotonic() - killed
     assert answer["object"] == "chat.completion"
     print(f"agent timing: llama-server killed -> serving again (restart gap) {gap:.1f} s")
@@ -135,6 +138,7 @@ async def test_a_restarted_agent_adopts_its_servers_and_writes_nothing(
     admin.create(metal_model("tiny", files.url()), namespace=ns)
     admin.create(metal_isvc("chat", "tiny"), namespace=ns)
     address, port = await served(admin, ns, "chat")
+    secret = server_key(admin, ns, "chat")
     (pid,) = wait_pids(binary, first.cache_dir, 1)
     assert await first.stop() == 0  # leaves its servers running (no --stop-on-exit)
     assert server_pids(binary, first.cache_dir) == [pid]
@@ -153,7 +157,7 @@ async def test_a_restarted_agent_adopts_its_servers_and_writes_nothing(
     assert server_pids(binary, first.cache_dir) == [pid], "a second copy of the model was loaded"
     assert second.writes() == 0
     assert agent_slices(admin, ns, "host-a")[0]["metadata"]["resourceVersion"] == before
-    assert chat(address, port)["object"] == "chat.completion"
+    assert chat(address, port, secret)["object"] == "chat.completion"
 
 
 async def test_the_reference_mlx_sample_applies_and_is_reported_unsupported(
@@ -197,7 +201,8 @@ async def test_over_the_budget_the_lower_priority_service_is_evicted_and_says_so
 
     admin.create(metal_isvc("high", "tiny", priority="high"), namespace=ns)
     address, port = await served(admin, ns, "high")
-    assert chat(address, port)["object"] == "chat.completion"
+    secret = server_key(admin, ns, "high")
+    assert chat(address, port, secret)["object"] == "chat.completion"
 
     def evicted() -> dict[str, str] | None:
         current = status(admin, "low", ns)
@@ -244,7 +249,8 @@ async def test_two_agents_share_a_cluster_by_service_selector(
         lambda: services_of("host-a") == ["moving", "one", "three", "two"], what="host-a serves it"
     )
     address, port = await served(admin, ns, "moving")
-    assert chat(address, port)["object"] == "chat.completion"
+    secret = server_key(admin, ns, "moving")
+    assert chat(address, port, secret)["object"] == "chat.completion"
     await asyncio.get_running_loop().run_in_executor(None, lambda: wait_pids(binary, b.cache_dir, 0))
 
 
@@ -256,6 +262,7 @@ async def test_a_context_size_change_rolls_in_place_without_a_failed_request(
     admin.create(metal_model("tiny", files.url()), namespace=ns)
     admin.create(metal_isvc("chat", "tiny"), namespace=ns)
     await served(admin, ns, "chat")
+    secret = server_key(admin, ns, "chat")
     (old,) = wait_pids(binary, agent.cache_dir, 1)
 
     # A client that reads the registered endpoint before each request, as kube-proxy follows the slice.
@@ -270,7 +277,7 @@ async def test_a_context_size_change_rolls_in_place_without_a_failed_request(
                 failures.append("no ready endpoint")
                 continue
             try:
-                chat(*endpoint, timeout=30)
+                chat(*endpoint, secret, timeout=30)
                 answers.append(endpoint[1])
             except OSError as error:
                 failures.append(f"{endpoint}: {error}")

@@ -25,6 +25,7 @@ from agent_support import (
     metal_isvc,
     metal_model,
     served,
+    server_key,
     status,
 )
 from e2e_support import API, RunningController, conditions, eventually, patch
@@ -73,6 +74,7 @@ async def test_the_api_server_unreachable_the_agent_keeps_serving_and_its_heartb
         admin.create(metal_model("tiny", files.url()), namespace=ns)
         admin.create(metal_isvc("chat", "tiny"), namespace=ns)
         address, port = await served(admin, ns, "chat")
+        secret = server_key(admin, ns, "chat")
 
         await relay.refuse()
         down = time.monotonic()
@@ -87,7 +89,7 @@ async def test_the_api_server_unreachable_the_agent_keeps_serving_and_its_heartb
             what="a failed heartbeat and 10 s of outage",
         )
         # ... all the while serving, and without a loop: a few attempts a second at most.
-        assert chat(address, port)["object"] == "chat.completion"
+        assert chat(address, port, secret)["object"] == "chat.completion"
         assert agent.sample("llmkube_agent_processes", phase="serving") == 1
         attempts = agent.sample("rest_client_requests_total", code="<error>") - failed_at_first
         outage = time.monotonic() - down
@@ -105,7 +107,7 @@ async def test_the_api_server_unreachable_the_agent_keeps_serving_and_its_heartb
         )
         current = status(admin, "chat", ns)
         assert current["phase"] == "Ready" and current["readyReplicas"] == 1
-        assert chat(address, port)["object"] == "chat.completion"
+        assert chat(address, port, secret)["object"] == "chat.completion"
     finally:
         await relay.close()
 
@@ -145,7 +147,8 @@ async def test_a_model_llama_server_refuses_backs_off_says_why_and_recovers_when
     # The Model fixed (pointed at the whole file): the service serves.
     patch(admin, API, "Model", "tiny", ns, {"spec": {"source": files.url()}})
     address, port = await served(admin, ns, "chat")
-    assert chat(address, port)["object"] == "chat.completion"
+    secret = server_key(admin, ns, "chat")
+    assert chat(address, port, secret)["object"] == "chat.completion"
 
 
 def _seconds(ts: str) -> float:
@@ -174,8 +177,9 @@ async def test_a_port_already_taken_is_reported_retried_slowly_and_served_once_f
     finally:
         squatter.close()
     served_address, served_port = await served(admin, ns, "chat", within=30)
+    secret = server_key(admin, ns, "chat")
     assert served_port == port
-    assert chat(served_address, served_port)["object"] == "chat.completion"
+    assert chat(served_address, served_port, secret)["object"] == "chat.completion"
 
 
 @pytest.fixture
@@ -228,5 +232,6 @@ async def test_a_full_model_cache_is_reported_before_a_byte_is_written_and_retri
     # Room made: the next attempt (30 s after the first) fetches it and the service serves.
     grow(small_disk, "80m")
     address, port = await served(admin, ns, "chat", within=60)
-    assert chat(address, port)["object"] == "chat.completion"
+    secret = server_key(admin, ns, "chat")
+    assert chat(address, port, secret)["object"] == "chat.completion"
     assert len(agent.logged("model fetch failed")) == 1

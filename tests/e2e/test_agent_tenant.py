@@ -1,0 +1,170 @@
+"""A tenant against the host agent (issue 33): a tenant who may create metal InferenceServices in its
+own namespace (llmkube-editor, nothing else) tries to turn the agent's host into its own. The real
+agent under its own identity, the real llama-server, the session's controller:
+
+* every extraArgs flag that would read, serve or write a host file, listen elsewhere, fetch past the
+  egress rules or hand the model tools ends with the service Failed/UnsupportedByAgent naming it, an
+  Event, and no server started;
+* a priority the namespace may not use is refused by the controller, and the agent neither starts
+  that spec nor evicts anyone for it; a running service edited to such a spec keeps its server;
+* the server answers only with the service's key, which the tenant cannot read (only the router,
+  which mounts it, and whoever may read the namespace's Secrets).
+"""
+
+import urllib.error
+from pathlib import Path
+
+import pytest
+from agent_fixtures import agent_reasons
+from agent_support import (
+    AgentProcess,
+    ModelFiles,
+    chat,
+    command_line,
+    metal_isvc,
+    metal_model,
+    served,
+    server_key,
+    server_pids,
+    status,
+)
+from e2e_support import RunningController, conditions, eventually, patch_isvc
+from tenant_support import Tenant, assert_denied, tenant_in
+
+from llmkube.plan.tenancy import MAX_PRIORITY_LABEL
+
+pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
+
+HOSTILE = {
+    "path": ["--path", "/"],
+    "listen": ["--host", "0.0.0.0"],
+    "model": ["-m", "/etc/passwd"],
+    "template": ["--chat-template-file", "/etc/shadow"],
+    "logfile": ["--log-file", "/etc/cron.d/tenant"],
+    "fetch": ["-mu", "http://169.254.169.254/latest/meta-data/"],
+    "hub": ["-hf", "evil/preset-repo"],
+    "tools": ["--tools", "all"],
+    "key": ["--api-key", "mine"],
+    "underscore": ["--log_file", "/tmp/x"],
+    "memory": ["--parallel", "512"],
+}
+
+
+@pytest.fixture
+def tenant(operator: RunningController, full_namespace: str, tmp_path: Path) -> Tenant:
+    admin = operator.cluster.admin()
+    namespace = admin.get("v1", "Namespace", full_namespace)
+    labels = {**(namespace["metadata"].get("labels") or {}), MAX_PRIORITY_LABEL: "batch"}
+    admin.apply(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": full_namespace, "labels": labels}}
+    )
+    return tenant_in(operator.cluster, full_namespace, tmp_path)
+
+
+async def test_no_flag_that_reaches_past_the_server_is_passed(
+    operator: RunningController, start_agent: object, files: ModelFiles, tenant: Tenant, binary: Path
+) -> None:
+    admin, ns = operator.cluster.admin(), tenant.namespace
+    agent: AgentProcess = await start_agent()  # type: ignore[operator]
+    tenant.client.create(metal_model("tiny", files.url()), namespace=ns)
+    for name, args in HOSTILE.items():
+        tenant.client.create(
+            metal_isvc(name, "tiny", extraArgs=args, priorityClassName="llmkube-batch"), namespace=ns
+        )
+    tenant.client.create(
+        metal_isvc(
+            "tuned", "tiny", extraArgs=["--temp", "0.2", "--threads", "1"], priorityClassName="llmkube-batch"
+        ),
+        namespace=ns,
+    )
+    address, port = await served(admin, ns, "tuned")  # what the allowlist passes is served
+
+    def refused() -> dict[str, str] | None:
+        found = {}
+        for name in HOSTILE:
+            current = status(admin, name, ns)
+            reasons = {c.get("reason"): c.get("message", "") for c in conditions(current).values()}
+            if current.get("phase") != "Failed" or "UnsupportedByAgent" not in reasons:
+                return None
+            found[name] = reasons["UnsupportedByAgent"]
+        return found
+
+    messages = await eventually(refused, what="every hostile service refused by the agent")
+    for name, args in HOSTILE.items():
+        assert f'spec.extraArgs[0] "{args[0]}" is not passed to llama-server' in messages[name], messages[
+            name
+        ]
+    assert "serves the host's files" in messages["path"]
+    assert "UnsupportedByAgent" in agent_reasons(admin, ns)
+    # One server, the allowed one's: none of the others ever started.
+    (pid,) = server_pids(binary, agent.cache_dir)
+    assert str(port) in command_line(pid)
+    assert not agent.logged("server started", service=f"{ns}/path")
+    assert chat(address, port, server_key(admin, ns, "tuned"))["object"] == "chat.completion"
+
+
+async def test_a_priority_the_namespace_may_not_use_starts_and_evicts_nothing(
+    operator: RunningController, start_agent: object, files: ModelFiles, tenant: Tenant, binary: Path
+) -> None:
+    admin, ns = operator.cluster.admin(), tenant.namespace
+    first: AgentProcess = await start_agent("--heartbeat-interval=5")  # type: ignore[operator]
+    tenant.client.create(metal_model("tiny", files.url()), namespace=ns)
+    tenant.client.create(metal_isvc("resident", "tiny", priorityClassName="llmkube-batch"), namespace=ns)
+    address, port = await served(admin, ns, "resident")
+    need = first.sample("llmkube_agent_memory_used_bytes")
+    await first.stop()
+    # Room for one server: a spec the agent took at its word would evict the resident one.
+    budget = f"--memory-budget={int(need * 1.5)}"
+    agent: AgentProcess = await start_agent("--heartbeat-interval=5", budget)  # type: ignore[operator]
+    await eventually(lambda: agent.logged("server adopted"), what="the resident server adopted")
+    (resident_pid,) = server_pids(binary, agent.cache_dir)
+
+    for name, priority in (("greedy", "system-node-critical"), ("pushy", "llmkube-critical")):
+        tenant.client.create(metal_isvc(name, "tiny", priorityClassName=priority), namespace=ns)
+
+    def refused() -> bool:
+        judged = [conditions(status(admin, n, ns)).get("Accepted") or {} for n in ("greedy", "pushy")]
+        return all(c.get("status") == "False" and c.get("reason") == "PolicyViolation" for c in judged)
+
+    await eventually(refused, what="both refused by the controller")
+    # A few of the agent's reconciles later: still the one resident server, never evicted.
+    await eventually(
+        lambda: agent.sample("controller_runtime_reconcile_total", controller="metal-agent") >= 4,
+        what="the agent reconciled them",
+    )
+    assert server_pids(binary, agent.cache_dir) == [resident_pid]
+    assert agent.sample("llmkube_agent_evictions_total", reason="priority") == 0
+    assert not agent.logged("service evicted")
+    assert status(admin, "resident", ns)["phase"] == "Ready"
+    assert chat(address, port, server_key(admin, ns, "resident"))["object"] == "chat.completion"
+
+    # The resident one edited to a refused priority: what runs keeps running; edited back, it is
+    # the same server (the spec that runs is the one accepted).
+    patch_isvc(tenant.client, "resident", ns, {"priorityClassName": "llmkube-critical"})
+    await eventually(
+        lambda: (conditions(status(admin, "resident", ns)).get("Accepted") or {}).get("status") == "False",
+        what="the edit refused",
+    )
+    assert server_pids(binary, agent.cache_dir) == [resident_pid]
+    patch_isvc(tenant.client, "resident", ns, {"priorityClassName": "llmkube-batch"})
+    await served(admin, ns, "resident")
+    assert server_pids(binary, agent.cache_dir) == [resident_pid]
+
+
+async def test_the_server_answers_only_with_the_services_key(
+    operator: RunningController, start_agent: object, files: ModelFiles, tenant: Tenant
+) -> None:
+    admin, ns = operator.cluster.admin(), tenant.namespace
+    await start_agent()  # type: ignore[operator]
+    tenant.client.create(metal_model("tiny", files.url()), namespace=ns)
+    tenant.client.create(metal_isvc("chat", "tiny", priorityClassName="llmkube-batch"), namespace=ns)
+    address, port = await served(admin, ns, "chat")
+    for key in (None, "wrong"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            chat(address, port, key)
+        assert refused.value.code == 401
+    assert chat(address, port, server_key(admin, ns, "chat"))["object"] == "chat.completion"
+    assert_denied(tenant, "GET", f"/api/v1/namespaces/{ns}/secrets/chat-server-key")
+    secret = admin.get("v1", "Secret", "chat-server-key", ns)
+    owner = secret["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"]) == ("InferenceService", "chat")
