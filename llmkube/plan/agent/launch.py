@@ -27,7 +27,14 @@ def gpu_count(isvc: InferenceService, model: Model, host: Host) -> int:
 
 
 def server_command(
-    binary: str, isvc: InferenceService, model: Model, *, model_path: str, port: int, host: Host
+    binary: str,
+    isvc: InferenceService,
+    model: Model,
+    *,
+    model_path: str,
+    port: int,
+    host: Host,
+    mmproj_path: str = "",
 ) -> tuple[str, ...]:
     process = server_process(
         SERVED_RUNTIME,
@@ -38,6 +45,7 @@ def server_command(
         gpu_count=gpu_count(isvc, model, host),
         host=host.address,
         flash_attention_default=host.metal,
+        mmproj_path=mmproj_path,
     )
     return (binary, *(process.args or ()))
 
