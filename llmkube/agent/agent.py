@@ -193,6 +193,8 @@ class Agent:
             self._fetch_session,
             addresses.policy,
             self._model_progress,
+            limits=self.config.downloads,
+            hf_endpoint=self.config.hf_endpoint,
         )
         self._adopt()
 
@@ -365,14 +367,26 @@ class Agent:
         protected = bool(isvc.spec.eviction_protection)
         identity = command_identity(
             server_command(
-                self.config.llama_server, isvc, model, model_path=artifact.identity, port=0, host=self.host
+                self.config.llama_server,
+                isvc,
+                model,
+                model_path=artifact.identity,
+                port=0,
+                host=self.host,
+                mmproj_path=artifact.mmproj,
             )
         )
         current, key = served.current, served.key
 
         def command_for(port: int) -> tuple[str, ...]:
             return server_command(
-                self.config.llama_server, isvc, model, model_path=artifact.path, port=port, host=self.host
+                self.config.llama_server,
+                isvc,
+                model,
+                model_path=artifact.path,
+                port=port,
+                host=self.host,
+                mmproj_path=artifact.mmproj,
             )
 
         pass_fds = (artifact.pass_fd,) if artifact.pass_fd is not None else ()

@@ -58,6 +58,10 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         pressure=PressureSettings(critical=args.memory_pressure_critical),
         pressure_interval=args.memory_pressure_interval,
         stop_on_exit=args.stop_on_exit,
+        downloads=c.download_limits(
+            args.max_model_bytes, args.download_min_speed, args.download_min_speed_time
+        ),
+        hf_endpoint=c.hf_endpoint(args.hf_endpoint),
     )
 
 
