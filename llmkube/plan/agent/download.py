@@ -78,7 +78,9 @@ def declared_left(declared: Declared | None, used: int) -> Declared | None:
     """What the declared size leaves for the next file, after `used` bytes of the Model's others."""
     if declared is None or used <= 0:
         return declared
-    return Declared(max(0, declared.bytes - used), f"{declared.what}, less {used} bytes of its other files")
+    return Declared(
+        max(0, declared.bytes - used), f"what {declared.what} leaves beside its other files ({used} bytes)"
+    )
 
 
 @dataclass(frozen=True)
@@ -164,8 +166,8 @@ def file_limit(
             )
         if declared is not None and total > declared.bytes:
             return Refusal(
-                f"is {format_size(total)} ({total} bytes), more than {declared.what} allows "
-                f"({declared.bytes} bytes): the server could not load it within its budget"
+                f"is {format_size(total)} ({total} bytes), more than {declared.what}: {declared.bytes} "
+                "bytes (the server could not load it within its budget)"
             )
         if free is not None and free < rest + limits.disk_margin:
             return Refusal(
