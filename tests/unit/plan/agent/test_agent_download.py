@@ -120,7 +120,7 @@ def test_the_limit_a_file_may_reach(
     ("body", "declared", "free", "words"),
     [
         (Body(0, 10 * GIB + 1), None, None, "more than this agent downloads for one file (--max-model-bytes"),
-        (Body(0, 9 * GIB), BUDGET, None, "more than its Model's hardware.memoryBudget (8Gi): 8589934592 bytes"),
+        (Body(0, 9 * GIB), BUDGET, None, "than its Model's hardware.memoryBudget (8Gi): 8589934592 bytes"),
         (Body(900, 9 * GIB), BUDGET, None, "(9663676416 bytes)"),  # the whole file counts, not the rest
         (Body(0, 1000), None, 1000 + 64 * MIB - 1, "the model cache /c has 64.0 MiB free"),
         (Body(900, 1000), None, 99 + 64 * MIB, "needs 100 B more"),
@@ -160,9 +160,8 @@ def test_the_declared_size_covers_the_model_s_files_together() -> None:
     assert declared_left(BUDGET, 0) is BUDGET
     assert declared_left(None, 100) is None
     left = declared_left(BUDGET, 3 * GIB)
-    assert (
-        left is not None and left.bytes == 5 * GIB and left.what == "what " + BUDGET.what + " leaves beside its other files (3221225472 bytes)"
-    )
+    assert left is not None and left.bytes == 5 * GIB
+    assert left.what == f"what {BUDGET.what} leaves beside its other files (3221225472 bytes)"
     spent = declared_left(BUDGET, 9 * GIB)
     assert spent is not None and spent.bytes == 0
 
