@@ -196,6 +196,8 @@ class Agent:
             self._fetch_session,
             addresses.policy,
             self._model_progress,
+            limits=self.config.downloads,
+            hf_endpoint=self.config.hf_endpoint,
         )
         self.keys = ServerKeys(
             self.manager.client, self.config.controller_namespace, self.config.state_dir / "keys"
@@ -366,8 +368,8 @@ class Agent:
         if need is None:
             return (
                 INSUFFICIENT_MEMORY,
-                "its memory need cannot be estimated before llama-server loads it (the server fetches "
-                "the model itself); set hardware.memoryBudget on its Model",
+                "its memory need cannot be estimated: the model file's GGUF header cannot be read; set "
+                "hardware.memoryBudget on its Model",
             ), None
         protected = bool(isvc.spec.eviction_protection)
         assert self.keys is not None
@@ -384,6 +386,7 @@ class Agent:
                     port=0,
                     host=self.host,
                     api_key_file=keyed.path,
+                    mmproj_path=artifact.mmproj,
                 ),
                 f"key:{keyed.fingerprint}",  # a new key (a rotated master) is a new server
             )
@@ -399,6 +402,7 @@ class Agent:
                 port=port,
                 host=self.host,
                 api_key_file=keyed.path,
+                mmproj_path=artifact.mmproj,
             )
 
         pass_fds = (artifact.pass_fd,) if artifact.pass_fd is not None else ()

@@ -62,6 +62,10 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         unrestricted_server_flags=c.namespaces(
             "--unrestricted-server-flags", args.unrestricted_server_flags or ""
         ),
+        downloads=c.download_limits(
+            args.max_model_bytes, args.download_min_speed, args.download_min_speed_time
+        ),
+        hf_endpoint=c.hf_endpoint(args.hf_endpoint),
     )
 
 

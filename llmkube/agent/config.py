@@ -10,11 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmkube.agent import host
+from llmkube.apimachinery.quantity import QuantityError, parse_quantity
 from llmkube.plan.agent import supervision
+from llmkube.plan.agent.download import DownloadLimits
 from llmkube.plan.agent.memory import PressureSettings, describe_bytes, parse_budget
 from llmkube.plan.agent.rollout import DrainSettings
 from llmkube.plan.model.egress import EgressConfig
 from llmkube.plan.model.local_roots import InvalidLocalRoot, normalized_roots
+from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT
 
 #: where Homebrew puts llama.cpp (Apple Silicon, then Intel), searched after PATH
 HOMEBREW_LLAMA_SERVER = ("/opt/homebrew/bin/llama-server", "/usr/local/bin/llama-server")
@@ -50,6 +53,8 @@ class AgentConfig:
     unrestricted_server_flags: frozenset[str] = frozenset()
     #: where the controller keeps the master of the server keys (its own namespace)
     controller_namespace: str = "llmkube-system"
+    downloads: DownloadLimits = field(default_factory=DownloadLimits)
+    hf_endpoint: str = DEFAULT_HF_ENDPOINT
 
     def describe(self) -> dict[str, object]:
         """What the start-up log line says."""
@@ -66,6 +71,10 @@ class AgentConfig:
             "state": str(self.state_dir),
             "model_local_roots": list(self.local_roots),
             "unrestricted_server_flags": sorted(self.unrestricted_server_flags),
+            "max_model_bytes": self.downloads.max_file_bytes,
+            "download_min_speed": self.downloads.min_speed,
+            "download_min_speed_time": self.downloads.min_speed_time,
+            "hf_endpoint": self.hf_endpoint,
         }
 
 
@@ -153,3 +162,32 @@ def namespace_name(flag: str, value: str) -> str:
 def namespaces(flag: str, value: str) -> frozenset[str]:
     """A comma-separated list of namespace names (DNS labels)."""
     return frozenset(namespace_name(flag, part) for part in value.split(",") if part.strip())
+
+
+def byte_count(flag: str, value: str, *, allow_zero: bool = False) -> int:
+    """A flag that is a number of bytes, as a quantity (`256Gi`, `32Ki`, `1000000`)."""
+    try:
+        amount = parse_quantity(value.strip()).value
+    except QuantityError as invalid:
+        raise AgentConfigError(f"{flag}: {invalid}") from None
+    if amount < 0 or (amount == 0 and not allow_zero) or amount.denominator != 1:
+        raise AgentConfigError(f"{flag}: {value!r} is not a whole number of bytes above 0")
+    return int(amount)
+
+
+def download_limits(max_model_bytes: str, min_speed: str, min_speed_time: float) -> DownloadLimits:
+    if min_speed_time <= 0:
+        raise AgentConfigError(f"--download-min-speed-time: {min_speed_time} is not a positive number")
+    return DownloadLimits(
+        max_file_bytes=byte_count("--max-model-bytes", max_model_bytes),
+        min_speed=byte_count("--download-min-speed", min_speed, allow_zero=True),
+        min_speed_time=min_speed_time,
+    )
+
+
+def hf_endpoint(value: str) -> str:
+    """`--hf-endpoint`: an http(s) URL (the files' URLs are built on it)."""
+    text = value.strip().rstrip("/")
+    if not re.match(r"^https?://[^/\s]+", text):
+        raise AgentConfigError(f"--hf-endpoint: {value!r} is not an http(s) URL (https://huggingface.co)")
+    return text

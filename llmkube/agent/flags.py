@@ -68,8 +68,8 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         "--model-cache-dir",
         type=Path,
         default=Path(env("LLMKUBE_AGENT_MODEL_CACHE", str(_cache_home() / "models"))),
-        help="where http(s) models are downloaded (default: ~/.cache/llmkube-agent/models; as root "
-        "/var/cache/llmkube-agent/models) [LLMKUBE_AGENT_MODEL_CACHE]",
+        help="where http(s) and Hugging Face models are downloaded (default: "
+        "~/.cache/llmkube-agent/models; as root /var/cache/llmkube-agent/models) [LLMKUBE_AGENT_MODEL_CACHE]",
     )
     parser.add_argument(
         "--state-dir",
@@ -101,6 +101,35 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         "[LLMKUBE_AGENT_UNRESTRICTED_SERVER_FLAGS]",
     )
     add_source_egress_flags(parser, "the agent")
+    parser.add_argument(
+        "--hf-endpoint",
+        default=env("HF_ENDPOINT", "https://huggingface.co"),
+        help="the Hugging Face Hub (or a mirror of it) that hf:// Models' files are downloaded from, "
+        "as the controller's --hf-endpoint [HF_ENDPOINT]",
+    )
+    parser.add_argument(
+        "--max-model-bytes",
+        default=env("LLMKUBE_AGENT_MAX_MODEL_BYTES", "256Gi"),
+        metavar="QUANTITY",
+        help="the largest model file the agent downloads (default 256Gi); never more than the room on "
+        "the cache's disk, less 64 MiB kept free [LLMKUBE_AGENT_MAX_MODEL_BYTES]",
+    )
+    parser.add_argument(
+        "--download-min-speed",
+        default=env("LLMKUBE_AGENT_DOWNLOAD_MIN_SPEED", "32Ki"),
+        metavar="QUANTITY",
+        help="bytes a second a download must keep up, over every --download-min-speed-time seconds, "
+        "or it is cut (as curl's --speed-limit; default 32Ki, 0 for no floor) "
+        "[LLMKUBE_AGENT_DOWNLOAD_MIN_SPEED]",
+    )
+    parser.add_argument(
+        "--download-min-speed-time",
+        type=float,
+        default=float(env("LLMKUBE_AGENT_DOWNLOAD_MIN_SPEED_TIME", "120")),
+        metavar="SECONDS",
+        help="the stretch --download-min-speed is measured over (as curl's --speed-time; default 120) "
+        "[LLMKUBE_AGENT_DOWNLOAD_MIN_SPEED_TIME]",
+    )
     parser.add_argument(
         "--memory-budget",
         default=env("LLMKUBE_AGENT_MEMORY_BUDGET", ""),

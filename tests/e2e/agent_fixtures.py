@@ -1,6 +1,7 @@
 """The host agent tests' fixtures (tests/e2e/test_agent*.py import them): the node tier's
 llama-server for this host, an address to advertise, the agent's identity, the tiny GGUF over HTTP,
-and `start_agent`, which starts agents and stops them and their servers after the test."""
+and `start_agent`, which starts agents (fetching hf:// files from conftest's Hub stand-in, `hf_hub`)
+and stops them and their servers after the test."""
 
 import contextlib
 import os
@@ -20,6 +21,8 @@ from agent_support import (
     server_pids,
 )
 from e2e_support import RunningController
+
+from llmkube.testing.hfhub import HubState
 
 AGENT_EVENTS = "llmkube-agent"
 
@@ -47,7 +50,7 @@ def files(tmp_path: Path) -> Iterator[ModelFiles]:
 
 @pytest.fixture
 async def start_agent(
-    identity: Path, binary: Path, address: str, full_namespace: str, tmp_path: Path
+    identity: Path, binary: Path, address: str, full_namespace: str, tmp_path: Path, hf_hub: HubState
 ) -> AsyncIterator[object]:
     """Starts agents (on this test's state and cache directories); stops them and every server
     they left behind at the end, and checks that none was refused a request by its RBAC."""
@@ -64,7 +67,7 @@ async def start_agent(
                 cache=tmp_path / name / "cache",
                 namespace=full_namespace,
                 selector=selector,
-                extra=extra or ("--heartbeat-interval=5",),
+                extra=(f"--hf-endpoint={hf_hub.base}", *(extra or ("--heartbeat-interval=5",))),
             )
         )
         started.append(process)

@@ -4,7 +4,7 @@ The controller runs as the static identity named like its ServiceAccount, bound 
 `manifests/rbac/`, so every test also proves the RBAC is enough (the 403 count must stay zero).
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
 from llmkube.plan.tenancy import TenancyPolicy
 from llmkube.testing.controller_harness import controller_running
+from llmkube.testing.hfhub import HubState, running_hub
 from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
 from llmkube.testing.rest import load_yaml_documents
 
@@ -40,8 +41,16 @@ def install_operator(cluster: ClusterHandle) -> None:
 
 
 @pytest.fixture(scope="session")
+def hf_hub() -> Iterator[HubState]:
+    """The session's Hugging Face Hub stand-in, on loopback: the controller's --hf-endpoint and the
+    host agents' (tests add repositories of their own names)."""
+    with running_hub() as state:
+        yield state
+
+
+@pytest.fixture(scope="session")
 async def operator(
-    full_cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory
+    full_cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory, hf_hub: HubState
 ) -> AsyncIterator[RunningController]:
     install_operator(full_cluster)
     assert full_cluster.controller_kubeconfig is not None, "the e2e suite needs the local control plane"
@@ -53,13 +62,15 @@ async def operator(
         # NodePort too, as an admin of a cluster where node ports are fine (tests change a Service's
         # type); LoadBalancer stays refused (tests/e2e/test_tenant_isolation.py).
         operator=OperatorConfig(
+            # hf:// files come from the session's Hub stand-in (loopback, allowed below), never the Hub.
+            hf_endpoint=hf_hub.base,
             tenancy=TenancyPolicy(
                 local_source_roots=roots,
                 allowed_service_types=frozenset({"ClusterIP", "NodePort"}),
                 allowed_priority_classes=frozenset({"team-gold"}),
-            )
+            ),
         ),
-        model=ModelPlanConfig(cache_path=str(model_cache), local_source_roots=roots),
+        model=ModelPlanConfig(cache_path=str(model_cache), local_source_roots=roots, hf_endpoint=hf_hub.base),
         isvc_workers=4,
         model_workers=2,
         # The tests serve model files from loopback HTTP servers, which the default policy refuses

@@ -31,8 +31,11 @@ from agent_support import (
 )
 from e2e_support import API, RunningController, conditions, eventually, patch
 
+from llmkube.plan.inferenceservice.metal import UNSUPPORTED_BY_AGENT
 from llmkube.plan.model.source import cache_key
+from llmkube.testing.hfhub import HubState
 from llmkube.testing.rest import load_yaml_documents
+from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
 
@@ -91,6 +94,56 @@ async def test_a_metal_service_is_served_by_the_agent_and_removed_with_it(
     await eventually(lambda: not agent_slices(admin, ns, "host-a"), what="the slice removed")
     await asyncio.get_running_loop().run_in_executor(None, lambda: wait_pids(binary, agent.cache_dir, 0))
     await eventually(lambda: agent.sample("llmkube_agent_processes") == 0, what="no process left")
+
+
+async def test_a_hugging_face_model_s_files_are_downloaded_by_the_agent_and_served_without_hf(
+    operator: RunningController,
+    start_agent: object,
+    hf_hub: HubState,
+    full_namespace: str,
+    binary: Path,
+    tmp_path: Path,
+) -> None:
+    """The agent fetches the file the Model lists from the Hub (the session's stand-in, through its
+    LFS redirect) and gives llama-server `--model` on it: llama-server never fetches from the Hub
+    itself (no `-hf`). A repository without files says what to add instead of waiting."""
+    admin, ns = operator.cluster.admin(), full_namespace
+    agent: AgentProcess = await start_agent()  # type: ignore[operator]
+    write_tiny_gguf(tmp_path / "tiny.gguf")
+    data = (tmp_path / "tiny.gguf").read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    repo = f"llmkube-e2e/{ns}-GGUF"
+    hf_hub.add(repo, {"Q4/tiny-q4.gguf": data, "README.md": b"# tiny\n"})
+    source = f"hf://{repo}"
+    admin.create(metal_model("tiny-hf", source, files=["Q4/tiny-q4.gguf"], sha256=sha), namespace=ns)
+    admin.create(metal_isvc("chat", "tiny-hf", parallelSlots=1), namespace=ns)
+
+    address, port = await served(admin, ns, "chat")
+    assert chat(address, port)["object"] == "chat.completion"
+    (pid,) = wait_pids(binary, agent.cache_dir, 1)
+    command = command_line(pid)
+    model_path = agent.cache_dir / cache_key(source) / "files" / "Q4" / "tiny-q4.gguf"
+    assert command[1:3] == ["--model", str(model_path)]
+    assert not {"-hf", "--hf-repo", "-hfr", "--hf-file", "-hff"} & set(command), command
+    assert hashlib.sha256(model_path.read_bytes()).hexdigest() == sha
+    # Downloaded whole by the agent (the controller only sends HEADs and Range reads of the header),
+    # the listed file only.
+    downloads = [r.path for r in hf_hub.requests if r.method == "GET" and r.range is None and repo in r.path]
+    assert downloads == [f"/{repo}/resolve/main/Q4/tiny-q4.gguf"], downloads
+    assert agent.logged("model downloaded", source=source)
+
+    admin.create(metal_model("whole", source), namespace=ns)
+    admin.create(metal_isvc("whole", "whole"), namespace=ns)
+
+    def unsupported() -> str | None:
+        current = status(admin, "whole", ns)
+        found = [c for c in conditions(current).values() if c.get("reason") == UNSUPPORTED_BY_AGENT]
+        return found[0]["message"] if current.get("phase") == "Failed" and found else None
+
+    message = await eventually(unsupported, what="a repository without files reported unsupported")
+    assert f"names the Hugging Face repository {source} but no file" in message
+    assert "Name the .gguf file in spec.files" in message
+    assert server_pids(binary, agent.cache_dir) == [pid]  # nothing started for it
 
 
 async def test_a_killed_server_is_withdrawn_restarted_and_serves_again(

@@ -37,6 +37,7 @@ def server_command(
     port: int,
     host: Host,
     api_key_file: str = "",
+    mmproj_path: str = "",
 ) -> tuple[str, ...]:
     """`api_key_file`: the service's server key (server_key.py), which the server asks of every
     caller but /health; a file, so the key is never on a command line the host's users can read."""
@@ -49,6 +50,7 @@ def server_command(
         gpu_count=gpu_count(isvc, model, host),
         host=host.address,
         flash_attention_default=host.metal,
+        mmproj_path=mmproj_path,
     )
     keyed = ("--api-key-file", api_key_file) if api_key_file else ()
     return (binary, *(process.args or ()), *keyed)

@@ -1,6 +1,7 @@
 """What a host agent can serve: llama.cpp's llama-server, GGUF models, from http(s), a local path
-on the host, or a HuggingFace repo id the server fetches itself. Anything else is reported as
-unsupported, with what to use instead, rather than left waiting for an agent that never comes."""
+on the host, or the files a Model names in a Hugging Face repository (the agent downloads them;
+llama-server never fetches from the Hub itself). Anything else is reported as unsupported, with
+what to use instead, rather than left waiting for an agent that never comes."""
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
@@ -34,6 +35,27 @@ def unsupported(isvc: InferenceService, model: Model) -> str | None:
             f'Model "{model.metadata.name}" has the source {model.spec.source}, a claim inside the '
             "cluster, which a host outside it cannot mount; use an http(s) URL or a path on the host"
         )
+    if kind in (SourceKind.HF, SourceKind.HUGGINGFACE):
+        if not model.spec.files:
+            return hf_files_missing(model)
+        if model.spec.source_secret_ref and model.spec.source_secret_ref.name:
+            return (
+                f'Model "{model.metadata.name}" names the Secret {model.spec.source_secret_ref.name} for '
+                f"{model.spec.source}: llmkube's host agent reads no Secret, so it downloads public "
+                "repositories only; serve a private or gated model from an http(s) mirror or a path on "
+                "the host"
+            )
     if kind is SourceKind.UNKNOWN:
         return f'Model "{model.metadata.name}" has the source "{model.spec.source}", which is no source kind'
     return None
+
+
+def hf_files_missing(model: Model) -> str:
+    """A Hugging Face repository without spec.files: the agent downloads only the files a Model
+    names (a whole repository, or llama-server's `-hf`, would take what the repository chooses)."""
+    return (
+        f'Model "{model.metadata.name}" names the Hugging Face repository {model.spec.source} but no file '
+        "of it: llmkube's host agent downloads only the files a Model lists. Name the .gguf file in "
+        "spec.files (the first shard of a split model first, the others after it) and a multimodal "
+        "projector in spec.mmproj"
+    )

@@ -111,13 +111,13 @@ def msg_unsupported_source(source: str) -> str:
 def msg_files_unsupported(source: str) -> str:
     return (
         f"spec.files and spec.mmproj stage files from a Hugging Face repository, an s3:// prefix, an "
-        f"http(s) base URL or a pvc:// directory, not from {go_quote(source)} (a local path, or a "
-        "Model the Apple Silicon agent loads, is one file: list none)"
+        f"http(s) base URL or a pvc:// directory, not from {go_quote(source)} (a local path, or an "
+        "http(s) source of a Model the host agent serves, is one file: list none)"
     )
 
 
 def msg_metal_http_only(source: str) -> str:
-    return f"The Apple Silicon agent fetches http(s) files only, not {go_quote(source)}"
+    return f"The host agent fetches http(s) and Hugging Face files only, not {go_quote(source)}"
 
 
 _LOOKED_AT_AGAIN = "looked at again every 5 minutes"

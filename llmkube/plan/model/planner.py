@@ -74,6 +74,8 @@ from llmkube.plan.model.status import status_changed
 from llmkube.plan.tenancy import NamespacePolicy, local_source_refusal
 
 PHASE_READY = "Ready"
+#: the remote sources the host agent downloads itself (it signs no S3 request)
+METAL_FETCHED = frozenset({SourceKind.HTTP, SourceKind.HF})
 PVC_BOUND = "Bound"
 PVC_MOUNT_ROOT = "/model-source"
 
@@ -164,7 +166,7 @@ def plan_model(
         if isinstance(remote, FileSetProblem):
             base = _rebased(inputs.old, "")
             decision = _failed(inputs, base, cond.INVALID_SOURCE, remote.message, NO_REQUEUE)
-        elif remote is not None and inputs.is_metal and remote.kind is not SourceKind.HTTP:
+        elif remote is not None and inputs.is_metal and remote.kind not in METAL_FETCHED:
             base = _rebased(inputs.old, "")
             decision = _failed(
                 inputs, base, cond.INVALID_SOURCE, cond.msg_metal_http_only(inputs.source), NO_REQUEUE
@@ -219,10 +221,12 @@ def _with_cache_clear(decision: ModelDecision, inputs: _Inputs) -> ModelDecision
 
 def _stages_from(kind: SourceKind, metal: bool) -> bool:
     """Where `files` can be staged from: a repository, a bucket prefix, a base URL, a claim's
-    directory (not from a local path, which the controller copies as one file, nor by the
-    Apple Silicon agent, which loads one file)."""
+    directory (not from a local path, which the controller copies as one file); the host agent
+    stages them from a Hugging Face repository only (its http(s) sources are one file)."""
+    if metal:
+        return kind in (SourceKind.HF, SourceKind.HUGGINGFACE)
     staged = (SourceKind.HF, SourceKind.HUGGINGFACE, SourceKind.S3, SourceKind.HTTP, SourceKind.PVC)
-    return kind in staged and not metal
+    return kind in staged
 
 
 def _plan_repository(inputs: _Inputs) -> ModelDecision:

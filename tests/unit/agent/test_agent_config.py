@@ -12,6 +12,7 @@ from llmkube.agent import config as c
 from llmkube.agent.flags import add_agent_flags
 from llmkube.agent.host import check_advertise_address, free_port, meminfo
 from llmkube.agent.state import STATE_FILE, ServerRecord, load, save
+from llmkube.plan.agent.download import DownloadLimits
 from llmkube.plan.agent.memory import default_budget
 
 
@@ -98,6 +99,46 @@ def test_flags_default_to_loopback_probes_and_leave_servers_running() -> None:
     assert (args.metrics_bind_address, args.health_probe_bind_address) == ("127.0.0.1:9090", "127.0.0.1:9091")
     assert (args.heartbeat_interval, args.stop_on_exit) == (30.0, False)
     assert parse("--stop-on-exit").stop_on_exit is True
+
+
+def test_downloads_are_bounded_by_default_and_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    args = parse()
+    limits = c.download_limits(args.max_model_bytes, args.download_min_speed, args.download_min_speed_time)
+    assert limits == DownloadLimits(max_file_bytes=256 * 1024**3, min_speed=32 * 1024, min_speed_time=120.0)
+    assert c.hf_endpoint(args.hf_endpoint) == "https://huggingface.co"
+    args = parse(
+        "--max-model-bytes=40Gi",
+        "--download-min-speed=0",
+        "--download-min-speed-time=30",
+        "--hf-endpoint=http://hub.internal:8080/",
+    )
+    limits = c.download_limits(args.max_model_bytes, args.download_min_speed, args.download_min_speed_time)
+    assert (limits.max_file_bytes, limits.min_speed, limits.min_speed_time) == (40 * 1024**3, 0, 30.0)
+    assert c.hf_endpoint(args.hf_endpoint) == "http://hub.internal:8080"
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--max-model-bytes=0"], "--max-model-bytes"),
+        (["--max-model-bytes=-1Gi"], "--max-model-bytes"),
+        (["--max-model-bytes=lots"], "--max-model-bytes"),
+        (["--max-model-bytes=1.5"], "--max-model-bytes"),
+        (["--download-min-speed=fast"], "--download-min-speed"),
+        (["--download-min-speed-time=0"], "--download-min-speed-time"),
+    ],
+)
+def test_a_download_bound_no_host_could_use_names_the_flag(argv: list[str], flag: str) -> None:
+    args = parse(*argv)
+    with pytest.raises(c.AgentConfigError, match=rf"^{flag}: "):
+        c.download_limits(args.max_model_bytes, args.download_min_speed, args.download_min_speed_time)
+
+
+@pytest.mark.parametrize("value", ["huggingface.co", "ftp://hub", "file:///hub", ""])
+def test_a_hub_that_is_no_http_url_names_the_flag(value: str) -> None:
+    with pytest.raises(c.AgentConfigError, match=r"^--hf-endpoint: "):
+        c.hf_endpoint(value)
 
 
 def test_meminfo_is_read_in_bytes() -> None:

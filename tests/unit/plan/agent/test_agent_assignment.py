@@ -72,7 +72,8 @@ def model(spec: dict[str, Any] | None = None, *, phase: str = "Ready") -> Model:
         (isvc(), model({"source": "pvc://weights/m.gguf"}), Verdict.UNSUPPORTED),
         (isvc(), model(), Verdict.SERVE),
         (isvc(), model({"source": "/Users/me/models/m.gguf"}), Verdict.SERVE),
-        (isvc(), model({"source": "org/repo-GGUF"}), Verdict.SERVE),
+        (isvc(), model({"source": "org/repo-GGUF"}), Verdict.UNSUPPORTED),  # which file? (spec.files)
+        (isvc(), model({"source": "org/repo-GGUF", "files": ["m.gguf"]}), Verdict.SERVE),
     ],
 )
 def test_assignment(service: InferenceService | None, the_model: Model | None, verdict: Verdict) -> None:

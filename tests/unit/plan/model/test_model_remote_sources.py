@@ -307,6 +307,39 @@ def test_files_that_cannot_be_staged_fail_without_a_retry(spec: dict[str, Any], 
     assert (status, reason) == ("True", "InvalidFileSet") and words in message
 
 
+METAL = {"accelerator": "metal"}
+
+
+def test_a_metal_model_of_hugging_face_files_is_sized_read_and_ready_for_the_host_agent() -> None:
+    """The host agent downloads the files a Model lists from the Hub (never the whole repository):
+    the controller sizes them and reads the header as for a pod, and leaves the download to it."""
+    m = model("hf://org/repo@v1", files=SHARDS, mmproj="mmproj.gguf", hardware=METAL)
+    action = plan(m).action
+    assert action.kind is ActionKind.PROBE_FINGERPRINT and action.read_header
+    assert action.source == f"{HUB}/org/repo/resolve/v1/{SHARDS[0]}" and len(action.locations) == 4
+    decision = plan(m, PROBED)
+    assert decision.status.phase == "Ready" and decision.prefetch is None
+    assert decision.status.staged_files == [*SHARDS, "mmproj.gguf"]
+    assert "host metal-agent will fetch" in conditions(decision)["Available"][2]
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason", "words"),
+    [
+        ({"source": "https://h/dir", "files": ["a.gguf"]}, "InvalidFileSet", "http(s) source of a Model"),
+        ({"source": "s3://models/m.gguf"}, "InvalidSource", "fetches http(s) and Hugging Face files only"),
+        ({"source": "s3://models/p", "files": ["a.gguf"]}, "InvalidFileSet", "not from"),
+    ],
+)
+def test_what_the_host_agent_does_not_fetch_fails_at_once(
+    spec: dict[str, Any], reason: str, words: str
+) -> None:
+    decision = plan(model(**spec, hardware=METAL))
+    assert decision.status.phase == "Failed" and decision.requeue == Requeue()
+    status, found, message = conditions(decision)["Degraded"]
+    assert (status, found) == ("True", reason) and words in message, message
+
+
 def test_a_source_that_names_no_object_fails_as_invalid() -> None:
     decision = plan(model("s3://models/"))
     assert conditions(decision)["Degraded"][1] == "InvalidSource"
