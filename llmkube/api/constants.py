@@ -62,3 +62,8 @@ ANNOTATION_AGENT_MESSAGE: Final = "llmkube.ai/agent-message"
 # Server-side apply's field manager and the Events' reporting controller of the host agent.
 AGENT_FIELD_MANAGER: Final = "llmkube-agent"
 AGENT_EVENT_REPORTER: Final = "llmkube-agent"
+
+# A metal service's server key (plan/inferenceservice/server_key.py): the Secret a ModelRouter
+# mounts for each InferenceService backend, `<service>-server-key`, and its key.
+SERVER_KEY_SECRET_SUFFIX: Final = "-server-key"
+SERVER_KEY_SECRET_KEY: Final = "key"

@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 import structlog
 
+from llmkube.api.constants import SERVER_KEY_SECRET_KEY as SERVER_KEY
 from llmkube.kube.blocking import run_in_daemon_thread
-from llmkube.plan.inferenceservice.server_key import SECRET_KEY as SERVER_KEY
 from llmkube.plan.router import errors
 from llmkube.plan.router.audit import AuditRecord, audit_line
 from llmkube.plan.router.balancer import AFFINITY_PREFIX, choose

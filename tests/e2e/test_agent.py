@@ -119,7 +119,7 @@ async def test_a_hugging_face_model_s_files_are_downloaded_by_the_agent_and_serv
     admin.create(metal_isvc("chat", "tiny-hf", parallelSlots=1), namespace=ns)
 
     address, port = await served(admin, ns, "chat")
-    assert chat(address, port)["object"] == "chat.completion"
+    assert chat(address, port, server_key(admin, ns, "chat"))["object"] == "chat.completion"
     (pid,) = wait_pids(binary, agent.cache_dir, 1)
     command = command_line(pid)
     model_path = agent.cache_dir / cache_key(source) / "files" / "Q4" / "tiny-q4.gguf"

@@ -22,6 +22,7 @@ import hashlib
 import hmac
 from typing import Any
 
+from llmkube.api.constants import SERVER_KEY_SECRET_KEY, SERVER_KEY_SECRET_SUFFIX
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.plan.inferenceservice.names import managed, selector_labels
 from llmkube.plan.inferenceservice.objects import object_metadata, owner_reference
@@ -32,14 +33,14 @@ MASTER_KEY = "key"
 #: on the service's Service: "<Secret name>/<fingerprint>" of the key the controller wrote
 ANNOTATION = "inference.llmkube.dev/server-key"
 #: the per-service Secret's data key
-SECRET_KEY = "key"
+SECRET_KEY = SERVER_KEY_SECRET_KEY
 LABEL = "inference.llmkube.dev/server-key"
 #: the shortest master key the controller or an agent accepts (bytes)
 MIN_MASTER_BYTES = 32
 
 
 def secret_name(isvc_name: str) -> str:
-    return f"{isvc_name}-server-key"
+    return f"{isvc_name}{SERVER_KEY_SECRET_SUFFIX}"
 
 
 def derive(master: bytes, namespace: str, name: str, uid: str) -> str:
