@@ -36,8 +36,14 @@ def run_router(args: argparse.Namespace) -> int:
             "llmkube router: --model-router and --namespace (or $POD_NAMESPACE) are required", file=sys.stderr
         )
         return 2
+    from llmkube.plan.allowed_hosts import parse_allowed_hosts
+
     try:
         host, port = _listen(args.listen)
+        try:
+            external_hosts = parse_allowed_hosts(args.external_hosts or "")
+        except ValueError as invalid:
+            raise ValueError(f"--external-hosts: {invalid}") from None
         loop, new_loop = loop_factory(args.loop)
         configure_logging(args.log_level, args.log_format)
     except ValueError as invalid:
@@ -53,6 +59,7 @@ def run_router(args: argparse.Namespace) -> int:
         shutdown_grace=args.shutdown_grace,
         stream_idle_timeout=args.stream_idle_timeout,
         endpoint_wait=max(0.0, args.endpoint_wait),
+        external_hosts=external_hosts,
         loop=loop,
     )
     try:
