@@ -355,3 +355,33 @@ def test_the_argocd_health_snippet_merges_into_an_existing_argocd_cm(cluster: Lo
         == (lua / "health-model.lua").read_text()
     )
     assert set(merged["data"]) == {"url", "timeout.reconciliation", *snippet["data"]}
+
+
+def test_the_tenancy_patch_install_md_shows_reaches_the_controllers_allowances(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/install.md's kustomize patch for what tenants may ask for, built on top of manifests/:
+    the controller the Deployment runs reads the allowances from its environment."""
+    import yaml
+
+    from llmkube.cli import build_parser
+    from llmkube.plan.allowed_hosts import parse_allowed_hosts
+    from llmkube.process.config import controllers_config
+
+    text = (MANIFESTS.parent / "docs" / "install.md").read_text()
+    after = text.split("What tenants may ask for", 1)[1]
+    snippet = after.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "manifests").symlink_to(MANIFESTS)
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump({"resources": ["manifests"], **yaml.safe_load(snippet)})
+    )
+    (container,) = the_deployment(documents(kustomize_build(tmp_path)))["spec"]["template"]["spec"][
+        "containers"
+    ]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    config = controllers_config(build_parser().parse_args(container["args"]))
+    assert config.router.external_hosts == parse_allowed_hosts("litellm.ai-gateway.svc,*.gateway.example")
+    assert config.operator.tenancy.allowed_service_types == {"ClusterIP", "NodePort"}
+    assert config.router.tenancy == config.operator.tenancy
