@@ -271,8 +271,8 @@ def test_a_router_may_name_no_secret_its_author_may_not_read(
     assert isinstance(body, dict) and body.get("reason") == "Forbidden"
     who = f"system:serviceaccount:{namespace}:tenant"
     assert body["message"].endswith(
-        f'spec: names Secret "hf-token" in namespace {namespace}, and {who} may not read (get) it: its router '
-        "pods would mount it (and send a provider key to the URL it names)"
+        f'spec: names Secret "hf-token" in namespace {namespace}, and {who} may not read (get) it: its '
+        "router pods would mount it (and send a provider key to the URL it names)"
     )
 
 

@@ -34,9 +34,7 @@ def _default_port(scheme: str) -> int:
     return 443 if scheme == "https" else 80
 
 
-def credential_host_refusal(
-    provider: str, url: str, allowed: Sequence[AllowedHost]
-) -> str | None:
+def credential_host_refusal(provider: str, url: str, allowed: Sequence[AllowedHost]) -> str | None:
     """Why a key for `provider` may not be sent to `url` (the backend's resolved base URL), or None."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()

@@ -143,4 +143,3 @@ def policy_issues(
         *(PolicyIssue(i.field, i.message) for i in credential_host_issues(spec, config.external_hosts)),
         *pod_security_issues(made, namespace, config.tenancy, ns),
     ]
-

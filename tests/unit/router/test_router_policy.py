@@ -260,7 +260,9 @@ def test_a_pod_beyond_the_levels_is_refused_naming_where() -> None:
     restricted = pod_security_issues(
         made, "team-a", TenancyPolicy(), NamespacePolicy(known=True, enforce="restricted")
     )
-    assert any("namespace 'team-a''s pod-security.kubernetes.io/enforce label" in i.message for i in restricted)
+    assert any(
+        "namespace 'team-a''s pod-security.kubernetes.io/enforce label" in i.message for i in restricted
+    )
     assert any("runAsNonRoot" in i.message for i in restricted)
 
 
@@ -287,7 +289,10 @@ def test_every_hostile_field_at_once_is_one_issue_each() -> None:
     assert status.phase == "Failed"
     assert (conditions["Ready"].status, conditions["Ready"].reason) == ("False", "PolicyViolation")
     assert (conditions["Stalled"].status, conditions["Stalled"].reason) == ("True", "PolicyViolation")
-    assert (conditions["Reconciling"].status, conditions["Reconciling"].reason) == ("False", "PolicyViolation")
+    assert (conditions["Reconciling"].status, conditions["Reconciling"].reason) == (
+        "False",
+        "PolicyViolation",
+    )
     message = conditions["Ready"].message
     assert message.startswith("The spec asks for what this cluster does not allow: spec.endpoint.type: ")
     assert "spec.proxy.image: " in message and "spec.backends[0].external.url: " in message
