@@ -83,7 +83,8 @@ def _backend() -> Schema:
             "model": _s("The provider's model: the request's `model` is rewritten to it."),
             "credentialsSecretRef": _reference(
                 "Secret holding the key, mounted into the router as a file: ANTHROPIC_API_KEY, "
-                "OPENAI_API_KEY or LITELLM_MASTER_KEY by provider."
+                "OPENAI_API_KEY or LITELLM_MASTER_KEY by provider. The key goes only to the provider's "
+                "own host over https, or to a host the admin allows (--router-external-hosts)."
             ),
         },
         required=["model", "provider"],
@@ -264,7 +265,10 @@ def _proxy() -> Schema:
         "The router's Deployment.",
         {
             "replicas": _i("Router pods (budgets and health are counted per pod).", minimum=1, maximum=10),
-            "image": _s("The image (default: the controller's own, which has `llmkube router`)."),
+            "image": _s(
+                "The image (default: the controller's own, which has `llmkube router`); another must be "
+                "one the admin allows (--router-allowed-images)."
+            ),
             "resources": resources,
             "imagePullSecrets": _list("Pull secrets of the router's pods.", _reference("A pull secret.")),
             "quarantineDuration": _duration(

@@ -6,7 +6,8 @@ apply only when the fields we own differ (a converged router costs no write, nor
 never taken over from someone else (an object of that name we do not control is reported, not
 overwritten). An invalid spec is reported in status, naming the fields, and in an Event; the
 objects already deployed are left as they are (the router keeps serving the last good spec, as
-the router process itself does)."""
+the router process itself does). So is a spec that asks for what the admin does not allow
+(plan/router/policy.py: reason PolicyViolation): nothing is created or changed for it."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from llmkube.controllers.resources import (
     INFERENCE_SERVICES,
     MANAGED_SELECTOR,
     MODEL_ROUTERS,
+    NAMESPACE_CACHE_TRANSFORM,
+    NAMESPACES,
     ROLE_BINDINGS,
     ROLES,
     SERVICE_ACCOUNTS,
@@ -41,8 +44,10 @@ from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.router.objects import RouterPlanConfig, controlled_by, router_name, router_objects
+from llmkube.plan.router.policy import policy_issues
 from llmkube.plan.router.status import router_status, stamped, status_changed
 from llmkube.plan.router.validation import Issue, errors, validate
+from llmkube.plan.tenancy import POLICY_VIOLATION, namespace_policy
 
 log = structlog.get_logger("llmkube.controllers.modelrouter")
 
@@ -80,6 +85,9 @@ class ModelRouterController:
         self.services = host.informer(
             SERVICES, label_selector=MANAGED_SELECTOR, transform=service_cache(manager), compact=True
         )
+        # What each namespace allows (its Pod Security level): shared with the InferenceService
+        # controller (the same transform).
+        self.namespaces = host.informer(NAMESPACES, transform=NAMESPACE_CACHE_TRANSFORM)
         self.caches: dict[str, Informer] = {
             DEPLOYMENTS.kind: self.deployments,
             SERVICES.kind: self.services,
@@ -99,6 +107,8 @@ class ModelRouterController:
                 ),
                 # A backend's readiness is in the router's status.
                 Watch(INFERENCE_SERVICES, enqueue_mapped(self._routers_of_isvc)),
+                # The cache keeps only the policy labels: any label change is a policy change.
+                Watch(NAMESPACES, enqueue_mapped(self._routers_of_namespace), predicates=[labels_changed]),
             ],
         )
 
@@ -110,6 +120,10 @@ class ModelRouterController:
             for router in self.routers.store.by_index(BY_NAMESPACE, namespace)
             if _backends_reference(router, name)
         ]
+
+    def _routers_of_namespace(self, namespace: Obj) -> list[ObjectKey]:
+        name = (namespace.get("metadata") or {}).get("name") or ""
+        return [ObjectKey.of(router) for router in self.routers.store.by_index(BY_NAMESPACE, name)]
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         raw = self.routers.store.get_object(key.namespace, key.name)
@@ -132,9 +146,26 @@ class ModelRouterController:
                     field=issue.field,
                     problem=issue.message,
                 )
-        if not errors(issues):
+        objects = router_objects(router, self.config)
+        violations = policy_issues(
+            router,
+            spec,
+            self.config,
+            namespace_policy(self.namespaces.store.get_object(None, key.namespace)),
+            built=objects[-1],
+        )
+        for violation in violations:
+            log.warning(
+                "spec refused",
+                namespace=key.namespace,
+                name=key.name,
+                reason=POLICY_VIOLATION,
+                field=violation.field,
+                problem=violation.message,
+            )
+        if not errors(issues) and not violations:
             try:
-                await self._converge(router)
+                await self._converge(objects, router)
             except NotOurs as foreign:
                 issues = [*issues, Issue("metadata.name", str(foreign))]
         problems = errors(issues)
@@ -150,12 +181,15 @@ class ModelRouterController:
             deployment=self.deployments.store.get_object(key.namespace, router_name(key.name)),
             isvcs=isvcs,
             now=now,
+            violations=violations,
         )
         old = router.status
         status = stamped(old, status, now)
-        if problems and (old is None or old.phase != "Failed" or status_changed(old, status)):
-            message = "; ".join(issue.text() for issue in problems)
-            self.host.recorder.event(raw, "Warning", "InvalidSpec", message)
+        refused = problems or violations
+        if refused and (old is None or old.phase != "Failed" or status_changed(old, status)):
+            message = "; ".join([issue.text() for issue in problems] + [v.text() for v in violations])
+            reason = "InvalidSpec" if problems else POLICY_VIOLATION
+            self.host.recorder.event(raw, "Warning", reason, message)
         written = await self.status_writer.write(raw, old, status)
         if written is not None:
             log.info(
@@ -171,8 +205,8 @@ class ModelRouterController:
                 )
         return None
 
-    async def _converge(self, router: ModelRouter) -> None:
-        for resource, desired in zip(_KINDS, router_objects(router, self.config), strict=True):
+    async def _converge(self, objects: list[Obj], router: ModelRouter) -> None:
+        for resource, desired in zip(_KINDS, objects, strict=True):
             meta = desired["metadata"]
             current = self.caches[resource.kind].store.get_object(meta["namespace"], meta["name"])
             if current is None:

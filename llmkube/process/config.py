@@ -71,14 +71,32 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
         model_workers=model_workers_for(args.workers),
         model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
         manage_priority_classes=args.manage_priority_classes,
-        router=router_plan_config(args.router_image, tenancy_policy(args, roots)),
+        router=router_plan_config(
+            args.router_image,
+            tenancy_policy(args, roots),
+            allowed_images=args.router_allowed_images,
+            external_hosts=args.router_external_hosts,
+        ),
     )
 
 
-def router_plan_config(image: str, tenancy: "TenancyPolicy") -> "RouterPlanConfig":
+def router_plan_config(
+    image: str, tenancy: "TenancyPolicy", *, allowed_images: str = "", external_hosts: str = ""
+) -> "RouterPlanConfig":
+    """--router-image, --router-allowed-images, --router-external-hosts. Raises ValueError naming
+    the flag."""
+    from llmkube.plan.allowed_hosts import parse_allowed_hosts
     from llmkube.plan.router.objects import RouterPlanConfig
 
-    return RouterPlanConfig(tenancy=tenancy, **({"image": image} if image else {}))
+    images = _listed(allowed_images)
+    if bad := [i for i in images if any(c.isspace() for c in i) or i.startswith(("-", "@", ":"))]:
+        raise ValueError(f"--router-allowed-images: {', '.join(bad)}: not an image reference")
+    return RouterPlanConfig(
+        tenancy=tenancy,
+        allowed_images=tuple(images),
+        external_hosts=_parsed("--router-external-hosts", external_hosts, parse_allowed_hosts),
+        **({"image": image} if image else {}),
+    )
 
 
 def heartbeat_timeout(seconds: float) -> float:

@@ -126,6 +126,22 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "image) [LLMKUBE_ROUTER_IMAGE]",
     )
     parser.add_argument(
+        "--router-allowed-images",
+        default=env("LLMKUBE_ROUTER_ALLOWED_IMAGES", ""),
+        metavar="IMAGE[,IMAGE...]",
+        help="images a ModelRouter's spec.proxy.image may name besides --router-image: a reference with "
+        "a tag or digest allows exactly that one, a repository without allows all of its tags (default "
+        "none: a spec naming another image is Failed with PolicyViolation) [LLMKUBE_ROUTER_ALLOWED_IMAGES]",
+    )
+    parser.add_argument(
+        "--router-external-hosts",
+        default=env("LLMKUBE_ROUTER_EXTERNAL_HOSTS", ""),
+        metavar="HOST[,HOST...]",
+        help="hosts a ModelRouter backend with credentialsSecretRef may lead to besides its provider's own "
+        "(https://api.openai.com, https://api.anthropic.com): host, *.domain, host:port, an IP address or "
+        "a CIDR (default none: a key is sent to its provider only) [LLMKUBE_ROUTER_EXTERNAL_HOSTS]",
+    )
+    parser.add_argument(
         "--hf-endpoint",
         default="https://huggingface.co",
         help="the Hugging Face Hub (or a mirror of it) that hf:// Models' files are fetched from",

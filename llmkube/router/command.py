@@ -3,6 +3,10 @@
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llmkube.router.process import RouterSettings
 
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -22,28 +26,21 @@ def _listen(value: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def run_router(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from llmkube.kube.rest.config import ConfigError
-    from llmkube.manager.logs import configure_logging
-    from llmkube.router.event_loop import loop_factory
-    from llmkube.router.process import RouterProcess, RouterSettings
+def router_settings(args: argparse.Namespace, *, loop: str = "asyncio") -> "RouterSettings":
+    """What `llmkube router ARGS` runs with (the tests run a router pod's own arguments through it).
+    Raises ValueError naming the flag."""
+    from llmkube.plan.allowed_hosts import parse_allowed_hosts
+    from llmkube.router.process import RouterSettings
 
     namespace = _namespace(args)
     if not args.model_router or not namespace:
-        print(
-            "llmkube router: --model-router and --namespace (or $POD_NAMESPACE) are required", file=sys.stderr
-        )
-        return 2
+        raise ValueError("--model-router and --namespace (or $POD_NAMESPACE) are required")
+    host, port = _listen(args.listen)
     try:
-        host, port = _listen(args.listen)
-        loop, new_loop = loop_factory(args.loop)
-        configure_logging(args.log_level, args.log_format)
+        external_hosts = parse_allowed_hosts(args.external_hosts or "")
     except ValueError as invalid:
-        print(f"llmkube router: {invalid}", file=sys.stderr)
-        return 2
-    settings = RouterSettings(
+        raise ValueError(f"--external-hosts: {invalid}") from None
+    return RouterSettings(
         name=args.model_router,
         namespace=namespace,
         kubeconfig=args.kubeconfig,
@@ -53,8 +50,27 @@ def run_router(args: argparse.Namespace) -> int:
         shutdown_grace=args.shutdown_grace,
         stream_idle_timeout=args.stream_idle_timeout,
         endpoint_wait=max(0.0, args.endpoint_wait),
+        external_hosts=external_hosts,
         loop=loop,
     )
+
+
+def run_router(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from llmkube.kube.rest.config import ConfigError
+    from llmkube.manager.logs import configure_logging
+    from llmkube.router.event_loop import loop_factory
+    from llmkube.router.process import RouterProcess
+
+    try:
+        settings = router_settings(args)
+        loop, new_loop = loop_factory(args.loop)
+        configure_logging(args.log_level, args.log_format)
+    except ValueError as invalid:
+        print(f"llmkube router: {invalid}", file=sys.stderr)
+        return 2
+    settings.loop = loop
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:
             runner.run(RouterProcess(settings).run())

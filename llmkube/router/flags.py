@@ -33,6 +33,14 @@ def add_router_flags(parser: argparse.ArgumentParser) -> None:
         "api-keys/<secret>/<client> (default /var/run/llmkube) [LLMKUBE_ROUTER_SECRETS_DIR]",
     )
     parser.add_argument(
+        "--external-hosts",
+        default=env("LLMKUBE_ROUTER_EXTERNAL_HOSTS", ""),
+        metavar="HOST[,HOST...]",
+        help="hosts a backend with credentials may lead to besides its provider's own (https://"
+        "api.openai.com, https://api.anthropic.com); a spec sending a key anywhere else is refused. "
+        "The controller sets it from its --router-external-hosts [LLMKUBE_ROUTER_EXTERNAL_HOSTS]",
+    )
+    parser.add_argument(
         "--shutdown-grace",
         type=float,
         default=float(env("LLMKUBE_ROUTER_SHUTDOWN_GRACE", "30")),

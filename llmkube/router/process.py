@@ -20,6 +20,7 @@ import structlog
 from llmkube.kube.exposition import exposition_chunks
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
+from llmkube.plan.allowed_hosts import AllowedHost
 from llmkube.plan.router.config import RouterConfig
 from llmkube.router.audit import AuditSink
 from llmkube.router.health import Prober
@@ -49,6 +50,8 @@ class RouterSettings:
     #: a stream that sends nothing for this long is cut off
     stream_idle_timeout: float = 600.0
     endpoint_wait: float = 30.0
+    #: --external-hosts: where a backend with credentials may lead besides its provider's own host
+    external_hosts: tuple[AllowedHost, ...] = ()
     #: /readyz fails once a watch has failed this long
     watch_failure_tolerance: float = 120.0
     handle_signals: bool = True
@@ -71,7 +74,7 @@ class RouterProcess:
         self.settings = settings
         self._client = client
         self._owns_client = client is None
-        self.state = RouterState(settings.name, settings.namespace)
+        self.state = RouterState(settings.name, settings.namespace, external_hosts=settings.external_hosts)
         self.metrics = RouterMetrics(settings.name)
         self.audit = AuditSink()
         self.state.listeners.append(lambda config: self.audit.configure(config.audit))

@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmkube.plan.allowed_hosts import AllowedHost
 from llmkube.plan.router.budgets import Budgets
 from llmkube.plan.router.config import Backend, RouterConfig, compile_config
+from llmkube.plan.router.credential_hosts import credential_host_issues
 from llmkube.plan.router.latency import RollingP95
 from llmkube.plan.router.quarantine import Quarantine
 from llmkube.plan.router.strategy import next_draw
@@ -33,10 +35,20 @@ class Loaded:
 
 
 class RouterState:
-    def __init__(self, name: str, namespace: str, *, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        clock: Clock = time.monotonic,
+        external_hosts: Sequence[AllowedHost] = (),
+    ) -> None:
         self.name = name
         self.namespace = namespace
         self.clock = clock
+        #: where a backend with credentials may lead besides its provider's own host (the admin's
+        #: --router-external-hosts, handed over by the controller)
+        self.external_hosts = tuple(external_hosts)
         self.config: RouterConfig | None = None
         self.loaded: Loaded | None = None
         #: the ModelRouter is gone (deleted): nothing is routed
@@ -67,6 +79,9 @@ class RouterState:
         spec = obj.get("spec") or {}
         generation = int(meta.get("generation") or 0)
         issues = validate(spec, self.name)
+        # The controller refuses such a spec too, but leaves this router running: a spec edited
+        # under it must not send the key it has mounted to a host the admin did not allow.
+        issues += credential_host_issues(spec, self.external_hosts)
         self.deleted = False
         if errors(issues):
             self.loaded = Loaded(generation, issues, refused=True)

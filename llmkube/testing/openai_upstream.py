@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import socket
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -27,6 +28,19 @@ import orjson
 from aiohttp import web
 
 Behaviour = Literal["ok", "error", "hang", "reset"]
+
+
+def outbound_address() -> str | None:
+    """An address of this machine that is not loopback, for a stand-in a router may reach: its
+    egress guard refuses loopback for external backends, the API server refuses it in
+    EndpointSlices, and pods are never there. None on a machine with loopback alone."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a source address
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if address.startswith("127.") else address
 
 
 @dataclass

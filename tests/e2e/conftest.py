@@ -13,6 +13,7 @@ import pytest
 # The host agent tests' fixtures (tests/e2e/test_agent*.py).
 from agent_fixtures import address, binary, files, identity, start_agent  # noqa: F401
 from e2e_support import RunningController
+from router_gateway import ALLOWED as ROUTER_GATEWAY
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.permissions import PERMISSIONS, granted
@@ -20,6 +21,7 @@ from llmkube.controllers.setup import ControllersConfig
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
+from llmkube.plan.router.objects import RouterPlanConfig
 from llmkube.plan.tenancy import TenancyPolicy
 from llmkube.testing.controller_harness import controller_running
 from llmkube.testing.hfhub import HubState, running_hub
@@ -58,18 +60,19 @@ async def operator(
     # Local-path Models may come from the tests' temporary directories (--model-local-roots), in the
     # namespaces of tests marked local_sources.
     roots = (str(tmp_path_factory.getbasetemp()),)
+    # NodePort too, as an admin of a cluster where node ports are fine (tests change a Service's
+    # type); LoadBalancer stays refused (tests/e2e/test_tenant_isolation.py).
+    tenancy = TenancyPolicy(
+        local_source_roots=roots,
+        allowed_service_types=frozenset({"ClusterIP", "NodePort"}),
+        allowed_priority_classes=frozenset({"team-gold"}),
+    )
     config = ControllersConfig(
-        # NodePort too, as an admin of a cluster where node ports are fine (tests change a Service's
-        # type); LoadBalancer stays refused (tests/e2e/test_tenant_isolation.py).
-        operator=OperatorConfig(
-            # hf:// files come from the session's Hub stand-in (loopback, allowed below), never the Hub.
-            hf_endpoint=hf_hub.base,
-            tenancy=TenancyPolicy(
-                local_source_roots=roots,
-                allowed_service_types=frozenset({"ClusterIP", "NodePort"}),
-                allowed_priority_classes=frozenset({"team-gold"}),
-            ),
-        ),
+        # hf:// files come from the session's Hub stand-in (loopback, allowed below), never the Hub.
+        operator=OperatorConfig(hf_endpoint=hf_hub.base, tenancy=tenancy),
+        # ModelRouters are held to the same allowances; their keys may go to the providers' hosts
+        # and to one stand-in gateway (tests/e2e/test_router_tenancy.py).
+        router=RouterPlanConfig(tenancy=tenancy, external_hosts=parse_allowed_hosts(ROUTER_GATEWAY)),
         model=ModelPlanConfig(cache_path=str(model_cache), local_source_roots=roots, hf_endpoint=hf_hub.base),
         isvc_workers=4,
         model_workers=2,

@@ -75,7 +75,9 @@ async def test_a_model_router_becomes_its_deployment_service_and_rbac(
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     mounts = {m["mountPath"] for m in container.get("volumeMounts") or ()}
-    assert mounts == {"/var/run/llmkube/credentials/openai-key"}  # only the Secret the spec names
+    # Only the Secret the spec names, and its InferenceService backend's server key (a metal
+    # service's host servers ask for it; the volume is optional and empty for others).
+    assert mounts == {"/var/run/llmkube/credentials/openai-key", "/var/run/llmkube/server-keys/tiny"}
     service = admin.get("v1", "Service", name, ns)
     assert service["spec"]["ports"][0]["port"] == 8080
     assert admin.get("v1", "ServiceAccount", name, ns)["metadata"]["ownerReferences"][0]["name"] == "front"

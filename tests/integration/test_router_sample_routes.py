@@ -3,7 +3,8 @@ of its config/samples/inference_v1alpha1_modelrouter.yaml at v0.8.7 in our words
 API server and routes as its comments say, through `llmkube router` watching it there.
 
 Only the cloud backend's `url` is changed, to a stand-in speaking the OpenAI API on this machine
-(api.anthropic.com is not reachable from tests); the Secret's key is the file the kubelet would mount.
+(api.anthropic.com is not reachable from tests), and the router allowed to send the key there; the
+Secret's key is the file the kubelet would mount.
 The local backend's InferenceService is an EndpointSlice of its Service naming another stand-in."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from test_router_process_on_server import _eventually, _outbound_address, _runni
 
 from llmkube.api import constants as c
 from llmkube.api.crds import all_crds
+from llmkube.plan.allowed_hosts import parse_allowed_hosts
 from llmkube.plan.router.providers import ANTHROPIC_VERSION
 from llmkube.router.process import RouterSettings
 from llmkube.testing.openai_upstream import Upstream
@@ -74,6 +76,9 @@ async def test_the_coding_router_sample_applies_and_routes_as_it_says(
             # A request for a backend with no ready pod waits this long for one before its 503
             # (30 s by default): the 503s this test asks for need not wait that long.
             endpoint_wait=1.0,
+            # The key goes to the stand-in, not to api.anthropic.com: as an admin would allow with
+            # the controller's --router-external-hosts, which it hands to the router's pods.
+            external_hosts=parse_allowed_hosts(f"{address}:{cloud.port}"),
         )
         async with _running(settings) as process, aiohttp.ClientSession() as session:
             assert process.address is not None

@@ -164,6 +164,41 @@ def test_model_source_egress_flags(
     assert "--service-cidr: '10.96.0.0/40' is not a CIDR" in capsys.readouterr().err
 
 
+def test_router_allowance_flags(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LLMKUBE_ROUTER_EXTERNAL_HOSTS", "LLMKUBE_ROUTER_ALLOWED_IMAGES", "LLMKUBE_ROUTER_IMAGE"):
+        monkeypatch.delenv(name, raising=False)
+    default = controllers_config(build_parser().parse_args(["controller"])).router
+    assert (default.allowed_images, default.external_hosts) == ((), ())  # the providers' hosts only
+    assert default.image == f"ghcr.io/llmkube/llmkube:{__version__}"
+    given = build_parser().parse_args(
+        [
+            "controller",
+            "--router-image=registry.example/llmkube:1",
+            "--router-allowed-images=registry.example/llmkube, registry.example/pinned:2",
+            "--router-external-hosts=litellm.gateway.svc:4000,*.internal.example",
+        ]
+    )
+    router = controllers_config(given).router
+    assert router.image == "registry.example/llmkube:1"
+    assert router.allowed_images == ("registry.example/llmkube", "registry.example/pinned:2")
+    assert router.external_hosts == parse_allowed_hosts("litellm.gateway.svc:4000,*.internal.example")
+    # The router's tenancy is the services' (--allowed-service-types and the rest).
+    assert router.tenancy == controllers_config(given).operator.tenancy
+    monkeypatch.setenv("LLMKUBE_ROUTER_EXTERNAL_HOSTS", "10.96.0.0/12")
+    from_env = controllers_config(build_parser().parse_args(["controller"])).router
+    assert from_env.external_hosts == parse_allowed_hosts("10.96.0.0/12")
+    monkeypatch.delenv("LLMKUBE_ROUTER_EXTERNAL_HOSTS")
+    assert main(["controller", "--router-external-hosts=gw.example:http"]) == 2
+    assert "--router-external-hosts: 'gw.example:http': 'http' is not a port" in capsys.readouterr().err
+    assert main(["controller", "--router-allowed-images=--privileged"]) == 2
+    assert "--router-allowed-images: --privileged: not an image reference" in capsys.readouterr().err
+    # The router's own copy of the list, as the controller hands it over.
+    assert main(["router", "--model-router=r", "--namespace=n", "--external-hosts=2130706433"]) == 2
+    assert "llmkube router: --external-hosts: '2130706433' is not an IP address or CIDR" in (
+        capsys.readouterr().err
+    )
+
+
 def test_model_storage_flags(capsys: pytest.CaptureFixture[str]) -> None:
     default = controllers_config(build_parser().parse_args(["controller"])).operator
     assert (default.model_storage, default.ephemeral_cache_size_limit) == ("namespace", "20Gi")

@@ -17,11 +17,40 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+from llmkube.plan.allowed_hosts import (
+    ALLOWED_HOST_FORMS,
+    AllowedHost,
+    IPAddress,
+    IPNetwork,
+    normalized,
+    parse_allowed_host,
+    parse_allowed_hosts,
+    split_entries,
+)
 
-#: What `--model-source-allowed-hosts` accepts, for its help and its error messages.
-ALLOWED_HOST_FORMS = "host, *.domain, host:port, an IP address, [IPv6]:port or a CIDR"
+# The host entries moved to plan/allowed_hosts.py (the router reads them too); still importable here.
+__all__ = [
+    "ALLOWED_HOST_FORMS",
+    "DEFAULT_DENIED",
+    "AllowedHost",
+    "DeniedNetwork",
+    "EgressConfig",
+    "EgressPolicy",
+    "Endpoint",
+    "IPAddress",
+    "IPNetwork",
+    "api_endpoints_of",
+    "cluster_networks",
+    "endpoints_at",
+    "normalized",
+    "parse_allowed_host",
+    "parse_allowed_hosts",
+    "parse_cidrs",
+    "pod_cidrs_of",
+    "policy_for",
+    "refusal",
+    "service_cidrs_of",
+]
 
 
 @dataclass(frozen=True)
@@ -57,13 +86,6 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
-def normalized(address: IPAddress) -> IPAddress:
-    """`::ffff:127.0.0.1` is 127.0.0.1: a socket connected to it reaches the IPv4 address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
 def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
     if not isinstance(address, ipaddress.IPv6Address):
         return None
@@ -74,89 +96,10 @@ def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
     return None
 
 
-def _parse_port(text: str, entry: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"{entry!r}: {text!r} is not a port")
-    return int(text)
-
-
-def _host_name(text: str, entry: str) -> str:
-    name = text.strip().lower().rstrip(".")
-    labels = name.split(".")
-    if not name or any(not label or len(label) > 63 for label in labels) or len(name) > 253:
-        raise ValueError(f"{entry!r} is not a host name ({ALLOWED_HOST_FORMS})")
-    if not all(part.replace("-", "").replace("_", "").isalnum() for part in labels):
-        raise ValueError(f"{entry!r} is not a host name ({ALLOWED_HOST_FORMS})")
-    return name
-
-
-@dataclass(frozen=True)
-class AllowedHost:
-    """One entry of `--model-source-allowed-hosts`: a host name (`suffix` for `*.domain`), or
-    addresses (`network`: one address is a /32 or /128), on one `port` or any."""
-
-    name: str | None = None
-    suffix: str | None = None
-    network: IPNetwork | None = None
-    port: int | None = None
-
-    def matches(self, host: str, address: IPAddress, port: int) -> bool:
-        if self.port is not None and self.port != port:
-            return False
-        if self.network is not None:
-            return address.version == self.network.version and address in self.network
-        name = host.lower().rstrip(".")
-        if self.suffix is not None:
-            return name.endswith(self.suffix)
-        return name == self.name
-
-
-def parse_allowed_host(entry: str) -> AllowedHost:
-    """`models.internal`, `*.models.internal`, `models.internal:8080`, `10.1.2.3`, `10.1.2.3:8080`,
-    `[fd12::3]:8080`, `10.1.0.0/16` or `fd12::/64`. Raises ValueError naming what is wrong."""
-    text = entry.strip()
-    if not text:
-        raise ValueError("an empty host")
-    port: int | None = None
-    if text.startswith("["):  # [IPv6] or [IPv6]:port
-        inside, _, rest = text[1:].partition("]")
-        if rest:
-            if not rest.startswith(":"):
-                raise ValueError(f"{entry!r} is not {ALLOWED_HOST_FORMS}")
-            port = _parse_port(rest[1:], entry)
-        text = inside
-    elif text.count(":") == 1:  # host:port or IPv4:port (a bare IPv6 address has several colons)
-        text, _, port_text = text.partition(":")
-        port = _parse_port(port_text, entry)
-    try:
-        network = ipaddress.ip_network(text, strict=False) if "/" in text else None
-        if network is None:
-            network = ipaddress.ip_network(normalized(ipaddress.ip_address(text)))
-    except ValueError:
-        network = None
-        if "/" in text or text.replace(".", "").isdigit() or ":" in text:
-            raise ValueError(f"{entry!r} is not an IP address or CIDR ({ALLOWED_HOST_FORMS})") from None
-    if network is not None:
-        return AllowedHost(network=network, port=port)
-    if text.startswith("*."):
-        return AllowedHost(suffix="." + _host_name(text[2:], entry), port=port)
-    return AllowedHost(name=_host_name(text, entry), port=port)
-
-
-def _entries(values: str | Iterable[str]) -> list[str]:
-    items = [values] if isinstance(values, str) else list(values)
-    return [part.strip() for item in items for part in item.split(",") if part.strip()]
-
-
-def parse_allowed_hosts(values: str | Iterable[str]) -> tuple[AllowedHost, ...]:
-    """Comma-separated entries (or several strings of them), each as `parse_allowed_host`."""
-    return tuple(parse_allowed_host(entry) for entry in _entries(values))
-
-
 def parse_cidrs(values: str | Iterable[str]) -> tuple[IPNetwork, ...]:
     """Comma-separated CIDRs (`10.96.0.0/12,fd00:10:96::/112`); raises ValueError on a bad one."""
     networks = []
-    for entry in _entries(values):
+    for entry in split_entries(values):
         try:
             networks.append(ipaddress.ip_network(entry, strict=False))
         except ValueError:

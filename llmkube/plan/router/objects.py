@@ -27,6 +27,7 @@ from llmkube.api import constants as c
 from llmkube.api.base import KubeObject
 from llmkube.api.modelrouter import ModelRouter
 from llmkube.apimachinery.quantity import QuantityError, canonical_quantity
+from llmkube.plan.allowed_hosts import AllowedHost
 from llmkube.plan.inferenceservice.hardening import NON_ROOT_USER
 from llmkube.plan.inferenceservice.objects import compact
 from llmkube.plan.inferenceservice.server_key import secret_name as server_key_secret
@@ -58,6 +59,11 @@ class RouterPlanConfig:
     #: `--router-image`: the image of the router pods when the spec names none (the controller's)
     image: str = DEFAULT_IMAGE
     tenancy: TenancyPolicy = field(default_factory=TenancyPolicy)
+    #: `--router-allowed-images`: images a spec's `proxy.image` may name besides `image`
+    allowed_images: tuple[str, ...] = ()
+    #: `--router-external-hosts`: hosts a backend with credentials may lead to besides its
+    #: provider's own (plan/router/credential_hosts.py); the router pods get the same list
+    external_hosts: tuple[AllowedHost, ...] = ()
 
 
 def router_name(name: str) -> str:
@@ -220,6 +226,14 @@ def _audit_dir(router: ModelRouter) -> str | None:
     return posixpath.dirname(audit.file_path or DEFAULT_AUDIT_FILE)
 
 
+def _external_hosts_args(config: RouterPlanConfig) -> list[str]:
+    """The router refuses a credentialed URL the admin did not allow too (a spec edited under a
+    running router): it gets the admin's list. None when it is empty, so that the Deployments of
+    clusters that never set it do not change."""
+    entries = ",".join(entry.entry for entry in config.external_hosts)
+    return [f"--external-hosts={entries}"] if entries else []
+
+
 def _secret_volume(volume: str, secret: str) -> KubeObject:
     return {"name": volume, "secret": {"secretName": secret, "optional": True, "defaultMode": SECRET_MODE}}
 
@@ -253,7 +267,7 @@ def deployment(router: ModelRouter, config: RouterPlanConfig) -> KubeObject:
         "image": (proxy.image if proxy is not None and proxy.image else config.image),
         "imagePullPolicy": "IfNotPresent",
         "command": ["llmkube", "router"],
-        "args": [f"--model-router={name}", "--log-format=json"],
+        "args": [f"--model-router={name}", "--log-format=json", *_external_hosts_args(config)],
         "env": [
             # fieldRef is atomic for server-side apply: its apiVersion is spelled out as the server
             # defaults it, or every apply would see a difference.
@@ -310,22 +324,6 @@ def deployment(router: ModelRouter, config: RouterPlanConfig) -> KubeObject:
             "template": {"metadata": {"labels": object_labels(name)}, "spec": compact(pod)},
         },
     }
-
-
-def service_type_problem(router: ModelRouter, policy: TenancyPolicy) -> str | None:
-    """The admin's `--allowed-service-types` apply to a router's Service as to any service's."""
-    from llmkube.plan.inferenceservice.policy import SERVICE_TYPES
-    from llmkube.plan.tenancy import ALLOWED_SERVICE_TYPES_FLAG
-
-    endpoint = router.spec.endpoint
-    wanted = (endpoint.type if endpoint is not None else None) or "ClusterIP"
-    if wanted in policy.allowed_service_types:
-        return None
-    allowed = ", ".join(t for t in SERVICE_TYPES if t in policy.allowed_service_types)
-    return (
-        f'Service type "{wanted}" is not allowed: this cluster allows {allowed} '
-        f"({ALLOWED_SERVICE_TYPES_FLAG})"
-    )
 
 
 def router_objects(router: ModelRouter, config: RouterPlanConfig) -> list[KubeObject]:

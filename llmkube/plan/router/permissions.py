@@ -4,8 +4,8 @@ The controller creates this Role (and a RoleBinding to the router's own ServiceA
 ModelRouter, so the controller must hold every permission listed here itself (Kubernetes refuses
 to let anyone grant what they do not have): `llmkube/controllers/permissions.py` lists them for
 that reason too. The router reads no Secret through the API: the kubelet mounts the ones the spec
-names. Not yet proven on a real cluster as the router's own identity (the integration tests run
-the router with an admin kubeconfig): that is the node tier's to show."""
+names. The router runs with this Role alone in tests/e2e/test_router_tenancy.py (its own
+ServiceAccount's token, on the full control plane) and on the node tier."""
 
 from dataclasses import dataclass
 

@@ -1,11 +1,13 @@
 """A ModelRouter's status, from what the controller sees: its spec's problems, the router's
 Deployment and the InferenceServices it routes to.
 
-* phase: Failed (the spec has errors: nothing is deployed for it, the status names the fields),
+* phase: Failed (the spec has errors, or asks for what the admin does not allow: nothing is
+  deployed or changed for it, the status names the fields),
   Provisioning (the Deployment has no available replica for this generation yet), Degraded (it
   serves, but an InferenceService backend is missing or not Ready), Ready.
 * conditions, as on the other kinds: Ready, Reconciling (True while the Deployment rolls out),
-  Stalled (True while the spec is invalid, then False/Recovered, never removed), and McpServer
+  Stalled (True while the spec is invalid, reason InvalidSpec, or refused, reason PolicyViolation;
+  then False/Recovered, never removed), and McpServer
   (False/NotImplemented while `mcpServer` is set: accepted, with no effect yet).
 * backends: each one's resolved target (an InferenceService's Service, an external URL) and, for
   InferenceServices, whether it is Ready. Whether an endpoint answers is the router's to know
@@ -16,7 +18,7 @@ never written again."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +29,7 @@ from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.router.config import effective_tier, external_url
 from llmkube.plan.router.objects import endpoint_url
 from llmkube.plan.router.validation import Issue, errors
+from llmkube.plan.tenancy import POLICY_VIOLATION, PolicyIssue
 
 READY, RECONCILING, STALLED, MCP_SERVER = "Ready", "Reconciling", "Stalled", "McpServer"
 
@@ -81,6 +84,7 @@ def router_status(
     deployment: Mapping[str, Any] | None,
     isvcs: Mapping[str, Mapping[str, Any] | None],
     now: datetime,
+    violations: Sequence[PolicyIssue] = (),
 ) -> ModelRouterStatus:
     previous = router.status
     conditions: list[Condition] = list(previous.conditions or ()) if previous else []
@@ -103,11 +107,27 @@ def router_status(
     problems = errors(issues)
     phase: RouterPhase
     if problems:
-        message = "The spec is invalid: " + "; ".join(issue.text() for issue in problems)
+        message = "The spec is invalid: " + "; ".join(
+            [issue.text() for issue in problems] + [issue.text() for issue in violations]
+        )
         phase = "Failed"
         put(READY, False, "InvalidSpec", message)
         put(RECONCILING, False, "InvalidSpec", "Nothing is deployed for an invalid spec.")
         put(STALLED, True, "InvalidSpec", message)
+    elif violations:
+        message = "The spec asks for what this cluster does not allow: " + "; ".join(
+            issue.text() for issue in violations
+        )
+        phase = "Failed"
+        put(READY, False, POLICY_VIOLATION, message)
+        put(
+            RECONCILING,
+            False,
+            POLICY_VIOLATION,
+            "Nothing is deployed or changed for a refused spec: the router's objects stay as the last "
+            "allowed spec made them.",
+        )
+        put(STALLED, True, POLICY_VIOLATION, message)
     else:
         if find_condition(conditions, STALLED) is not None:
             conditions = update_condition_if_present(

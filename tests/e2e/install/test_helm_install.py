@@ -208,6 +208,8 @@ def test_values_reach_the_deployment(helm_env: dict[str, str]) -> None:
         "resources.limits.memory=1Gi",
         "modelCache.existingClaim=model-cache",
         "criticalPriority.enabled=true",
+        "tenancy.routerAllowedImages={registry.example.com/llmkube}",
+        "tenancy.routerExternalHosts={litellm.gateway.svc:4000,*.internal.example}",
         namespace="platform",
     )
     deployment = the_deployment(docs)
@@ -217,6 +219,8 @@ def test_values_reach_the_deployment(helm_env: dict[str, str]) -> None:
     assert deployment["spec"]["replicas"] == 3
     assert container["image"] == "registry.example.com/llmkube:9.9.9"
     assert "--namespace=team-a" in container["args"]
+    assert "--router-allowed-images=registry.example.com/llmkube" in container["args"]
+    assert "--router-external-hosts=litellm.gateway.svc:4000,*.internal.example" in container["args"]
     assert container["resources"]["limits"]["memory"] == "1Gi"
     assert {v["name"]: v for v in pod["volumes"]}["model-cache"]["persistentVolumeClaim"] == {
         "claimName": "model-cache"

@@ -288,6 +288,12 @@ def test_people_bound_to_edit_manage_services_and_people_bound_to_view_only_read
         "metadata": {"name": "s"},
         "spec": {"modelRef": "m"},
     }
+    router = {
+        "apiVersion": api,
+        "kind": "ModelRouter",
+        "metadata": {"name": "r"},
+        "spec": {"backends": [{"name": "s", "inferenceServiceRef": {"name": "s"}}]},
+    }
     # The aggregation controller fills `view`/`edit` from our labelled roles; the user can list once it has.
     wait_until(
         lambda: user.list(api, "Model", namespace) == [], timeout=60, what=f"{role} includes llmkube-viewer"
@@ -295,21 +301,27 @@ def test_people_bound_to_edit_manage_services_and_people_bound_to_view_only_read
     if may_write:
         user.create(model, namespace=namespace)
         user.create(service, namespace=namespace)
+        user.create(router, namespace=namespace)
         assert [s["metadata"]["name"] for s in user.list(api, "InferenceService", namespace)] == ["s"]
-        with pytest.raises(RestError) as status_write:
-            user.request(
-                "PATCH",
-                user.path_for(api, "InferenceService", namespace, "s") + "/status",
-                {"status": {"phase": "Ready"}},
-                content_type="application/merge-patch+json",
-            )
-        assert status_write.value.status == 403, "only the controller writes status"
+        assert [r["metadata"]["name"] for r in user.list(api, "ModelRouter", namespace)] == ["r"]
+        for kind, name in (("InferenceService", "s"), ("ModelRouter", "r")):
+            with pytest.raises(RestError) as status_write:
+                user.request(
+                    "PATCH",
+                    user.path_for(api, kind, namespace, name) + "/status",
+                    {"status": {"phase": "Ready"}},
+                    content_type="application/merge-patch+json",
+                )
+            assert status_write.value.status == 403, "only the controller writes status"
     else:
         admin.create(model, namespace=namespace)
+        admin.create(router, namespace=namespace)
         assert [m["metadata"]["name"] for m in user.list(api, "Model", namespace)] == ["m"]
-        with pytest.raises(RestError) as create:
-            user.create(service, namespace=namespace)
-        assert create.value.status == 403
+        assert [r["metadata"]["name"] for r in user.list(api, "ModelRouter", namespace)] == ["r"]
+        for body in (service, {**router, "metadata": {"name": "r2"}}):
+            with pytest.raises(RestError) as create:
+                user.create(body, namespace=namespace)
+            assert create.value.status == 403
         with pytest.raises(RestError) as delete:
             user.request("DELETE", user.path_for(api, "Model", namespace, "m"))
         assert delete.value.status == 403
@@ -343,3 +355,33 @@ def test_the_argocd_health_snippet_merges_into_an_existing_argocd_cm(cluster: Lo
         == (lua / "health-model.lua").read_text()
     )
     assert set(merged["data"]) == {"url", "timeout.reconciliation", *snippet["data"]}
+
+
+def test_the_tenancy_patch_install_md_shows_reaches_the_controllers_allowances(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/install.md's kustomize patch for what tenants may ask for, built on top of manifests/:
+    the controller the Deployment runs reads the allowances from its environment."""
+    import yaml
+
+    from llmkube.cli import build_parser
+    from llmkube.plan.allowed_hosts import parse_allowed_hosts
+    from llmkube.process.config import controllers_config
+
+    text = (MANIFESTS.parent / "docs" / "install.md").read_text()
+    after = text.split("What tenants may ask for", 1)[1]
+    snippet = after.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "manifests").symlink_to(MANIFESTS)
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump({"resources": ["manifests"], **yaml.safe_load(snippet)})
+    )
+    (container,) = the_deployment(documents(kustomize_build(tmp_path)))["spec"]["template"]["spec"][
+        "containers"
+    ]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    config = controllers_config(build_parser().parse_args(container["args"]))
+    assert config.router.external_hosts == parse_allowed_hosts("litellm.ai-gateway.svc,*.gateway.example")
+    assert config.operator.tenancy.allowed_service_types == {"ClusterIP", "NodePort"}
+    assert config.router.tenancy == config.operator.tenancy

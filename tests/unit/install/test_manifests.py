@@ -86,3 +86,30 @@ def test_user_roles_aggregate_into_the_built_in_roles(role: str, aggregates_to: 
         key.removeprefix(prefix) for key, value in labels.items() if key.startswith(prefix)
     } == aggregates_to
     assert all(value == "true" for key, value in labels.items() if key.startswith(prefix))
+
+
+def test_the_secret_references_policy_checks_each_of_the_first_sixteen_secrets_once() -> None:
+    """One authorizer check per expression (each costs 350,000 of an expression's 1,000,000): the
+    validations check the distinct Secrets 0..15 one each, in order, and refuse more than 16
+    (tests/integration/test_secret_references_policy.py runs them on the API server)."""
+    (policy,) = [
+        d
+        for d in documents("admission/secret_references_policy.yaml")
+        if d["kind"] == "ValidatingAdmissionPolicy"
+    ]
+    assert set(policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"]) == {
+        "inferenceservices",
+        "models",
+        "modelrouters",
+    }
+    validations = policy["spec"]["validations"]
+    limit, *each = validations
+    assert "size(variables.secrets) <= 16" in limit["expression"]
+    assert len(each) == 16
+    for index, validation in enumerate(each):
+        text = " ".join(validation["expression"].split())
+        assert text.count(".check('get')") == 1, text
+        assert f"size(variables.secrets) <= {index} ||" in text
+        assert f".name(variables.secrets[{index}])" in text
+        assert f"variables.secrets[{index}]" in validation["messageExpression"]
+        assert validation["reason"] == "Forbidden"

@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 
+from llmkube.plan.allowed_hosts import parse_allowed_hosts
 from llmkube.router.audit import AuditSink
 from llmkube.router.metrics import RouterMetrics
 from llmkube.router.process import http_server, metrics_page
@@ -55,8 +56,10 @@ async def running_proxy(
     *,
     api_servers: tuple[Any, ...] = (),
     endpoint_wait: float = 0.0,
+    external_hosts: str = "",
 ) -> AsyncIterator[RunningProxy]:
-    state = RouterState(name, "ns")
+    """`external_hosts`: the router's --external-hosts (where a backend with credentials may lead)."""
+    state = RouterState(name, "ns", external_hosts=parse_allowed_hosts(external_hosts))
     metrics = RouterMetrics(name)
     unregister = metrics.register_state(state)
     lines: list[bytes] = []

@@ -562,7 +562,8 @@ async def test_external_providers_get_their_auth_header_and_their_model(
     secret = tmp_path / "credentials" / "provider-keys"
     secret.mkdir(parents=True)
     (secret / key[provider]).write_text("sk-provider")
-    async with running_proxy(f"external-{provider}", tmp_path) as running:
+    # The admin lets keys go to this host (--router-external-hosts): it is not the provider's own.
+    async with running_proxy(f"external-{provider}", tmp_path, external_hosts=address) as running:
         running.load(
             {
                 "backends": [
