@@ -3,6 +3,7 @@ to its InferenceService's Service, and a watcher thread that waits for `Ready`, 
 completion and prints the `curl` line that gets one. Shared by every sample `llmkube run` starts
 (`real_run.TinyDemo`, `metal_demo.MetalDemo`), so they report the same way."""
 
+import base64
 import json
 import sys
 import threading
@@ -38,6 +39,8 @@ class ServedSample:
     service: str = ""
     #: the `model` of the requests (a router routes by it; a service ignores it)
     model: str | None = None
+    #: a metal service's server key (its host server asks for it), read once it is Ready
+    key: str = ""
 
     def forward(self) -> str:
         """Opened before the calling thread joins the node's network namespace; the Service is
@@ -62,7 +65,16 @@ class ServedSample:
 
     def curl_line(self) -> str:
         body = json.dumps(self.body(), separators=(",", ":"))
-        return f"curl -s {self.url} -H 'Content-Type: application/json' -d '{body}'"
+        authorization = f" -H 'Authorization: Bearer {self.key}'" if self.key else ""
+        return f"curl -s {self.url} -H 'Content-Type: application/json'{authorization} -d '{body}'"
+
+    def read_key(self) -> str:
+        """A metal service's server key (plan/inferenceservice/server_key.py), "" for others."""
+        if self.kind != "InferenceService":
+            return ""
+        secret = self.cluster.admin().get_or_none("v1", "Secret", f"{self.name}-server-key", self.namespace)
+        encoded = ((secret or {}).get("data") or {}).get("key")
+        return base64.b64decode(encoded).decode() if encoded else ""
 
     def announce_when_ready(self, what: str, timeout: float = 900.0, served_by: str = "") -> threading.Thread:
         """From a thread started by a thread inside the node's namespace (the ClusterIP is reached
@@ -82,8 +94,9 @@ class ServedSample:
         if (why := self._wait_ready(timeout)) is not None:
             print(f"llmkube run: {why}", file=self.out, flush=True)
             return
+        self.key = self.read_key()
         address = self.service_address()
-        answer = first_completion(address, self.body()) if address else None
+        answer = first_completion(address, self.body(), key=self.key) if address else None
         print(
             f"\n{what} is Ready after {time.monotonic() - t0:.1f} s{served_by} and answers on this machine:\n"
             f"  {self.curl_line()}\n" + (f"  -> {json.dumps(answer)}\n" if answer else ""),
@@ -106,11 +119,14 @@ class ServedSample:
         return f"{self.name} is not Ready after {timeout:.0f} s; see {see}"
 
 
-def first_completion(address: tuple[str, int], body: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def first_completion(
+    address: tuple[str, int], body: dict[str, Any] | None = None, *, key: str = ""
+) -> dict[str, Any] | None:
+    authorization = {"Authorization": f"Bearer {key}"} if key else {}
     request = urllib.request.Request(
         f"http://{address[0]}:{address[1]}/v1/chat/completions",
         data=json.dumps(body or chat_request()).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **authorization},
         method="POST",
     )
     for _ in range(30):  # readiness and kube-proxy's rules arrive within a second or two of each other

@@ -61,12 +61,19 @@ def http(
     return node.network.run_inside(send, timeout=timeout + 5)
 
 
-def eventually_http(node: NodeCluster, url: str, body: Any = None, *, within: float = 60) -> Reply:
+def eventually_http(
+    node: NodeCluster,
+    url: str,
+    body: Any = None,
+    *,
+    within: float = 60,
+    headers: dict[str, str] | None = None,
+) -> Reply:
     """The first 200 (a Service's rules and endpoints settle a moment after readiness)."""
 
     def ok() -> Reply | None:
         try:
-            reply = http(node, url, body, timeout=10)
+            reply = http(node, url, body, headers=headers, timeout=10)
         except OSError:
             return None
         return reply if reply.status == 200 else None

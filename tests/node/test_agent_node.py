@@ -10,6 +10,7 @@ failed request through the ClusterIP, the agent stops (the controller reports th
 once the timeout the test overlay gives it has passed), and an agent with room for one server
 adopts it and evicts it for a higher-priority service, which says so."""
 
+import base64
 import json
 import os
 import signal
@@ -110,8 +111,14 @@ def endpoint_ready(admin: KubeRest, namespace: str) -> bool | None:
     return bool(endpoints and (endpoints[0].get("conditions") or {}).get("ready")) if found else None
 
 
-def complete_from_a_pod(admin: KubeRest, namespace: str, url: str, name: str) -> dict[str, Any]:
-    """A client pod that POSTs one chat completion to `url` and prints the answer."""
+def server_key(admin: KubeRest, namespace: str, service: str) -> str:
+    """The service's server key (the router mounts it; its host server asks for it)."""
+    secret = admin.get("v1", "Secret", f"{service}-server-key", namespace)
+    return base64.b64decode(secret["data"]["key"]).decode()
+
+
+def complete_from_a_pod(admin: KubeRest, namespace: str, url: str, name: str, key: str) -> dict[str, Any]:
+    """A client pod that POSTs one chat completion to `url` with the service's key and prints the answer."""
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -126,7 +133,14 @@ def complete_from_a_pod(admin: KubeRest, namespace: str, url: str, name: str) ->
                     "image": CURL.ref,
                     "imagePullPolicy": "Never",
                     "command": ["curl", "-sS", "--fail", "--max-time", "60", "-H"],
-                    "args": ["Content-Type: application/json", "-d", json.dumps(chat_request()), url],
+                    "args": [
+                        "Content-Type: application/json",
+                        "-H",
+                        f"Authorization: Bearer {key}",
+                        "-d",
+                        json.dumps(chat_request()),
+                        url,
+                    ],
                 }
             ],
         },
@@ -175,7 +189,9 @@ def test_a_metal_service_is_served_by_a_host_agent_through_its_cluster_ip(
     assert "selector" not in service["spec"]  # the controller's metal path: no pods of its own
     assert admin.get_or_none("apps/v1", "Deployment", "chat", ns) is None
     url = f"http://{service['spec']['clusterIP']}:8080/v1/chat/completions"
-    answer = complete_from_a_pod(admin, ns, url, "client-1")
+    key = server_key(admin, ns, "chat")
+    bearer = {"Authorization": f"Bearer {key}"}
+    answer = complete_from_a_pod(admin, ns, url, "client-1", key)
     TIMINGS["agent: apply -> first completion from a pod through the ClusterIP (s)"] = watch.seconds()
     assert answer["object"] == "chat.completion"
     assert answer["usage"]["completion_tokens"] > 0 and answer["usage"]["prompt_tokens"] > 0
@@ -191,12 +207,12 @@ def test_a_metal_service_is_served_by_a_host_agent_through_its_cluster_ip(
     killed = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: endpoint_ready(admin, ns) is False, within=30, interval=0.1, what="withdrawn")
-    eventually_http(node_cluster, url, chat_request(), within=90)
+    eventually_http(node_cluster, url, chat_request(), within=90, headers=bearer)
     gap = round(time.monotonic() - killed, 1)
     TIMINGS["agent: llama-server killed -> ClusterIP serves again (s)"] = gap
     (restarted,) = server_pids(llama_server, cache)
     assert restarted != pid
-    assert complete_from_a_pod(admin, ns, url, "client-2")["object"] == "chat.completion"
+    assert complete_from_a_pod(admin, ns, url, "client-2", key)["object"] == "chat.completion"
     assert host_agent.sample("llmkube_agent_process_restarts_total", namespace=ns, name="chat") == 1
 
     # A contextSize change rolls in place (the new server ready, then the endpoint moves, then the
@@ -209,7 +225,7 @@ def test_a_metal_service_is_served_by_a_host_agent_through_its_cluster_ip(
     def client() -> None:
         while not stop_client.is_set():
             try:
-                reply = http(node_cluster, url, chat_request(), timeout=30)
+                reply = http(node_cluster, url, chat_request(), headers=bearer, timeout=30)
             except OSError as error:
                 failed.append(repr(error))
                 continue
@@ -287,7 +303,9 @@ def test_a_metal_service_is_served_by_a_host_agent_through_its_cluster_ip(
         )
         wait_for(lambda: status(admin, ns, "high").get("phase") == "Ready", within=180, what="high Ready")
         high = admin.get("v1", "Service", "high", ns)["spec"]["clusterIP"]
-        answer = complete_from_a_pod(admin, ns, f"http://{high}:8080/v1/chat/completions", "client-3")
+        answer = complete_from_a_pod(
+            admin, ns, f"http://{high}:8080/v1/chat/completions", "client-3", server_key(admin, ns, "high")
+        )
         assert answer["object"] == "chat.completion"
 
         def evicted() -> dict[str, Any] | None:
@@ -304,3 +322,95 @@ def test_a_metal_service_is_served_by_a_host_agent_through_its_cluster_ip(
         second.stop()
         print(second.tail())
     assert refused == 0
+
+
+def tenant_client(node_cluster: NodeCluster, namespace: str, workdir: Path) -> KubeRest:
+    """A tenant as a platform hands it a namespace: llmkube-editor there, nothing else."""
+    admin = node_cluster.admin()
+    admin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "tenant", "namespace": namespace},
+        }
+    )
+    admin.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "tenant-llmkube-editor", "namespace": namespace},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "llmkube-editor",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}],
+        }
+    )
+    kubeconfig = service_account_kubeconfig(
+        node_cluster.kubeconfig, namespace, "tenant", workdir / "tenant.kubeconfig"
+    )
+    return KubeRest.from_kubeconfig(kubeconfig)
+
+
+def test_a_tenant_cannot_reach_the_agents_host(
+    node_cluster: NodeCluster,
+    controller: str,
+    model_source: ModelSource,
+    node_namespace: str,
+    host_agent: HostAgent,
+    llama_server: Path,
+    tmp_path: Path,
+) -> None:
+    """Issue 33 on the node tier: what a tenant got before (`--path /` served the host's
+    /etc/passwd on every interface through the service's host port) ends with the flag named in
+    status, no server started; what it may run listens only on the advertise address and answers
+    only with the service's key: through the ClusterIP, the router's path, with it."""
+    admin, ns = node_cluster.admin(), node_namespace
+    tenant = tenant_client(node_cluster, ns, tmp_path)
+    tenant.create(
+        {
+            "apiVersion": API,
+            "kind": "Model",
+            "metadata": {"name": "tiny", "namespace": ns},
+            "spec": {"source": model_source.url(), "format": "gguf", "hardware": {"accelerator": "metal"}},
+        }
+    )
+
+    def isvc(name: str, extra: list[str]) -> dict[str, Any]:
+        return {
+            "apiVersion": API,
+            "kind": "InferenceService",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"modelRef": "tiny", "contextSize": 256, "endpoint": {"port": 8080}, "extraArgs": extra},
+        }
+
+    tenant.create(isvc("files", ["--path", "/", "--host", "0.0.0.0"]))
+    tenant.create(isvc("chat", ["--temp", "0.2"]))
+
+    def refused() -> str | None:
+        current = status(admin, ns, "files")
+        said = [c for c in conditions(current).values() if c.get("reason") == "UnsupportedByAgent"]
+        return said[0].get("message", "") if current.get("phase") == "Failed" and said else None
+
+    message = wait_for(refused, within=180, what="files refused by the agent")
+    assert 'spec.extraArgs[0] "--path"' in message and "serves the host's files" in message, message
+    wait_for(lambda: status(admin, ns).get("phase") == "Ready", within=180, what="chat Ready")
+    assert len(server_pids(llama_server, tmp_path / "cache")) == 1  # chat's only: files never started
+
+    registered = agent_slice(admin, ns)
+    assert registered is not None
+    port = registered["ports"][0]["port"]
+    node_ip = node_cluster.layout.node_ip
+    # Bound to the advertise address only: nothing answers on the host's other addresses.
+    with pytest.raises(OSError):
+        http(node_cluster, f"http://127.0.0.1:{port}/health", timeout=5)
+    assert http(node_cluster, f"http://{node_ip}:{port}/health").status == 200
+    # Without the key nothing but /health, on the host port and through the ClusterIP alike.
+    assert http(node_cluster, f"http://{node_ip}:{port}/etc/passwd").status == 401
+    cluster_ip = admin.get("v1", "Service", "chat", ns)["spec"]["clusterIP"]
+    url = f"http://{cluster_ip}:8080/v1/chat/completions"
+    assert http(node_cluster, url, chat_request()).status == 401
+    key = server_key(admin, ns, "chat")
+    reply = eventually_http(node_cluster, url, chat_request(), headers={"Authorization": f"Bearer {key}"})
+    assert json.loads(reply.body)["object"] == "chat.completion"
