@@ -1,4 +1,4 @@
-"""A tenant against the host agent (issue 33): a tenant who may create metal InferenceServices in its
+"""A tenant against the host agent: a tenant who may create metal InferenceServices in its
 own namespace (llmkube-editor, nothing else) tries to turn the agent's host into its own. The real
 agent under its own identity, the real llama-server, the session's controller:
 

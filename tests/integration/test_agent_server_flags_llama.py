@@ -126,7 +126,7 @@ def status_of(url: str, key: str | None = None, body: dict[str, object] | None =
 def test_the_flag_the_allowlist_refuses_first_serves_the_hosts_files(
     binary: Path, model: Path, tmp_path: Path
 ) -> None:
-    """Why `--path` is refused: what a tenant got before (issue 33), on the real server."""
+    """Why `--path` is refused: what a tenant got before the allowlist, on the real server."""
     secret = tmp_path / "host-secret.txt"
     secret.write_text("only the host may read this\n")
     refused = judge(["--path", str(tmp_path)])

@@ -362,7 +362,7 @@ def test_a_tenant_cannot_reach_the_agents_host(
     llama_server: Path,
     tmp_path: Path,
 ) -> None:
-    """Issue 33 on the node tier: what a tenant got before (`--path /` served the host's
+    """On the node tier: what a tenant got before the allowlist (`--path /` served the host's
     /etc/passwd on every interface through the service's host port) ends with the flag named in
     status, no server started; what it may run listens only on the advertise address and answers
     only with the service's key: through the ClusterIP, the router's path, with it."""
