@@ -410,7 +410,14 @@ def test_a_tenant_cannot_reach_the_agents_host(
     assert http(node_cluster, f"http://{node_ip}:{port}/etc/passwd").status == 401
     cluster_ip = admin.get("v1", "Service", "chat", ns)["spec"]["clusterIP"]
     url = f"http://{cluster_ip}:8080/v1/chat/completions"
-    assert http(node_cluster, url, chat_request()).status == 401
+
+    def answered() -> int | None:  # kube-proxy's rules follow the slice a moment after readiness
+        try:
+            return http(node_cluster, url, chat_request(), timeout=10).status
+        except OSError:
+            return None
+
+    assert wait_for(answered, within=60, interval=0.5, what=f"an answer from {url}") == 401
     key = server_key(admin, ns, "chat")
     reply = eventually_http(node_cluster, url, chat_request(), headers={"Authorization": f"Bearer {key}"})
     assert json.loads(reply.body)["object"] == "chat.completion"
