@@ -11,9 +11,11 @@ agent under its own identity, the real llama-server, the session's controller:
   which mounts it, and whoever may read the namespace's Secrets).
 """
 
+import asyncio
 import urllib.error
 from pathlib import Path
 
+import aiohttp
 import pytest
 from agent_fixtures import agent_reasons
 from agent_support import (
@@ -28,10 +30,14 @@ from agent_support import (
     server_pids,
     status,
 )
-from e2e_support import RunningController, conditions, eventually, patch_isvc
+from e2e_support import API, RunningController, conditions, eventually, patch_isvc
 from tenant_support import Tenant, assert_denied, tenant_in
 
+from llmkube.cli import build_parser
 from llmkube.plan.tenancy import MAX_PRIORITY_LABEL
+from llmkube.router.command import router_settings
+from llmkube.router.process import RouterProcess
+from llmkube.testing.identities import service_account_kubeconfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
 
@@ -168,3 +174,83 @@ async def test_the_server_answers_only_with_the_services_key(
     secret = admin.get("v1", "Secret", "chat-server-key", ns)
     owner = secret["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"]) == ("InferenceService", "chat")
+
+
+async def test_a_router_in_front_of_a_metal_service_sends_its_key(
+    operator: RunningController, start_agent: object, files: ModelFiles, tenant: Tenant, tmp_path: Path
+) -> None:
+    """The real `llmkube router`, with the arguments and mounts its Deployment gives it (the
+    controller's pod spec: the service's key Secret at /var/run/llmkube/server-keys/<service>),
+    gets completions from the keyed host server; the same router without the mount gets none."""
+    admin, ns = operator.cluster.admin(), tenant.namespace
+    await start_agent()  # type: ignore[operator]
+    tenant.client.create(metal_model("tiny", files.url()), namespace=ns)
+    tenant.client.create(metal_isvc("chat", "tiny", priorityClassName="llmkube-batch"), namespace=ns)
+    await served(admin, ns, "chat")
+    router = {
+        "apiVersion": API,
+        "kind": "ModelRouter",
+        "metadata": {"name": "front"},
+        "spec": {
+            "backends": [{"name": "host", "inferenceServiceRef": {"name": "chat"}}],
+            "defaultRoute": "host",
+        },
+    }
+    tenant.client.create(router, namespace=ns)
+    deployment = await eventually(
+        lambda: admin.get_or_none("apps/v1", "Deployment", "front-router-proxy", ns),
+        what="the router's Deployment",
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if "server-keys" in m["mountPath"]]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert (mount["mountPath"], volume["secret"]["secretName"]) == (
+        "/var/run/llmkube/server-keys/chat",
+        "chat-server-key",
+    )
+
+    identity = service_account_kubeconfig(
+        operator.cluster.kubeconfig, ns, "front-router-proxy", tmp_path / "router.kubeconfig"
+    )
+    body = {"model": "chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    for mounted, expected in ((True, 200), (False, 401)):
+        secrets = tmp_path / ("mounted" if mounted else "bare")
+        (secrets / "server-keys" / "chat").mkdir(parents=True)
+        if mounted:  # as the kubelet mounts the Secret: one file per key
+            (secrets / "server-keys" / "chat" / "key").write_text(server_key(admin, ns, "chat"))
+        args = build_parser().parse_args(
+            [
+                "router",
+                *pod["containers"][0]["args"],
+                f"--namespace={ns}",
+                f"--kubeconfig={identity}",
+                f"--secrets-dir={secrets}",
+                "--listen=127.0.0.1:0",
+                "--endpoint-wait=5",
+            ]
+        )
+        settings = router_settings(args)
+        settings.drain_delay, settings.shutdown_grace, settings.handle_signals = 0.0, 5.0, False
+        process = RouterProcess(settings)
+        task = asyncio.get_running_loop().create_task(process.run())
+        try:
+            await asyncio.wait_for(process.started.wait(), 30)
+            assert process.address is not None
+            url = f"http://127.0.0.1:{process.address[1]}/v1/chat/completions"
+            async with aiohttp.ClientSession() as session:
+                code = await post_status(session, url, body)
+                for _ in range(50):  # the router's watch brings the backend's endpoints
+                    if code != 503:
+                        break
+                    await asyncio.sleep(0.2)
+                    code = await post_status(session, url, body)
+                assert code == expected
+        finally:
+            process.request_stop()
+            await asyncio.wait_for(task, 30)
+
+
+async def post_status(session: aiohttp.ClientSession, url: str, body: dict[str, object]) -> int:
+    async with session.post(url, json=body) as answer:
+        await answer.read()
+        return answer.status
