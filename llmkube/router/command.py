@@ -28,6 +28,7 @@ def run_router(args: argparse.Namespace) -> int:
     from llmkube.kube.rest.config import ConfigError
     from llmkube.manager.logs import configure_logging
     from llmkube.router.event_loop import loop_factory
+    from llmkube.router.http.limits import Limits
     from llmkube.router.process import RouterProcess, RouterSettings
 
     namespace = _namespace(args)
@@ -53,6 +54,13 @@ def run_router(args: argparse.Namespace) -> int:
         shutdown_grace=args.shutdown_grace,
         stream_idle_timeout=args.stream_idle_timeout,
         endpoint_wait=max(0.0, args.endpoint_wait),
+        limits=Limits(
+            max_connections=max(0, args.max_connections),
+            max_connections_per_client=max(0, args.max_connections_per_client),
+            head_timeout=max(0.1, args.head_timeout),
+            write_timeout=max(0.1, args.write_timeout),
+            body_budget=max(1 << 20, args.body_budget),
+        ),
         loop=loop,
     )
     try:
