@@ -14,7 +14,10 @@ from typing import Any
 import aiohttp
 
 from llmkube.router.audit import AuditSink
+from llmkube.router.http.budget import ByteBudget
+from llmkube.router.http.limits import Limits
 from llmkube.router.metrics import RouterMetrics
+from llmkube.router.http.server import HttpServer
 from llmkube.router.process import http_server, metrics_page
 from llmkube.router.proxy import Proxy
 from llmkube.router.secrets import SecretFiles
@@ -28,6 +31,7 @@ class RunningProxy:
     proxy: Proxy
     url: str
     audit_lines: list[bytes]
+    server: HttpServer
 
     def load(self, spec: dict[str, Any], generation: int = 1) -> None:
         loaded = self.state.load(
@@ -55,7 +59,9 @@ async def running_proxy(
     *,
     api_servers: tuple[Any, ...] = (),
     endpoint_wait: float = 0.0,
+    limits: Limits | None = None,
 ) -> AsyncIterator[RunningProxy]:
+    limits = limits or Limits()
     state = RouterState(name, "ns")
     metrics = RouterMetrics(name)
     unregister = metrics.register_state(state)
@@ -71,16 +77,19 @@ async def running_proxy(
         ready=list,
         metrics_page=metrics_page,
         endpoint_wait=endpoint_wait,
+        bodies=ByteBudget(limits.body_budget),
     )
-    server = http_server(proxy)
+    server = http_server(proxy, limits)
+    unregister_server = metrics.register_server(server)
     _, port = await server.start("127.0.0.1", 0)
     try:
-        yield RunningProxy(state, proxy, f"http://127.0.0.1:{port}", lines)
+        yield RunningProxy(state, proxy, f"http://127.0.0.1:{port}", lines, server)
     finally:
         await proxy.stop_shadows()
         await server.close()
         await upstreams.close()
         unregister()
+        unregister_server()
 
 
 async def post(
