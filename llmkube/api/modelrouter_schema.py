@@ -274,7 +274,7 @@ def _policy() -> Schema:
 
 def _proxy() -> Schema:
     resources = _o(
-        "Requests and limits of the router container (default: 100m CPU, 96Mi memory, a 256Mi limit).",
+        "Requests and limits of the router container (default: 100m CPU, 128Mi memory, a 512Mi limit: docs/router.md, Memory).",
         {
             "claims": _list(
                 "Resource claims of the pod the container uses.",
