@@ -274,7 +274,8 @@ def _policy() -> Schema:
 
 def _proxy() -> Schema:
     resources = _o(
-        "Requests and limits of the router container (default: 100m CPU, 128Mi memory, a 512Mi limit: docs/router.md, Memory).",
+        "Requests and limits of the router container (default: 100m CPU, 128Mi memory, a 512Mi limit: "
+        "docs/router.md, Memory).",
         {
             "claims": _list(
                 "Resource claims of the pod the container uses.",

@@ -1055,7 +1055,8 @@ class Proxy:
 _CLIENT_DETAILS = {
     "connect": "could not connect",
     "disconnected": "the connection closed before the answer",
-    "refused": "refused by the router's egress rules (no loopback, link-local, metadata or API server address)",
+    "refused": "refused by the router's egress rules (no loopback, link-local, metadata or API server "
+    "address)",
     "reset": "the answer broke off",
 }
 

@@ -36,7 +36,10 @@ PORT_NAME = "http"
 CONTAINER_PORT = 8080
 SECRETS_DIR = "/var/run/llmkube"
 #: sized with the body budget and the connection caps (docs/router.md, "Memory")
-DEFAULT_RESOURCES: KubeObject = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
+DEFAULT_RESOURCES: KubeObject = {
+    "requests": {"cpu": "100m", "memory": "128Mi"},
+    "limits": {"memory": "512Mi"},
+}
 #: 0440: readable by the router's group (fsGroup) only
 SECRET_MODE = 0o440
 #: the router drains for up to 30 s (llmkube/router/process.py)

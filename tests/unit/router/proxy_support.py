@@ -16,8 +16,8 @@ import aiohttp
 from llmkube.router.audit import AuditSink
 from llmkube.router.http.budget import ByteBudget
 from llmkube.router.http.limits import Limits
-from llmkube.router.metrics import RouterMetrics
 from llmkube.router.http.server import HttpServer
+from llmkube.router.metrics import RouterMetrics
 from llmkube.router.process import http_server, metrics_page
 from llmkube.router.proxy import Proxy
 from llmkube.router.secrets import SecretFiles
