@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -126,3 +128,53 @@ class LoopProbe:
     @property
     def worst(self) -> float:
         return max(self.latencies, default=float("inf"))
+
+
+def send_until_answered(port: int, head: bytes, filler: bytes, total: int) -> tuple[bytes, int]:
+    """Send `head`, then `filler` until `total` bytes went out or the server answered (or closed);
+    (what it answered, bytes sent). Blocking: run in a thread."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setblocking(False)
+    sent, answer = 0, b""
+    pending = memoryview(head)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if not pending and sent < total:
+                pending = memoryview(filler)
+            readable, writable, _ = select.select([sock], [sock] if pending else [], [], 0.5)
+            if readable:
+                try:
+                    data = sock.recv(65536)
+                except ConnectionError:
+                    break
+                if not data:
+                    break
+                answer += data
+                if b"\r\n\r\n" in answer:
+                    break
+            if writable and pending:
+                try:
+                    n = sock.send(pending)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    pending = memoryview(b"")
+                    continue
+                sent += n
+                pending = pending[n:]
+            if not pending and sent >= total and not readable:
+                # Everything went out: wait a little for an answer, then give up.
+                readable, _, _ = select.select([sock], [], [], 3)
+                if not readable:
+                    break
+    finally:
+        sock.close()
+    return answer, sent
+
+
+def nested_lists(size: int) -> bytes:
+    """A chat body whose message content is `size` bytes of `[[],[],...]`."""
+    count = size // 3
+    lists = b"[" + b",".join([b"[]"] * count) + b"]"
+    return b'{"model":"m","messages":[{"role":"user","content":' + lists + b"}]}"

@@ -7,7 +7,6 @@ pods behind the router (their names, never their addresses)."""
 from __future__ import annotations
 
 import asyncio
-import select
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
@@ -25,9 +24,11 @@ from tests.unit.router.front_door_support import (
     MiB,
     bytes_read,
     edge_router,
+    nested_lists,
     peak_rss,
     reset_peak,
     rss,
+    send_until_answered,
 )
 from tests.unit.router.proxy_support import post, running_proxy
 
@@ -45,49 +46,6 @@ async def upstream() -> AsyncIterator[Upstream]:
     await started.stop()
 
 
-def _send_until_answered(port: int, head: bytes, filler: bytes, total: int) -> tuple[bytes, int]:
-    """Send `head`, then `filler` until `total` bytes went out or the server answered (or closed);
-    (what it answered, bytes sent). Blocking: run in a thread."""
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.setblocking(False)
-    sent, answer = 0, b""
-    pending = memoryview(head)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if not pending and sent < total:
-                pending = memoryview(filler)
-            readable, writable, _ = select.select([sock], [sock] if pending else [], [], 0.5)
-            if readable:
-                try:
-                    data = sock.recv(65536)
-                except ConnectionError:
-                    break
-                if not data:
-                    break
-                answer += data
-                if b"\r\n\r\n" in answer:
-                    break
-            if writable and pending:
-                try:
-                    n = sock.send(pending)
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except OSError:
-                    pending = memoryview(b"")
-                    continue
-                sent += n
-                pending = pending[n:]
-            if not pending and sent >= total and not readable:
-                # Everything went out: wait a little for an answer, then give up.
-                readable, _, _ = select.select([sock], [], [], 3)
-                if not readable:
-                    break
-    finally:
-        sock.close()
-    return answer, sent
-
-
 async def test_a_header_that_never_ends_is_answered_431_at_the_head_limit_and_read_no_further(
     upstream: Upstream,
 ) -> None:
@@ -97,7 +55,7 @@ async def test_a_header_that_never_ends_is_answered_431_at_the_head_limit_and_re
         reset_peak(router.pid)
         before_rss, before_read = rss(router.pid), bytes_read(router.pid)
         answer, sent = await asyncio.to_thread(
-            _send_until_answered,
+            send_until_answered,
             router.port,
             b"POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nX-Long: ",
             b"v" * 65536,
@@ -161,20 +119,13 @@ async def test_slowloris_heads_cost_little_memory_never_stall_the_loop_and_end_a
     )
 
 
-def _nested_lists(size: int) -> bytes:
-    """A chat body whose message content is `size` bytes of `[[],[],...]`."""
-    count = size // 3
-    lists = b"[" + b",".join([b"[]"] * count) + b"]"
-    return b'{"model":"m","messages":[{"role":"user","content":' + lists + b"}]}"
-
-
 async def test_a_body_built_to_amplify_is_refused_before_parsing_without_memory_or_a_stalled_loop(
     upstream: Upstream,
 ) -> None:
     """8 MiB of `[[],[],...]` under a 16 MiB body limit: before, +200 MiB and the loop blocked 1.1 s
     (orjson made 2.8 million lists); now a 413 that costs the body and its count of brackets."""
     spec = {**SPEC, "proxy": {"maxRequestBodyBytes": 16 * MiB}}
-    body = _nested_lists(8 * MiB)
+    body = nested_lists(8 * MiB)
     async with edge_router(spec, endpoints={"alpha": [f"127.0.0.1:{upstream.port}"]}) as router:
         await asyncio.sleep(0.3)
         async with aiohttp.ClientSession() as session:
