@@ -95,6 +95,7 @@ async def start_router(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": package},
+        cwd=package,  # `-c` puts the working directory first on the path: the copy's
     )
     assert p.stdout is not None
     info = json.loads(await p.stdout.readline())
