@@ -90,7 +90,13 @@ async def serve(proxy, port):
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
         return
-    await http_server(proxy).start("127.0.0.1", port, backlog=4096)
+    try:  # one load generator's address stands for many clients: no cap per address
+        from llmkube.router.http.limits import Limits
+    except ImportError:  # a --baseline copy from before the caps
+        await http_server(proxy).start("127.0.0.1", port, backlog=4096)
+        return
+    limits = Limits(max_connections=8192, max_connections_per_client=0)
+    await http_server(proxy, limits).start("127.0.0.1", port, backlog=4096)
 
 async def main(port, upstream):
     state = RouterState("bench", "ns")

@@ -115,10 +115,25 @@ class AuditLogPolicy(ApiModel):
     include_request_body: bool | None = None
 
 
+class ApiKeyClient(ApiModel):
+    """llmkube's addition: what the key named `name` in the Secret may do."""
+
+    name: str = Field(min_length=1, max_length=253)
+    #: the team its use counts against in team-scoped budgets (else its name): the reference's
+    #: name for a verified team (`auth.allowlists[].team`)
+    team: str | None = Field(default=None, min_length=1, max_length=253)
+    #: the rules (by name, `default` for the defaultRoute) it may use; empty or absent: all
+    rules: list[str] | None = None
+    requests_per_minute: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
 class ApiKeysPolicy(ApiModel):
     """llmkube's addition: clients must present one of the keys in this Secret."""
 
     secret_ref: LocalObjectReference
+    #: what each key may do: its team, its rules, its rate (a key not listed may do anything, and
+    #: counts as the team of its own name)
+    clients: list[ApiKeyClient] | None = None
 
 
 class RouterPolicy(ApiModel):

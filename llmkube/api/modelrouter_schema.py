@@ -230,7 +230,36 @@ def _policy() -> Schema:
     api_keys = _o(
         "llmkube: clients must send one of the keys in this Secret (Authorization: Bearer, or x-api-key); "
         "each key of the Secret names a client, its value is the key.",
-        {"secretRef": _reference("The Secret, mounted into the router as files.")},
+        {
+            "secretRef": _reference("The Secret, mounted into the router as files."),
+            "clients": _list(
+                "llmkube: what each key may do. With keys on, team-scoped budgets count each key's use "
+                "against its team (else its name), never a header's; a key not listed may use every rule.",
+                _o(
+                    "One key of the Secret.",
+                    {
+                        "name": _s("The key's name in the Secret (the client).", minLength=1, maxLength=253),
+                        "team": _s(
+                            "The team its use counts against in team-scoped budgets (default: its name).",
+                            minLength=1,
+                            maxLength=253,
+                        ),
+                        "rules": _strings(
+                            "The rules it may use, by name (`default`: the defaultRoute); absent or empty: "
+                            "all. Any other is answered 403."
+                        ),
+                        "requestsPerMinute": _i(
+                            "Its rate: a minute's worth at once, then this many a minute (429 with "
+                            "Retry-After beyond).",
+                            minimum=1,
+                            maximum=1_000_000,
+                        ),
+                    },
+                    required=["name"],
+                ),
+                **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+            ),
+        },
         required=["secretRef"],
     )
     return _o(
@@ -246,7 +275,8 @@ def _policy() -> Schema:
 
 def _proxy() -> Schema:
     resources = _o(
-        "Requests and limits of the router container (default: 100m CPU, 96Mi memory, a 256Mi limit).",
+        "Requests and limits of the router container (default: 100m CPU, 128Mi memory, a 512Mi limit: "
+        "docs/router.md, Memory).",
         {
             "claims": _list(
                 "Resource claims of the pod the container uses.",
@@ -280,7 +310,7 @@ def _proxy() -> Schema:
                 "only shorten it."
             ),
             "maxRequestBodyBytes": _i(
-                "llmkube: larger request bodies are answered 413 (default 32 MiB).",
+                "llmkube: larger request bodies are answered 413 (default 16 MiB; docs/router.md, Memory).",
                 "int64",
                 minimum=1024,
                 maximum=1 << 30,

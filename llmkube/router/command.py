@@ -30,6 +30,7 @@ def router_settings(args: argparse.Namespace, *, loop: str = "asyncio") -> "Rout
     """What `llmkube router ARGS` runs with (the tests run a router pod's own arguments through it).
     Raises ValueError naming the flag."""
     from llmkube.plan.allowed_hosts import parse_allowed_hosts
+    from llmkube.router.http.limits import Limits
     from llmkube.router.process import RouterSettings
 
     namespace = _namespace(args)
@@ -51,6 +52,13 @@ def router_settings(args: argparse.Namespace, *, loop: str = "asyncio") -> "Rout
         stream_idle_timeout=args.stream_idle_timeout,
         endpoint_wait=max(0.0, args.endpoint_wait),
         external_hosts=external_hosts,
+        limits=Limits(
+            max_connections=max(0, args.max_connections),
+            max_connections_per_client=max(0, args.max_connections_per_client),
+            head_timeout=max(0.1, args.head_timeout),
+            write_timeout=max(0.1, args.write_timeout),
+            body_budget=max(1 << 20, args.body_budget),
+        ),
         loop=loop,
     )
 

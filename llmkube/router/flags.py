@@ -5,6 +5,7 @@ import argparse
 import os
 
 from llmkube.flags import add_kubeconfig_flag, add_logging_flags
+from llmkube.router.http.limits import Limits
 
 
 def add_router_flags(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +61,45 @@ def add_router_flags(parser: argparse.ArgumentParser) -> None:
         help="seconds a request nothing else can serve waits for an InferenceService backend with no "
         "ready pod to get one (a Recreate rollout between its pods), at most its header timeout; 0: "
         "answer 503 at once (default 30) [LLMKUBE_ROUTER_ENDPOINT_WAIT]",
+    )
+    limits = Limits()
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=int(env("LLMKUBE_ROUTER_MAX_CONNECTIONS", str(limits.max_connections))),
+        help="client connections open at once; one more is answered 503 and closed (default "
+        f"{limits.max_connections}) [LLMKUBE_ROUTER_MAX_CONNECTIONS]",
+    )
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=int(env("LLMKUBE_ROUTER_MAX_CONNECTIONS_PER_CLIENT", str(limits.max_connections_per_client))),
+        help="of them from one client address; 0: no cap of its own (raise it behind an ingress, whose "
+        f"address every client shares; default {limits.max_connections_per_client}) "
+        "[LLMKUBE_ROUTER_MAX_CONNECTIONS_PER_CLIENT]",
+    )
+    parser.add_argument(
+        "--head-timeout",
+        type=float,
+        default=float(env("LLMKUBE_ROUTER_HEAD_TIMEOUT", str(limits.head_timeout))),
+        help=f"seconds a request's head may take from its first byte (default {limits.head_timeout:g}) "
+        "[LLMKUBE_ROUTER_HEAD_TIMEOUT]",
+    )
+    parser.add_argument(
+        "--write-timeout",
+        type=float,
+        default=float(env("LLMKUBE_ROUTER_WRITE_TIMEOUT", str(limits.write_timeout))),
+        help="seconds a client that reads nothing may keep its full socket buffer full before it is cut "
+        f"and its backend request cancelled (default {limits.write_timeout:g}) "
+        "[LLMKUBE_ROUTER_WRITE_TIMEOUT]",
+    )
+    parser.add_argument(
+        "--body-budget",
+        type=int,
+        default=int(env("LLMKUBE_ROUTER_BODY_BUDGET", str(limits.body_budget))),
+        help="bytes all request bodies in flight may hold together, with what parsing them costs; a "
+        f"request that does not fit now is answered 503 (default {limits.body_budget}: "
+        "docs/router.md says how it is sized with the pod's memory) [LLMKUBE_ROUTER_BODY_BUDGET]",
     )
     parser.add_argument(
         "--loop",

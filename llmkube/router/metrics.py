@@ -3,7 +3,8 @@ what it sees now (gauges, computed at scrape time from its state: backend health
 flight per endpoint, budgets left).
 
 Label values come from the spec (router, rule, backend and budget names) and from the cluster (pod
-addresses), never from requests: a client cannot create series. Team budgets are not broken down
+names: never their addresses, since the clients of the router can read /metrics), never from
+requests: a client cannot create series. Team budgets are not broken down
 by team for the same reason (the number of teams in one is a gauge).
 
 Children are cached per label set: a request costs a few dict lookups and increments, no label
@@ -11,12 +12,15 @@ validation."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sized
 from typing import Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from llmkube.router.http.budget import ByteBudget
+from llmkube.router.http.server import ServerStats
 
 __all__ = ["RouterMetrics", "StateView"]
 
@@ -42,13 +46,65 @@ class StateView(Protocol):
     def budget_teams(self) -> Iterable[tuple[str, int]]: ...
 
 
+class ServerView(Protocol):
+    """What the front door's metrics read (the HTTP server: llmkube.router.http.server)."""
+
+    @property
+    def connections(self) -> Sized: ...
+
+    @property
+    def stats(self) -> ServerStats: ...
+
+    @property
+    def body_budget(self) -> ByteBudget: ...
+
+
 class _Gauges(Collector):
     """The gauges of every router of the process (one, but for tests and benchmarks)."""
 
     def __init__(self) -> None:
         self.states: list[tuple[str, StateView]] = []
+        self.servers: list[tuple[str, ServerView]] = []
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def _front_door(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
+        connections = GaugeMetricFamily(
+            "llmkube_router_open_connections", "Client connections open.", labels=["router"]
+        )
+        refused = CounterMetricFamily(
+            "llmkube_router_refused_connections_total",
+            "Client connections the server answered itself and closed, by reason: connections, "
+            "client_connections (over a cap, before a byte was read), head_too_large (431), malformed "
+            "(400), body_budget (503: the bodies in flight held the budget).",
+            labels=["router", "reason"],
+        )
+        closed = CounterMetricFamily(
+            "llmkube_router_closed_connections_total",
+            "Client connections the server cut, by reason: idle_timeout, head_timeout (a head slower "
+            "than --head-timeout), write_timeout (a client that read nothing for --write-timeout).",
+            labels=["router", "reason"],
+        )
+        held = GaugeMetricFamily(
+            "llmkube_router_request_body_bytes",
+            "Bytes of the body budget held by requests in flight (their bodies and what parsing them costs).",
+            labels=["router"],
+        )
+        budget = GaugeMetricFamily(
+            "llmkube_router_request_body_budget_bytes",
+            "The body budget (--body-budget).",
+            labels=["router"],
+        )
+        for router, server in self.servers:
+            connections.add_metric([router], float(len(server.connections)))
+            for reason, count in sorted(server.stats.refused.items()):
+                refused.add_metric([router, reason], float(count))
+            for reason, count in sorted(server.stats.closed.items()):
+                closed.add_metric([router, reason], float(count))
+            held.add_metric([router], float(server.body_budget.held))
+            budget.add_metric([router], float(server.body_budget.total))
+        yield from (connections, refused, closed, held, budget)
+
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
+        yield from self._front_door()
         healthy = GaugeMetricFamily(
             "llmkube_router_backend_healthy",
             "1 while the backend can serve (a ready endpoint out of quarantine, or an external backend out "
@@ -66,7 +122,7 @@ class _Gauges(Collector):
                 endpoints.add_metric([router, backend], float(ready))
         in_flight = GaugeMetricFamily(
             "llmkube_router_in_flight_requests",
-            "Requests in flight per endpoint (a pod's address, or an external backend's URL).",
+            "Requests in flight per endpoint: the pod's name (an external backend's name).",
             labels=["router", "backend", "endpoint"],
         )
         for router, state in self.states:
@@ -185,6 +241,11 @@ class RouterMetrics:
         self._waiting = families.waiting.labels(router)
         self._gauges = families.gauges
         self._children: dict[tuple[str, ...], object] = {}
+
+    def register_server(self, server: ServerView) -> Callable[[], None]:
+        entry = (self._router, server)
+        self._gauges.servers.append(entry)
+        return lambda: self._gauges.servers.remove(entry)
 
     def register_state(self, state: StateView) -> Callable[[], None]:
         entry = (self._router, state)

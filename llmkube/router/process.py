@@ -24,7 +24,8 @@ from llmkube.plan.allowed_hosts import AllowedHost
 from llmkube.plan.router.config import RouterConfig
 from llmkube.router.audit import AuditSink
 from llmkube.router.health import Prober
-from llmkube.router.http.server import HttpServer
+from llmkube.router.http.budget import ByteBudget
+from llmkube.router.http.server import HttpServer, Limits
 from llmkube.router.metrics import RouterMetrics
 from llmkube.router.proxy import Proxy, error_body
 from llmkube.router.secrets import SecretFiles
@@ -55,6 +56,8 @@ class RouterSettings:
     #: /readyz fails once a watch has failed this long
     watch_failure_tolerance: float = 120.0
     handle_signals: bool = True
+    #: what the HTTP server holds its clients to (connections, timeouts, the body budget)
+    limits: Limits = field(default_factory=Limits)
     #: the event loop it runs on (llmkube.router.event_loop), for its log
     loop: str = "asyncio"
 
@@ -63,10 +66,17 @@ def metrics_page() -> bytes:
     return b"".join(exposition_chunks(prometheus_client.REGISTRY))
 
 
-def http_server(proxy: Proxy) -> HttpServer:
+def http_server(proxy: Proxy, limits: Limits | None = None) -> HttpServer:
     """The server of a router's proxy: its limit on bodies is the spec's, its own refusals (a
-    malformed request, a head too large) are in OpenAI's shape like the proxy's."""
-    return HttpServer(proxy.handle, body_limit=proxy.body_limit, error_body=error_body)
+    malformed request, a head too large) are in OpenAI's shape like the proxy's, and the body budget
+    is the proxy's (it holds what parsing a body costs in the same budget)."""
+    return HttpServer(
+        proxy.handle,
+        body_limit=proxy.body_limit,
+        error_body=error_body,
+        limits=limits,
+        body_budget=proxy.bodies,
+    )
 
 
 class RouterProcess:
@@ -133,8 +143,10 @@ class RouterProcess:
             ready=self.ready,
             metrics_page=metrics_page,
             endpoint_wait=settings.endpoint_wait,
+            bodies=ByteBudget(settings.limits.body_budget),
         )
-        server = http_server(self.proxy)
+        server = http_server(self.proxy, settings.limits)
+        unregister_server = self.metrics.register_server(server)
         installed = self._install_signals()
         try:
             self.watches.start()
@@ -158,6 +170,7 @@ class RouterProcess:
             self.audit.flush()
             self.audit.close()
             unregister()
+            unregister_server()
             if self._owns_client:
                 await self.client.close()
             log.info("stopped")

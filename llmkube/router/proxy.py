@@ -34,10 +34,13 @@ from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.router import errors
 from llmkube.plan.router.audit import AuditRecord, audit_line
 from llmkube.plan.router.balancer import AFFINITY_PREFIX, choose
+from llmkube.plan.router.bodies import parse_allowance, parse_cost
+from llmkube.plan.router.budgets import NO_RESERVATION, Refusal, Reservation, reservation_estimate
 from llmkube.plan.router.config import (
     DEFAULT_MAX_BODY_BYTES,
     TASK_COMPLEXITY_HEADER,
     WEIGHTED,
+    ApiKey,
     Backend,
     RouterConfig,
 )
@@ -46,11 +49,20 @@ from llmkube.plan.router.errors import Refused
 from llmkube.plan.router.hold import endpoint_wait
 from llmkube.plan.router.matching import Decision, Features, decide
 from llmkube.plan.router.providers import auth_headers, upstream_url
-from llmkube.plan.router.requests import PATHS, Endpoint, ParsedRequest, parse_request, upstream_body
+from llmkube.plan.router.ratelimit import RateLimits
+from llmkube.plan.router.requests import (
+    PATHS,
+    Endpoint,
+    ParsedRequest,
+    parse_request,
+    too_costly,
+    upstream_body,
+)
 from llmkube.plan.router.strategy import Attempts, attempts
 from llmkube.plan.router.timeouts import header_timeout
-from llmkube.plan.router.usage import StreamUsage, Usage, estimate, usage_of_body
+from llmkube.plan.router.usage import StreamUsage, Usage, delivered, estimate, usage_of_body
 from llmkube.router.audit import AuditSink
+from llmkube.router.http.budget import ByteBudget
 from llmkube.router.http.client import (
     Answer,
     AnswerBroken,
@@ -59,6 +71,7 @@ from llmkube.router.http.client import (
     ConnectionBroken,
     InvalidHeader,
 )
+from llmkube.router.http.limits import Limits
 from llmkube.router.http.messages import BodyError, Headers, Request
 from llmkube.router.http.server import Responder
 from llmkube.router.metrics import RouterMetrics
@@ -138,8 +151,19 @@ class Exchange:
     headers: dict[str, str] = field(default_factory=dict)
     decision: Decision | None = None
     applicable: list[Any] = field(default_factory=list)
+    #: what the request holds of its budgets until it is settled (llmkube.plan.router.budgets)
+    reservation: Reservation = NO_RESERVATION
+    #: the client key's policy, when keys are on
+    key: ApiKey | None = None
+    #: bytes of the body budget it holds (its body's parsing and copy)
+    held_bytes: int = 0
+    #: the backend working on it (a client leaving now is charged its reservation)
+    attempting: Backend | None = None
+    #: the stream being relayed (a client leaving now is charged what it was sent)
+    follower: StreamUsage | None = None
     first_byte: float | None = None
-    #: (reason, what happened) of each failed attempt
+    #: (reason, what happened, as the client may read it: backend names, never addresses) of each
+    #: failed attempt
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -176,6 +200,7 @@ class Proxy:
         ready: Callable[[], list[str]],
         metrics_page: Callable[[], bytes],
         endpoint_wait: float = 0.0,
+        bodies: ByteBudget | None = None,
     ) -> None:
         self.state = state
         self.upstreams = upstreams
@@ -190,6 +215,9 @@ class Proxy:
         #: the most a request waits for a backend's first ready endpoint (llmkube.plan.router.hold)
         self.endpoint_wait = endpoint_wait
         self._api_keys: dict[str, ApiKeys] = {}
+        #: what bodies in flight hold, shared with the HTTP server (which counts them as they come)
+        self.bodies = bodies or ByteBudget(Limits().body_budget)
+        self.rates = RateLimits()
         self._shadows: set[asyncio.Task[None]] = set()
         #: requests being answered (a graceful stop waits for them)
         self.in_flight = 0
@@ -197,9 +225,11 @@ class Proxy:
         self.idle.set()
 
     def body_limit(self) -> int:
-        """The largest request body the server reads (the spec's `proxy.maxRequestBodyBytes`)."""
+        """The largest request body the server reads: the spec's `proxy.maxRequestBodyBytes`, and
+        never more than the body budget (such a body could never be held)."""
         config = self.state.config
-        return config.max_body_bytes if config is not None else DEFAULT_MAX_BODY_BYTES
+        limit = config.max_body_bytes if config is not None else DEFAULT_MAX_BODY_BYTES
+        return min(limit, self.bodies.total)
 
     # -- the entry point ------------------------------------------------------------------------
 
@@ -252,10 +282,12 @@ class Proxy:
             await self._proxy(exchange, endpoint)
         except asyncio.CancelledError:
             exchange.record.status, exchange.record.outcome = 499, "client_gone"
+            self._charge_gone(exchange)
             self._finish(exchange)
             raise
         except ClientGone:
             exchange.record.status, exchange.record.outcome = 499, "client_gone"
+            self._charge_gone(exchange)
             self._finish(exchange)
             responder.abort()  # nothing more goes out on it
         except Exception as error:  # a defect: the client gets a 500 in OpenAI's shape, never a traceback
@@ -276,6 +308,10 @@ class Proxy:
                 ),
             )
         finally:
+            if exchange.reservation is not NO_RESERVATION:
+                self._settle(exchange, 0, 0.0)  # refused or failed: it used nothing
+            self.bodies.give(exchange.held_bytes)
+            exchange.held_bytes = 0
             self.in_flight -= 1
             if self.in_flight == 0:
                 self.idle.set()
@@ -323,8 +359,17 @@ class Proxy:
         try:
             raw = await request.read_body()
         except BodyError as broken:
+            busy = broken.status == 503
             self._refuse(
-                exchange, Refused(broken.status, str(broken), code="invalid_http", outcome="bad_request")
+                exchange,
+                Refused(
+                    broken.status,
+                    str(broken),
+                    errors.UNAVAILABLE if busy else errors.INVALID_REQUEST,
+                    "server_busy" if busy else "invalid_http",
+                    retry_after=broken.retry_after,
+                    outcome="busy" if busy else "bad_request",
+                ),
             )
             return
         if raw is None or len(raw) > config.max_body_bytes:
@@ -341,7 +386,28 @@ class Proxy:
                 ),
             )
             return
-        parsed = parse_request(raw, endpoint)
+        # What parsing it will cost, bounded before it is parsed, and held (with the copy that may
+        # go upstream) against the budget every body in flight shares.
+        cost = parse_cost(raw)
+        if cost > parse_allowance(len(raw)) or cost + len(raw) > self.bodies.total:
+            exchange.responder.close_after = True
+            self._refuse(exchange, too_costly(len(raw), cost))
+            return
+        if not self.bodies.take(cost + len(raw)):
+            self._refuse(
+                exchange,
+                Refused(
+                    503,
+                    "The router is holding as many request bodies as it can: retry shortly.",
+                    errors.UNAVAILABLE,
+                    "server_busy",
+                    retry_after=1,
+                    outcome="busy",
+                ),
+            )
+            return
+        exchange.held_bytes = cost + len(raw)
+        parsed = parse_request(raw, endpoint, cost=cost)
         if isinstance(parsed, Refused):
             self._refuse(exchange, parsed)
             return
@@ -371,14 +437,30 @@ class Proxy:
                 ),
             )
             return
+        key = exchange.key
+        if key is not None and key.rules and decision.rule_name not in key.rules:
+            self._refuse(
+                exchange,
+                Refused(
+                    403,
+                    f'The API key "{key.name}" may not use rule "{decision.rule_name}" '
+                    f"(it may use: {', '.join(sorted(key.rules))}).",
+                    errors.PERMISSION,
+                    "rule_not_allowed",
+                    outcome="forbidden",
+                ),
+            )
+            return
         sensitive = classification in config.classification.sensitive
+        # With keys on, a team is the key's (a header cannot name a fresh budget); else the header.
+        identity = key.identity if key is not None else None
         team_budgets = [b for b in self.state.budgets.budgets if b.scope == "team"]
         if team_budgets:
-            record.team = headers.get(team_budgets[0].header_key, "")
+            record.team = identity if identity is not None else headers.get(team_budgets[0].header_key, "")
         exchange.applicable = self.state.budgets.applicable(
-            rule=decision.rule.name if decision.rule else None, headers=headers
+            rule=decision.rule.name if decision.rule else None, headers=headers, identity=identity
         )
-        over = self.state.budgets.check(exchange.applicable, self.state.clock())
+        over = self._reserve(exchange, config, decision)
         if over is not None:
             record.budget = over.budget
             self._refuse(
@@ -512,7 +594,76 @@ class Proxy:
                 outcome="unauthorized",
             )
         exchange.record.client = client
+        key = exchange.key = exchange.config.api_key(client) if exchange.config else ApiKey(client)
+        if key.requests_per_minute is not None:
+            wait = self.rates.take(client, key.requests_per_minute, self.state.clock())
+            if wait is not None:
+                return Refused(
+                    429,
+                    f'The API key "{client}" is over its rate of {key.requests_per_minute} requests '
+                    "a minute.",
+                    errors.RATE_LIMIT,
+                    "rate_limit_exceeded",
+                    retry_after=wait,
+                    outcome="rate_limited",
+                )
         return None
+
+    # -- budgets: admit (a reservation), settle (what was used) --------------------------------
+
+    def _reserve(self, exchange: Exchange, config: RouterConfig, decision: Decision) -> Refusal | None:
+        """Hold the request's estimate against every budget that applies (the decision is the pure
+        `Budgets.reserve`; this keeps what it returned)."""
+        parsed = exchange.parsed
+        assert parsed is not None
+        if not exchange.applicable:
+            return None
+        tokens = reservation_estimate(
+            len(parsed.prompt_text()), parsed.max_tokens, answers=parsed.endpoint != "embeddings"
+        )
+        # The backend is not chosen yet: the dearest of the route's prices.
+        price = max(
+            (
+                max(b.prompt_usd, b.completion_usd)
+                for name in decision.backends
+                if (b := config.backend(name)) is not None
+            ),
+            default=0.0,
+        )
+        held = self.state.budgets.reserve(exchange.applicable, tokens, tokens * price, self.state.clock())
+        if isinstance(held, Refusal):
+            return held
+        exchange.reservation = held
+        return None
+
+    def _settle(self, exchange: Exchange, tokens: int, usd: float) -> None:
+        reservation, exchange.reservation = exchange.reservation, NO_RESERVATION
+        self.state.budgets.settle(reservation, tokens, usd, self.state.clock())
+
+    def _charge_gone(self, exchange: Exchange) -> None:
+        """The client left: what it was sent is charged (a stream's chunks, counted or estimated),
+        or, for an answer a backend was working on, what it was admitted for (the router cannot
+        know how far the backend got before it was cancelled)."""
+        parsed = exchange.parsed
+        if parsed is None or exchange.record.usage is not None:
+            return  # nothing was asked of a backend, or it is counted already
+        follower = exchange.follower
+        working = exchange.attempting
+        prompt_chars = len(parsed.prompt_text())
+        usage = delivered(
+            follower.usage if follower is not None else None,
+            prompt_chars,
+            follower.content_events if follower is not None else None,
+            reserved=(
+                exchange.reservation.tokens
+                or reservation_estimate(
+                    prompt_chars, parsed.max_tokens, answers=parsed.endpoint != "embeddings"
+                )
+            )
+            if working is not None
+            else None,
+        )
+        self._account(exchange, working, usage)
 
     async def _classify(
         self,
@@ -705,6 +856,7 @@ class Proxy:
         state.request_began(target)
         upstream: Answer | None = None
         verdict: bool | None = None
+        exchange.attempting = backend
         try:
             if backend.external:
                 sent = await self._send(backend, url, body, headers, wait)
@@ -739,6 +891,8 @@ class Proxy:
                 self._finish(exchange)
                 return True
         finally:
+            if exchange.attempting is backend and exchange.follower is None:
+                exchange.attempting = None
             state.request_ended(target)
             now = state.clock()
             if verdict is True:
@@ -751,8 +905,9 @@ class Proxy:
     def _failed(self, exchange: Exchange, backend: Backend, target: str, failure: Failure) -> None:
         self.state.quarantine.failed(target, self.state.clock())
         self.metrics.failed(backend.name, failure.reason)
-        where = target if backend.external else f"{backend.name} at {target}"
-        exchange.failures.append((failure.reason, f"{where}: {failure.detail}"))
+        # The client reads the backend's name and what happened, never a pod's address or what the
+        # connection's error said of it (the log below has both).
+        exchange.failures.append((failure.reason, f"{backend.name}: {_client_detail(failure)}"))
         log.info(
             "attempt failed",
             request_id=exchange.record.request_id,
@@ -777,7 +932,7 @@ class Proxy:
         record.status = upstream.status
         usage: Usage | None
         if upstream.content_type == "text/event-stream":
-            follower = StreamUsage(strip_injected=injected)
+            follower = exchange.follower = StreamUsage(strip_injected=injected)
             await StreamRelay(exchange, upstream, headers, follower).run()
             usage = follower.usage or estimate(len(parsed.prompt_text()), follower.content_events)
         else:
@@ -796,13 +951,15 @@ class Proxy:
         self._account(exchange, backend, usage)
         self._finish(exchange)
 
-    def _account(self, exchange: Exchange, backend: Backend, usage: Usage | None) -> None:
+    def _account(self, exchange: Exchange, backend: Backend | None, usage: Usage | None) -> None:
+        """What the request used: in its audit line and metrics, and settled against its budgets."""
         if usage is None:
             return
-        usd = usage.cost(backend.prompt_usd, backend.completion_usd)
+        usd = usage.cost(backend.prompt_usd, backend.completion_usd) if backend is not None else 0.0
         exchange.record.usage, exchange.record.cost_usd = usage, usd
-        self.metrics.used(backend.name, usage.prompt, usage.completion, usd)
-        self.state.budgets.record(exchange.applicable, usage.total, usd, self.state.clock())
+        if backend is not None:
+            self.metrics.used(backend.name, usage.prompt, usage.completion, usd)
+        self._settle(exchange, usage.total, usd)
 
     # -- shadows --------------------------------------------------------------------------------
 
@@ -900,6 +1057,22 @@ class Proxy:
         if config.default_route:
             seen.setdefault(config.default_route, config.default_route)
         return list(seen.items())
+
+
+#: what a client is told of a failed attempt, by reason (the detail can name addresses: it is logged)
+_CLIENT_DETAILS = {
+    "connect": "could not connect",
+    "disconnected": "the connection closed before the answer",
+    "refused": "refused by the router's egress rules (no loopback, link-local, metadata or API server "
+    "address)",
+    "reset": "the answer broke off",
+}
+
+
+def _client_detail(failure: Failure) -> str:
+    if failure.reason in ("5xx", "timeout"):
+        return failure.detail  # a status line, or how long it waited
+    return _CLIENT_DETAILS.get(failure.reason, failure.reason)
 
 
 _TEXT = (("Content-Type", "text/plain; charset=utf-8"),)

@@ -58,6 +58,8 @@ class RouterState:
         self.latency: dict[str, RollingP95] = {}
         #: per Service: the ready endpoints (host:port)
         self.endpoints: dict[str, tuple[str, ...]] = {}
+        #: service -> {host:port -> pod name}: how the metrics name endpoints
+        self.endpoint_names: dict[str, dict[str, str]] = {}
         #: per endpoint (host:port, or an external backend's name): requests in flight
         self.in_flight: dict[str, int] = {}
         self.turn = 0
@@ -108,9 +110,13 @@ class RouterState:
 
     # -- endpoints ------------------------------------------------------------------------------
 
-    def set_endpoints(self, service: str, endpoints: tuple[str, ...]) -> None:
+    def set_endpoints(
+        self, service: str, endpoints: tuple[str, ...], *, names: dict[str, str] | None = None
+    ) -> None:
+        """A Service's ready endpoints (`host:port`), and the pods they are (for the metrics)."""
         before = self.endpoints.get(service, ())
         self.endpoints[service] = endpoints
+        self.endpoint_names[service] = {e: names[e] for e in endpoints if names and e in names}
         for gone in set(before) - set(endpoints):
             self.quarantine.forget(gone)
             for waiting in self._leaving.pop(gone, ()):
@@ -145,6 +151,7 @@ class RouterState:
                 del self._leaving[endpoint]
 
     def drop_service(self, service: str) -> None:
+        self.endpoint_names.pop(service, None)
         for gone in self.endpoints.pop(service, ()):
             self.quarantine.forget(gone)
 
@@ -217,9 +224,14 @@ class RouterState:
         found = []
         for backend in config.backends.values():
             if backend.external:
-                found.append((backend.name, backend.url or "", self.in_flight.get(backend.name, 0)))
-            else:
-                found += [(backend.name, e, self.in_flight.get(e, 0)) for e in self.endpoints_of(backend)]
+                found.append((backend.name, backend.name, self.in_flight.get(backend.name, 0)))
+                continue
+            # Named by its pod (else by the backend and its place among the ready endpoints): never by
+            # the pod's address, which /metrics would show any client.
+            names = self.endpoint_names.get(backend.service or "", {})
+            for index, endpoint in enumerate(self.endpoints_of(backend)):
+                label = names.get(endpoint) or f"{backend.name}-{index}"
+                found.append((backend.name, label, self.in_flight.get(endpoint, 0)))
         return found
 
     def budget_remaining(self) -> Iterable[tuple[str, str, float]]:

@@ -17,7 +17,7 @@ from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import ENDPOINT_SLICES, Resource
 from llmkube.kube.rest.client import ApiClient
 from llmkube.plan.router.config import RouterConfig
-from llmkube.plan.router.endpoints import ready_endpoints
+from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints
 from llmkube.router.state import RouterState
 
 __all__ = ["MODEL_ROUTERS", "SERVICE_NAME_LABEL", "RouterWatches"]
@@ -109,10 +109,11 @@ class RouterWatches:
     def _slices_changed(self, service: str, informer: Informer) -> None:
         if self.slices.get(service) is not informer:
             return  # an informer being stopped
-        endpoints = ready_endpoints(informer.store.objects())
+        slices = informer.store.objects()
+        endpoints = ready_endpoints(slices)
         if endpoints != self.state.endpoints.get(service):
             log.info("endpoints", service=service, ready=len(endpoints))
-        self.state.set_endpoints(service, endpoints)
+        self.state.set_endpoints(service, endpoints, names=endpoint_names(slices))
 
     async def stop(self) -> None:
         await asyncio.gather(

@@ -26,7 +26,8 @@ SHADOW: Strategy = "shadow"
 
 DEFAULT_QUARANTINE_SECONDS = 15.0
 DEFAULT_HEADER_TIMEOUT_SECONDS = 120.0
-DEFAULT_MAX_BODY_BYTES = 32 << 20
+#: sized with the router pod's memory and the body budget (docs/router.md, "Memory")
+DEFAULT_MAX_BODY_BYTES = 16 << 20
 DEFAULT_HEALTH_PATH = "/health"
 DEFAULT_CLASSIFICATION_HEADER = "x-llmkube-classification"
 TASK_COMPLEXITY_HEADER = "x-llmkube-task-complexity"
@@ -117,6 +118,22 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class ApiKey:
+    """What one client key (a key of the apiKeys Secret) may do."""
+
+    name: str
+    #: the team its use counts against in team budgets (else its own name)
+    team: str | None = None
+    #: the rules it may use (empty: every rule and the default route, named "default")
+    rules: frozenset[str] = frozenset()
+    requests_per_minute: int | None = None
+
+    @property
+    def identity(self) -> str:
+        return self.team or self.name
+
+
+@dataclass(frozen=True)
 class Classification:
     mode: Mode = "header-only"
     header: str = DEFAULT_CLASSIFICATION_HEADER
@@ -144,7 +161,12 @@ class RouterConfig:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT_SECONDS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     api_keys_secret: str | None = None
+    #: what each client key may do, by the key's name in the Secret (a key not listed: anything)
+    api_keys: Mapping[str, ApiKey] = field(default_factory=lambda: MappingProxyType({}))
     generation: int = 0
+
+    def api_key(self, client: str) -> ApiKey:
+        return self.api_keys.get(client) or ApiKey(client)
 
     def backend(self, name: str) -> Backend | None:
         return self.backends.get(name)
@@ -284,7 +306,18 @@ def compile_config(
     quarantine = _duration(proxy.get("quarantineDuration"))
     header_timeout = _duration(proxy.get("responseHeaderTimeout"))
     max_body = proxy.get("maxRequestBodyBytes")
-    keys = ((policy.get("apiKeys") or {}).get("secretRef") or {}).get("name") or None
+    api_keys = policy.get("apiKeys") or {}
+    keys = (api_keys.get("secretRef") or {}).get("name") or None
+    clients: dict[str, ApiKey] = {}
+    for client in api_keys.get("clients") or ():
+        rpm = client.get("requestsPerMinute")
+        key = ApiKey(
+            name=str(client.get("name") or ""),
+            team=client.get("team") or None,
+            rules=frozenset(_names(client.get("rules"))),
+            requests_per_minute=rpm if isinstance(rpm, int) and rpm > 0 else None,
+        )
+        clients.setdefault(key.name, key)
     return RouterConfig(
         name=name,
         namespace=namespace,
@@ -306,5 +339,6 @@ def compile_config(
         header_timeout=header_timeout or DEFAULT_HEADER_TIMEOUT_SECONDS,
         max_body_bytes=max_body if isinstance(max_body, int) and max_body > 0 else DEFAULT_MAX_BODY_BYTES,
         api_keys_secret=keys,
+        api_keys=MappingProxyType(clients),
         generation=generation,
     )

@@ -28,6 +28,22 @@ def host_port(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
+def endpoint_names(slices: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """The pod each `host:port` is (the endpoint's targetRef), where the slice says: what the
+    router's metrics name an endpoint by (a client may read /metrics; a pod's address it may not)."""
+    names: dict[str, str] = {}
+    for slice_ in slices:
+        port = _port(slice_)
+        if port is None or slice_.get("addressType") not in ("IPv4", "IPv6"):
+            continue
+        for endpoint in slice_.get("endpoints") or ():
+            addresses = endpoint.get("addresses") or ()
+            target = endpoint.get("targetRef") or {}
+            if addresses and isinstance(target, dict) and isinstance(target.get("name"), str):
+                names[host_port(str(addresses[0]), port)] = target["name"]
+    return names
+
+
 def ready_endpoints(slices: Iterable[dict[str, Any]]) -> tuple[str, ...]:
     """`host:port` of every serving endpoint, sorted and without duplicates."""
     found: set[str] = set()

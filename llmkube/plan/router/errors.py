@@ -8,6 +8,7 @@ import orjson
 INVALID_REQUEST = "invalid_request_error"
 AUTHENTICATION = "authentication_error"
 RATE_LIMIT = "rate_limit_error"
+PERMISSION = "permission_error"
 SERVER = "server_error"
 UNAVAILABLE = "service_unavailable"
 

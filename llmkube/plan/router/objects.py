@@ -39,7 +39,11 @@ CONTAINER = "router"
 PORT_NAME = "http"
 CONTAINER_PORT = 8080
 SECRETS_DIR = "/var/run/llmkube"
-DEFAULT_RESOURCES: KubeObject = {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}}
+#: sized with the body budget and the connection caps (docs/router.md, "Memory")
+DEFAULT_RESOURCES: KubeObject = {
+    "requests": {"cpu": "100m", "memory": "128Mi"},
+    "limits": {"memory": "512Mi"},
+}
 #: 0440: readable by the router's group (fsGroup) only
 SECRET_MODE = 0o440
 #: the router drains for up to 30 s (llmkube/router/process.py)

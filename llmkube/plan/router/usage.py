@@ -19,6 +19,11 @@ _USAGE = b'"usage"'
 #: a usage object (every chunk of some servers carries `"usage":null`, which needs no look)
 _USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
 _MAX_CARRY = 1 << 20
+_USAGE_MEMBER = re.compile(rb'"usage"\s*:\s*\{')
+#: a usage object is a few hundred bytes: one larger is not read
+MAX_USAGE_OBJECT = 8192
+#: occurrences of "usage" looked at from the end of an answer
+_USAGE_TRIES = 8
 
 
 @dataclass(frozen=True)
@@ -48,18 +53,70 @@ def _from(value: Any) -> Usage | None:
     return Usage(max(0, prompt), max(0, completion))
 
 
+def _object_at(body: bytes, start: int) -> bytes | None:
+    """The JSON object that opens at `start`, when it closes within MAX_USAGE_OBJECT bytes."""
+    depth, quoted, escaped = 0, False, False
+    for index in range(start, min(len(body), start + MAX_USAGE_OBJECT)):
+        byte = body[index]
+        if quoted:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                quoted = False
+        elif byte == 0x22:
+            quoted = True
+        elif byte == 0x7B:
+            depth += 1
+        elif byte == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return body[start : index + 1]
+    return None
+
+
 def usage_of_body(body: bytes) -> Usage | None:
-    if _USAGE not in body:
-        return None
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    return _from(parsed.get("usage")) if isinstance(parsed, dict) else None
+    """The usage object of an answer, read alone: the answer itself is never parsed (an embedding's
+    answer is megabytes of numbers, a hostile one anything), only the last `"usage": {...}` in it,
+    which is where OpenAI-compatible servers put it (a string holding those bytes escapes its
+    quotes, so it cannot be taken for it)."""
+    end = len(body)
+    for _ in range(_USAGE_TRIES):
+        at = body.rfind(_USAGE, 0, end)
+        if at < 0:
+            return None
+        found = _USAGE_MEMBER.match(body, at)
+        if found is not None:
+            member = _object_at(body, found.end() - 1)
+            if member is not None:
+                try:
+                    return _from(orjson.loads(member))
+                except orjson.JSONDecodeError:
+                    return None
+        end = at
+    return None
 
 
 def estimate(prompt_chars: int, completion_events: int) -> Usage:
     return Usage(math.ceil(prompt_chars / 4), max(0, completion_events), reported=False)
+
+
+def delivered(
+    reported: Usage | None, prompt_chars: int, events: int | None, *, reserved: int | None
+) -> Usage | None:
+    """What a request whose client left is charged: the usage the backend reported, else, for a
+    stream, its prompt and a token per event it was sent; else, while a backend was working on an
+    answer, all it was admitted for (`reserved` tokens: how far the backend got before it was
+    cancelled is not known); else nothing (no backend had it)."""
+    if reported is not None:
+        return reported
+    if events is not None:
+        return estimate(prompt_chars, events)
+    if reserved is not None:
+        prompt = math.ceil(prompt_chars / 4)
+        return Usage(prompt, max(0, reserved - prompt), reported=False)
+    return None
 
 
 class StreamUsage:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 
 __all__ = [
+    "BodyBusy",
     "BodyError",
     "Headers",
     "Request",
@@ -48,9 +49,19 @@ def first(headers: Iterable[tuple[str, str]], name: str) -> str | None:
 
 class BodyError(Exception):
     """The request's body cannot be had: it broke off, or its framing is malformed (the connection
-    ends after the answer). `status` is what to answer (400)."""
+    ends after the answer), or the server has no room for it now. `status` is what to answer (400,
+    or 503 with `retry_after` seconds)."""
 
     status = 400
+    retry_after: float | None = None
+
+
+class BodyBusy(BodyError):
+    """The bodies in flight on every connection already hold the server's byte budget: this one is
+    not read (the client may retry after `retry_after` seconds)."""
+
+    status = 503
+    retry_after = 1.0
 
 
 @dataclass(slots=True)

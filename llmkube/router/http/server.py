@@ -12,11 +12,24 @@ answers through.
   BodyError for the handler (let through, it is answered 400).
 * A head larger than `max_head_bytes` or `max_headers`, or a malformed one, is answered by the
   server itself (431, 400; the body from `error_body`) and the connection closed: the handler never
-  sees it.
+  sees it. Head bytes are counted as they arrive, not as llhttp hands them over: httptools keeps a
+  header's name and value whole before it calls back, so the parser is fed no more than what is left
+  of the head's budget at a time (a 16 MiB header value costs at most `max_head_bytes` of reading,
+  then a 431). Chunked framing and trailers, which it keeps the same way, are held to the same budget
+  between two pieces of body; trailers are read and dropped.
+* Bodies in flight on all connections together hold at most `body_budget` bytes (a `ByteBudget` the
+  handler shares for what parsing them costs): a body that does not fit now is not read, the handler
+  reads a `BodyBusy` (503 with Retry-After) and the connection closes after the answer.
+* At most `max_connections` connections, and `max_connections_per_client` from one address: one
+  more is answered 503 (Retry-After) and closed at once, before a byte of it is read.
 * A client that goes away cancels its request (the handler's `finally` and CancelledError handlers
   run): a request in flight upstream is dropped at once.
 * A connection idle between requests, or one sending a request (head and body) slower than
-  `idle_timeout` allows, is closed.
+  `idle_timeout` allows, is closed; a head must be whole within `head_timeout` of its first byte (a
+  head dribbled a byte at a time holds a connection that long, no longer).
+* A client that stops reading: once its socket buffer is full (`writing_paused`), it has
+  `write_timeout` seconds to take something; then the connection is aborted and its request
+  cancelled (the handler's upstream connection closes with it, freeing the backend's slot).
 * Back-pressure: `Responder.writing_paused` while the client's socket buffer is over the high-water
   mark; `Responder.when_drained` calls back once it is not.
 """
@@ -28,13 +41,15 @@ import contextlib
 import socket
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import cast
 
 import httptools
 import structlog
 
+from llmkube.router.http.budget import ByteBudget
+from llmkube.router.http.limits import Limits
 from llmkube.router.http.messages import (
+    BodyBusy,
     BodyError,
     Headers,
     Request,
@@ -44,7 +59,7 @@ from llmkube.router.http.messages import (
     status_line,
 )
 
-__all__ = ["Handler", "HttpServer", "Limits", "Responder"]
+__all__ = ["Handler", "HttpServer", "Limits", "Responder", "ServerStats"]
 
 log = structlog.get_logger("llmkube.router.http")
 
@@ -57,13 +72,23 @@ def _plain(status: int, message: str) -> tuple[str, bytes]:
     return "text/plain; charset=utf-8", message.encode() + b"\n"
 
 
-@dataclass(frozen=True)
-class Limits:
-    #: the request line and headers together
-    max_head_bytes: int = 64 << 10
-    max_headers: int = 256
-    #: seconds a connection may sit between requests, or take to send one whole
-    idle_timeout: float = 75.0
+class ServerStats:
+    """What the server refused and cut (counters for the metrics; read at scrape time)."""
+
+    __slots__ = ("closed", "refused")
+
+    def __init__(self) -> None:
+        #: requests or connections refused, by reason: head_too_large, malformed, connections,
+        #: client_connections, body_budget
+        self.refused: dict[str, int] = {}
+        #: connections the server closed, by reason: idle_timeout, head_timeout, write_timeout
+        self.closed: dict[str, int] = {}
+
+    def refuse(self, reason: str) -> None:
+        self.refused[reason] = self.refused.get(reason, 0) + 1
+
+    def close(self, reason: str) -> None:
+        self.closed[reason] = self.closed.get(reason, 0) + 1
 
 
 class Responder:
@@ -211,7 +236,16 @@ class Responder:
 class _Incoming:
     """A request as the connection reads it: its head is whole, its body comes (or is skipped)."""
 
-    __slots__ = ("body", "chunks", "continued", "expects_continue", "keep_alive", "request", "size")
+    __slots__ = (
+        "body",
+        "chunks",
+        "continued",
+        "expects_continue",
+        "keep_alive",
+        "request",
+        "reserved",
+        "size",
+    )
 
     def __init__(self, request: Request, body: asyncio.Future[bytes | None], *, keep_alive: bool) -> None:
         self.request = request
@@ -219,6 +253,8 @@ class _Incoming:
         self.keep_alive = keep_alive
         self.chunks: list[bytes] = []
         self.size = 0
+        #: bytes of the server's body budget this request holds (given back once it is answered)
+        self.reserved = 0
         self.expects_continue = False
         self.continued = False
 
@@ -249,11 +285,19 @@ class _Connection(asyncio.Protocol):
         self.peer: tuple[str, int] | None = None
         self.closed = False
         self.writing_paused = False
-        # the head being read
+        #: counted in the server's connections (and its client's)
+        self._counted = False
+        # the head being read: between two messages the parser is in a head; the bytes fed to it
+        # since the last message ended are counted there as they arrive
+        self._in_head = True
+        self._head_fed = 0
         self._url = b""
         self._headers: Headers = []
-        self._head_bytes = 0
         self._head_too_large = False
+        #: bytes fed in a body that brought no byte of body (chunk framing, trailers)
+        self._stall = 0
+        self._progress = False
+        self._write_timer: asyncio.TimerHandle | None = None
         #: the request whose body is being read
         self._reading: _Incoming | None = None
         #: an unread body is being skipped (it was too large): nothing after it can be parsed
@@ -285,14 +329,39 @@ class _Connection(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = transport.get_extra_info("peername")
         self.peer = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) and len(peer) >= 2 else None
-        self.server.connections.add(self)
+        server = self.server
+        refused = server.admit(self.peer[0] if self.peer is not None else "")
+        if refused is not None:
+            # Over a cap: told so before a byte is read, and closed (the kernel already accepted it).
+            server.stats.refuse(refused)
+            self._skipping = True
+            content_type, body = server.error_body(
+                503, "The router has as many connections open as it takes: retry shortly."
+            )
+            self.transport.write(
+                status_line(503)
+                + encode(f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n")
+                + b"Retry-After: 1\r\nConnection: close\r\n\r\n"
+                + body
+            )
+            self.transport.close()
+            return
+        self._counted = True
+        server.connections.add(self)
         self._arm_idle()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.server.connections.discard(self)
+        if self._counted:
+            self._counted = False
+            self.server.connections.discard(self)
+            self.server.released(self.peer[0] if self.peer is not None else "")
         self._cancel_idle()
+        self._cancel_write_timer()
+        for incoming in self._waiting:
+            self._release(incoming)  # never answered: what they held goes back now
         if self._reading is not None:
+            self._release(self._reading)
             self._reading.body.cancel()  # a handler reading it is cancelled with the worker anyway
         if self._worker is not None and not self._worker.done():
             self._worker.cancel()  # the client went away: so does its request
@@ -301,29 +370,82 @@ class _Connection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.writing_paused = True
+        if self._write_timer is None and not self.closed:
+            self._write_timer = self.loop.call_later(self.server.limits.write_timeout, self._write_expired)
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self._cancel_write_timer()
         if self._responder is not None:
             self._responder._resumed()
+
+    def _cancel_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_expired(self) -> None:
+        """The client took nothing of a full buffer for `write_timeout`: it is cut (and its request
+        cancelled, so the backend it holds is let go)."""
+        self._write_timer = None
+        if not self.closed and self.writing_paused:
+            self.server.stats.close("write_timeout")
+            log.info(
+                "client stopped reading: connection cut",
+                peer=self.peer,
+                after=self.server.limits.write_timeout,
+            )
+            self.abort()
 
     def data_received(self, data: bytes) -> None:
         if self._skipping:
             return
+        limit = self.server.limits.max_head_bytes
+        view = memoryview(data)
         try:
-            self.parser.feed_data(data)
+            while view:
+                # httptools keeps a header (or a trailer, or a chunk's framing) whole before it calls
+                # back: it is never fed more than what is left of the budget of bytes without
+                # progress, so what it keeps is bounded as the bytes arrive, not once they are in.
+                room = limit - (self._head_fed if self._in_head else self._stall)
+                if room <= 0:
+                    self._head_too_large = True
+                    raise _HeadTooLarge
+                piece = view[:room] if len(view) > room else view
+                view = view[len(piece) :]
+                in_head = self._in_head
+                self._progress = False
+                if in_head:
+                    self._head_fed += len(piece)
+                self.parser.feed_data(piece)
+                if self._skipping:
+                    return
+                if not in_head and not self._in_head:
+                    self._stall = 0 if self._progress else self._stall + len(piece)
+                if self._in_head and self._head_fed >= limit:
+                    self._head_too_large = True
+                    raise _HeadTooLarge
+        except _HeadTooLarge:
+            self._too_large()
         except httptools.HttpParserUpgrade:
+            self.server.stats.refuse("malformed")
             self._refuse(400, "Protocol upgrades are not supported.")
         except httptools.HttpParserError as error:
             if self._head_too_large:
-                limits = self.server.limits
-                self._refuse(
-                    431,
-                    f"The request's head is too large: at most {limits.max_head_bytes} bytes "
-                    f"and {limits.max_headers} headers.",
-                )
+                self._too_large()
             else:
+                self.server.stats.refuse("malformed")
                 self._refuse(400, f"Malformed HTTP request: {error}.")
+
+    def _too_large(self) -> None:
+        limits = self.server.limits
+        self.server.stats.refuse("head_too_large")
+        what = "head" if self._reading is None else "chunk framing or trailers"
+        self._refuse(
+            431,
+            f"The request's {what} is too large: at most {limits.max_head_bytes} bytes "
+            f"and {limits.max_headers} headers.",
+        )
 
     def eof_received(self) -> bool:
         # The client closed its side: HTTP clients do that when they give up (a half-close that
@@ -334,29 +456,31 @@ class _Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self._cancel_idle()
-        self._arm_idle()  # the whole request, head and body, must arrive within the idle timeout too
+        # The head must be whole within the head timeout, the rest of the request within the idle
+        # timeout (armed again once the head is in).
+        limits = self.server.limits
+        self._arm_idle(min(limits.head_timeout, limits.idle_timeout))
         self._url = b""
         self._headers = []
-        self._head_bytes = 0
 
     def on_url(self, url: bytes) -> None:
         self._url += url
-        self._head_bytes += len(url)
-        self._check_head()
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._in_head:
+            return  # a trailer: counted (data_received), never added to a head already handed over
         self._headers.append((decode(name), decode(value)))
-        self._head_bytes += len(name) + len(value) + 4
-        self._check_head()
-
-    def _check_head(self) -> None:
-        limits = self.server.limits
-        if self._head_bytes > limits.max_head_bytes or len(self._headers) > limits.max_headers:
+        if len(self._headers) > self.server.limits.max_headers:
             self._head_too_large = True
             raise _HeadTooLarge  # the parser stops; data_received answers 431
 
     def on_headers_complete(self) -> None:
         """The head is whole: the request goes to the handler now, its body follows (or not)."""
+        self._in_head = False
+        self._progress = True
+        self._stall = 0
+        self._cancel_idle()
+        self._arm_idle()
         url = httptools.parse_url(self._url) if self._url else None
         headers = self._headers
         incoming = _Incoming(
@@ -376,6 +500,8 @@ class _Connection(asyncio.Protocol):
         declared = _declared_length(headers)
         if declared is not None and declared > self.server.body_limit():
             self._skip(incoming)  # not read: 413 at once, then the connection closes
+        elif declared is not None and not self._reserve(incoming, declared):
+            self._busy_body(incoming)
         else:
             incoming.expects_continue = any(
                 n.lower() == "expect" and v.lower() == "100-continue" for n, v in headers
@@ -389,6 +515,7 @@ class _Connection(asyncio.Protocol):
             self._next.set_result(None)
 
     def on_body(self, body: bytes) -> None:
+        self._progress = True
         incoming = self._reading
         if self._skipping or incoming is None:
             return
@@ -396,9 +523,16 @@ class _Connection(asyncio.Protocol):
         if incoming.size > self.server.body_limit():
             self._skip(incoming)
             return
+        if incoming.size > incoming.reserved and not self._reserve(incoming, incoming.size):
+            self._busy_body(incoming)  # a chunked body, reserved as it comes
+            return
         incoming.chunks.append(body)
 
     def on_message_complete(self) -> None:
+        self._in_head = True
+        self._head_fed = 0
+        self._progress = True
+        self._stall = 0
         incoming, self._reading = self._reading, None
         if self._skipping or incoming is None:
             return
@@ -409,7 +543,34 @@ class _Connection(asyncio.Protocol):
     def _skip(self, incoming: _Incoming) -> None:
         """A body over the limit: not read (None), and nothing after it can be parsed."""
         incoming.chunks = []
+        self._release(incoming)
         incoming.finish(None)
+        self._reading = None
+        self._skipping = True
+        self._cancel_idle()
+        self.transport.pause_reading()
+
+    def _reserve(self, incoming: _Incoming, size: int) -> bool:
+        """Hold `size` bytes of the server's body budget for this request (in all)."""
+        more = size - incoming.reserved
+        if more <= 0:
+            return True
+        if not self.server.body_budget.take(more):
+            return False
+        incoming.reserved = size
+        return True
+
+    def _release(self, incoming: _Incoming) -> None:
+        if incoming.reserved:
+            self.server.body_budget.give(incoming.reserved)
+            incoming.reserved = 0
+
+    def _busy_body(self, incoming: _Incoming) -> None:
+        """No room for this body now: not read (BodyBusy), and nothing after it can be parsed."""
+        self.server.stats.refuse("body_budget")
+        incoming.chunks = []
+        self._release(incoming)
+        incoming.fail(BodyBusy("The router is holding as many request bodies as it can: retry shortly."))
         self._reading = None
         self._skipping = True
         self._cancel_idle()
@@ -445,9 +606,9 @@ class _Connection(asyncio.Protocol):
             self._responder = responder
             try:
                 await self.server.handler(request, responder)
-            except BodyError as error:  # the handler let it through: the client gets its 400
+            except BodyError as error:  # the handler let it through: the client gets its 400 (503)
                 if not responder.started:
-                    self._error_answer(responder, error.status, str(error))
+                    self._error_answer(responder, error.status, str(error), error.retry_after)
             except Exception:  # a defect of the handler: the client gets a 500, never a traceback
                 log.exception("handler failed", path=request.path)
                 if not responder.started:
@@ -456,6 +617,8 @@ class _Connection(asyncio.Protocol):
                 self._answered(responder)
 
     def _answered(self, responder: Responder) -> None:
+        if responder._incoming is not None:
+            self._release(responder._incoming)
         if not responder.finished:
             if responder.started:
                 responder.abort()  # a stream the handler left unfinished is not a whole answer
@@ -476,9 +639,14 @@ class _Connection(asyncio.Protocol):
         if self._reading is None:
             self._arm_idle()
 
-    def _error_answer(self, responder: Responder, status: int, message: str) -> None:
+    def _error_answer(
+        self, responder: Responder, status: int, message: str, retry_after: float | None = None
+    ) -> None:
         content_type, body = self.server.error_body(status, message)
-        responder.respond(status, [("Content-Type", content_type)], body)
+        headers = [("Content-Type", content_type)]
+        if retry_after is not None:
+            headers.append(("Retry-After", str(max(1, round(retry_after)))))
+        responder.respond(status, headers, body)
 
     def _refuse(self, status: int, message: str) -> None:
         """A request the handler never sees: answered here, then the connection closes."""
@@ -499,8 +667,9 @@ class _Connection(asyncio.Protocol):
 
     # -- timers and stopping ----------------------------------------------------------------------
 
-    def _arm_idle(self) -> None:
-        self._idle_timer = self.loop.call_later(self.server.limits.idle_timeout, self._idle_expired)
+    def _arm_idle(self, seconds: float | None = None) -> None:
+        timeout = self.server.limits.idle_timeout if seconds is None else seconds
+        self._idle_timer = self.loop.call_later(timeout, self._idle_expired)
 
     def _cancel_idle(self) -> None:
         if self._idle_timer is not None:
@@ -511,6 +680,8 @@ class _Connection(asyncio.Protocol):
         """Nothing was asked for that long, or a request (head or body) took that long to arrive."""
         self._idle_timer = None
         if (self._reading is not None or not self._busy) and not self.closed:
+            started_head = self._in_head and self._head_fed > 0
+            self.server.stats.close("head_timeout" if started_head else "idle_timeout")
             self.transport.close()
 
     @property
@@ -550,13 +721,37 @@ class HttpServer:
         body_limit: Callable[[], int],
         error_body: ErrorBody = _plain,
         limits: Limits | None = None,
+        body_budget: ByteBudget | None = None,
     ) -> None:
         self.handler = handler
         self.body_limit = body_limit
         self.error_body = error_body
         self.limits = limits or Limits()
+        #: what bodies in flight hold (the handler may hold more of it for what it makes of them)
+        self.body_budget = body_budget or ByteBudget(self.limits.body_budget)
+        self.stats = ServerStats()
         self.connections: set[_Connection] = set()
+        #: open connections by client address
+        self.clients: dict[str, int] = {}
         self._server: asyncio.AbstractServer | None = None
+
+    def admit(self, client: str) -> str | None:
+        """Count a new connection from `client`, or the cap it is over."""
+        limits = self.limits
+        if limits.max_connections and len(self.connections) >= limits.max_connections:
+            return "connections"
+        count = self.clients.get(client, 0)
+        if limits.max_connections_per_client and count >= limits.max_connections_per_client:
+            return "client_connections"
+        self.clients[client] = count + 1
+        return None
+
+    def released(self, client: str) -> None:
+        left = self.clients.get(client, 0) - 1
+        if left > 0:
+            self.clients[client] = left
+        else:
+            self.clients.pop(client, None)
 
     async def start(self, host: str, port: int, *, backlog: int = 1024) -> tuple[str, int]:
         """Listen; the address bound (port 0: the one the kernel chose)."""

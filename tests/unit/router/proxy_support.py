@@ -15,6 +15,9 @@ import aiohttp
 
 from llmkube.plan.allowed_hosts import parse_allowed_hosts
 from llmkube.router.audit import AuditSink
+from llmkube.router.http.budget import ByteBudget
+from llmkube.router.http.limits import Limits
+from llmkube.router.http.server import HttpServer
 from llmkube.router.metrics import RouterMetrics
 from llmkube.router.process import http_server, metrics_page
 from llmkube.router.proxy import Proxy
@@ -29,6 +32,7 @@ class RunningProxy:
     proxy: Proxy
     url: str
     audit_lines: list[bytes]
+    server: HttpServer
 
     def load(self, spec: dict[str, Any], generation: int = 1) -> None:
         loaded = self.state.load(
@@ -57,8 +61,10 @@ async def running_proxy(
     api_servers: tuple[Any, ...] = (),
     endpoint_wait: float = 0.0,
     external_hosts: str = "",
+    limits: Limits | None = None,
 ) -> AsyncIterator[RunningProxy]:
     """`external_hosts`: the router's --external-hosts (where a backend with credentials may lead)."""
+    limits = limits or Limits()
     state = RouterState(name, "ns", external_hosts=parse_allowed_hosts(external_hosts))
     metrics = RouterMetrics(name)
     unregister = metrics.register_state(state)
@@ -74,16 +80,19 @@ async def running_proxy(
         ready=list,
         metrics_page=metrics_page,
         endpoint_wait=endpoint_wait,
+        bodies=ByteBudget(limits.body_budget),
     )
-    server = http_server(proxy)
+    server = http_server(proxy, limits)
+    unregister_server = metrics.register_server(server)
     _, port = await server.start("127.0.0.1", 0)
     try:
-        yield RunningProxy(state, proxy, f"http://127.0.0.1:{port}", lines)
+        yield RunningProxy(state, proxy, f"http://127.0.0.1:{port}", lines, server)
     finally:
         await proxy.stop_shadows()
         await server.close()
         await upstreams.close()
         unregister()
+        unregister_server()
 
 
 async def post(

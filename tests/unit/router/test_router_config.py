@@ -76,7 +76,7 @@ def test_a_glob_knows_when_it_names_one_model() -> None:
 def test_defaults() -> None:
     compiled = config(local("a"))
     assert compiled.quarantine == 15.0 and compiled.header_timeout == 120.0
-    assert compiled.max_body_bytes == 32 << 20
+    assert compiled.max_body_bytes == 16 << 20
     assert compiled.classification.mode == "header-only"
     assert compiled.classification.header == "x-llmkube-classification"
     assert compiled.classification.sensitive == DEFAULT_SENSITIVE
