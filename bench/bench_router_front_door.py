@@ -1,6 +1,7 @@
-"""The router's front door, before and after: the figures of issue 33's items 5-8 against a router
-in its own process (the proxy behind its HTTP server, as `llmkube router` wires them, on uvloop; a
-static spec, the OpenAI stand-in behind it), for this checkout and, with `--baseline DIR`, another
+"""The router's front door, before and after: a hostile head, an amplifying body, budgets left
+by clients that hang up, a client that never reads, against a router in its own process (the
+proxy behind its HTTP server, as `llmkube router` wires them, on uvloop; a static spec, the OpenAI
+stand-in behind it), for this checkout and, with `--baseline DIR`, another
 copy of the package (`git archive main llmkube | tar -x -C DIR`):
 
 * 5: a 16 MiB header value: what the router answered, the bytes it read (/proc's rchar), its peak RSS
