@@ -50,6 +50,7 @@ CHART_FILES = (
     "priorityclasses/priority_classes.yaml",
     "rbac/cluster_role.yaml",
     "rbac/leader_election_role.yaml",
+    "rbac/own_namespace_role.yaml",
     "rbac/user_roles.yaml",
     "rbac/priorityclass-writer/cluster_role.yaml",
     "components/namespace-scoped/cluster_role.yaml",
@@ -131,6 +132,7 @@ def _rules(permissions: tuple[Permission, ...]) -> list[str]:
             *(f"  # {line}" for line in textwrap.wrap(permission.why, 96)),
             f"  - apiGroups: {_flow(rule['apiGroups'])}",
             f"    resources: {_flow(rule['resources'])}",
+            *([f"    resourceNames: {_flow(rule['resourceNames'])}"] if "resourceNames" in rule else []),
             f"    verbs: {_flow(rule['verbs'])}",
         ]
     return lines
@@ -187,6 +189,14 @@ def rbac_files() -> dict[Path, str]:
             _role("Role", "llmkube-leader-election", CONTROLLER_NAMESPACE, rules([Scope.LEASE])),
             _binding("RoleBinding", "llmkube-leader-election", CONTROLLER_NAMESPACE, "Role"),
             comment=["# Leader election uses a Lease in the controller's own namespace only."],
+        ),
+        RBAC / "own_namespace_role.yaml": _documents(
+            _role("Role", "llmkube-own-namespace", CONTROLLER_NAMESPACE, rules([Scope.OWN_NAMESPACE])),
+            _binding("RoleBinding", "llmkube-own-namespace", CONTROLLER_NAMESPACE, "Role"),
+            comment=[
+                "# The controller's objects in its own namespace: the ConfigMap of metal Services that",
+                "# manifests/admission/agent_endpointslices_policy.yaml reads (by name where RBAC can).",
+            ],
         ),
         RBAC / "priorityclass-writer" / "cluster_role.yaml": _documents(
             _role(

@@ -34,7 +34,8 @@ from llmkube.controllers.resources import (
     SERVICE_CIDRS,
     SERVICES,
 )
-from llmkube.kube.resource import EVENTS, LEASES, Resource
+from llmkube.kube.resource import CONFIG_MAPS, EVENTS, LEASES, Resource
+from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 
 __all__ = ["PERMISSIONS", "VERB_ORDER", "Permission", "Scope", "granted", "rules"]
 
@@ -50,6 +51,8 @@ class Scope(enum.Enum):
     WATCHED = "watched"
     #: the leader-election Lease, in the controller's own namespace
     LEASE = "lease"
+    #: other objects of the controller's own namespace (a Role there): the ConfigMap of metal Services
+    OWN_NAMESPACE = "own-namespace"
 
 
 @dataclass(frozen=True)
@@ -62,11 +65,16 @@ class Permission:
     subresource: str = ""
     #: only for --manage-priority-classes=true (the priorityclass-writer role)
     manages_priority_classes: bool = False
+    #: only these objects (RBAC's resourceNames; list and watch then need a metadata.name field
+    #: selector, and create cannot be limited so: it names no object)
+    resource_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.verbs) - set(VERB_ORDER)
         if unknown:
             raise ValueError(f"unknown verbs {sorted(unknown)} for {self.rbac_resource}")
+        if self.resource_names and {"create", "deletecollection"} & set(self.verbs):
+            raise ValueError(f"create and deletecollection cannot be limited by name ({self.rbac_resource})")
 
     @property
     def rbac_resource(self) -> str:
@@ -76,6 +84,7 @@ class Permission:
         return {
             "apiGroups": [self.resource.group],
             "resources": [self.rbac_resource],
+            **({"resourceNames": list(self.resource_names)} if self.resource_names else {}),
             "verbs": [verb for verb in VERB_ORDER if verb in self.verbs],
         }
 
@@ -216,6 +225,21 @@ PERMISSIONS: tuple[Permission, ...] = (
         ("get", "create", "update"),
         Scope.LEASE,
         "leader election: read the Lease, create it once, renew/take over/release by update",
+    ),
+    Permission(
+        CONFIG_MAPS,
+        ("get", "list", "watch", "patch"),
+        Scope.OWN_NAMESPACE,
+        "the metal Services the host agents' admission policy allows, cached by name: server-side "
+        "apply (patch); get and a patch of its managedFields before undoing someone else's entry",
+        resource_names=(METAL_SERVICES_CONFIGMAP,),
+    ),
+    Permission(
+        CONFIG_MAPS,
+        ("create",),
+        Scope.OWN_NAMESPACE,
+        "that ConfigMap, created by server-side apply with the first metal service (RBAC cannot "
+        "limit a create to a name)",
     ),
 )
 

@@ -72,6 +72,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
         model_copy_bytes_per_second=args.model_copy_bytes_per_second or None,
         manage_priority_classes=args.manage_priority_classes,
         router=router_plan_config(args.router_image, tenancy_policy(args, roots)),
+        controller_namespace=args.leader_election_namespace,
     )
 
 
