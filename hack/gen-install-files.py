@@ -239,22 +239,37 @@ def agent_rbac_files() -> dict[Path, str]:
         "kind: ServiceAccount",
         *_metadata(AGENT_ACCOUNT, CONTROLLER_NAMESPACE),
     ]
+    # The controller's list of metal Services, read in the controller's namespace (both installs).
+    reader = f"{AGENT_ACCOUNT}-metal-services"
+    listing = (
+        _role("Role", reader, CONTROLLER_NAMESPACE, agent_rules(Scope.OWN_NAMESPACE)),
+        _binding("RoleBinding", reader, CONTROLLER_NAMESPACE, "Role", AGENT_ACCOUNT),
+    )
     return {
         AGENT / "rbac.yaml": _agent_documents(
             account,
             _role("ClusterRole", AGENT_ACCOUNT, None, agent_rules(Scope.WATCHED, Scope.CLUSTER)),
             _binding("ClusterRoleBinding", AGENT_ACCOUNT, None, "ClusterRole", AGENT_ACCOUNT),
+            *listing,
             comment=[
                 "# The host agent's identity (`llmkube agent`, docs/agent.md): exactly what it calls, in",
                 "# every namespace. Its kubeconfig: a token of this ServiceAccount (kubectl create token).",
+                "# Which Services' EndpointSlices it may write is held by the admission policy",
+                "# manifests/admission/agent_endpointslices_policy.yaml (its matchConditions name this",
+                "# ServiceAccount: list there any other identity an agent runs as).",
             ],
         ),
         AGENT / "namespace-scoped" / "role.yaml": _agent_documents(
             _role("Role", AGENT_ACCOUNT, AGENT_NAMESPACE, agent_rules(Scope.WATCHED)),
             _binding("RoleBinding", AGENT_ACCOUNT, AGENT_NAMESPACE, "Role", AGENT_ACCOUNT),
+            *listing,
             comment=[
                 f"# An agent that serves one namespace ({AGENT_NAMESPACE}: set your own; run it with",
-                "# --namespace, --service-cidr and --pod-cidr): no cluster-wide right at all.",
+                "# --namespace, --service-cidr and --pod-cidr): no cluster-wide right at all; it reads",
+                f"# the controller's list of metal Services in {CONTROLLER_NAMESPACE}. Its identity must be",
+                "# one the admission policy names (manifests/admission/agent_endpointslices_policy.yaml,",
+                "# Helm: admissionPolicy.agentEndpointSlices.agents): an agent of another ServiceAccount",
+                "# is listed there too.",
             ],
         ),
     }

@@ -58,6 +58,7 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         pressure=PressureSettings(critical=args.memory_pressure_critical),
         pressure_interval=args.memory_pressure_interval,
         stop_on_exit=args.stop_on_exit,
+        controller_namespace=c.namespace_name("--controller-namespace", args.controller_namespace),
     )
 
 

@@ -46,6 +46,8 @@ class AgentConfig:
     pressure: PressureSettings = field(default_factory=PressureSettings)
     pressure_interval: float = 10.0
     stop_on_exit: bool = False
+    #: where the controller lists the Services the agent may write EndpointSlices for
+    controller_namespace: str = "llmkube-system"
 
     def describe(self) -> dict[str, object]:
         """What the start-up log line says."""
@@ -71,6 +73,14 @@ def agent_name(value: str) -> str:
         raise AgentConfigError(
             f"--name: {value!r} is not a DNS label (lowercase letters, digits and '-', at most 63)"
         )
+    return name
+
+
+def namespace_name(flag: str, value: str) -> str:
+    """A namespace's name (a DNS label)."""
+    name = value.strip()
+    if not _DNS_LABEL.match(name) or len(name) > 63:
+        raise AgentConfigError(f"{flag}: {value!r} is not a namespace name (a DNS label)")
     return name
 
 

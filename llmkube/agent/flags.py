@@ -51,6 +51,14 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         help="serve the metal services of one namespace only (default: all) [LLMKUBE_AGENT_NAMESPACE]",
     )
     parser.add_argument(
+        "--controller-namespace",
+        default=env("LLMKUBE_AGENT_CONTROLLER_NAMESPACE", "llmkube-system"),
+        help="the llmkube controller's namespace: its ConfigMap llmkube-metal-services lists the "
+        "Services this agent may register endpoints for (an admission policy refuses the others), "
+        "and it waits for a Service to be listed (default: llmkube-system) "
+        "[LLMKUBE_AGENT_CONTROLLER_NAMESPACE]",
+    )
+    parser.add_argument(
         "--service-selector",
         default=env("LLMKUBE_AGENT_SERVICE_SELECTOR", ""),
         metavar="SELECTOR",

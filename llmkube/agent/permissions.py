@@ -11,7 +11,8 @@ from llmkube.controllers.resources import (
     SERVICE_CIDRS,
     SERVICES,
 )
-from llmkube.kube.resource import EVENTS
+from llmkube.kube.resource import CONFIG_MAPS, EVENTS
+from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 
 AGENT_PERMISSIONS: tuple[Permission, ...] = (
     Permission(INFERENCE_SERVICES, ("list", "watch"), Scope.WATCHED, "the services it may serve, cached"),
@@ -36,6 +37,14 @@ AGENT_PERMISSIONS: tuple[Permission, ...] = (
         ("create", "patch"),
         Scope.WATCHED,
         "Events on the services it serves (events.k8s.io/v1): created, patched as a series when they repeat",
+    ),
+    Permission(
+        CONFIG_MAPS,
+        ("list", "watch"),
+        Scope.OWN_NAMESPACE,
+        "in the controller's namespace, by name: its list of metal Services, the only Services whose "
+        "EndpointSlices the admission policy lets the agent write (it waits for a Service to be listed)",
+        resource_names=(METAL_SERVICES_CONFIGMAP,),
     ),
     Permission(
         NODES,
