@@ -47,9 +47,11 @@ CHART_FILES = (
     "admission/inferenceservice_policy.yaml",
     "admission/secret_references_policy.yaml",
     "admission/modelrouter_policy.yaml",
+    "admission/agent_endpointslices_policy.yaml",
     "priorityclasses/priority_classes.yaml",
     "rbac/cluster_role.yaml",
     "rbac/leader_election_role.yaml",
+    "rbac/own_namespace_role.yaml",
     "rbac/user_roles.yaml",
     "rbac/priorityclass-writer/cluster_role.yaml",
     "components/namespace-scoped/cluster_role.yaml",
@@ -192,6 +194,14 @@ def rbac_files() -> dict[Path, str]:
                 "# of metal services' server keys (read by name; created when missing).",
             ],
         ),
+        RBAC / "own_namespace_role.yaml": _documents(
+            _role("Role", "llmkube-own-namespace", CONTROLLER_NAMESPACE, rules([Scope.OWN_NAMESPACE])),
+            _binding("RoleBinding", "llmkube-own-namespace", CONTROLLER_NAMESPACE, "Role"),
+            comment=[
+                "# The controller's objects in its own namespace: the ConfigMap of metal Services that",
+                "# manifests/admission/agent_endpointslices_policy.yaml reads (by name where RBAC can).",
+            ],
+        ),
         RBAC / "priorityclass-writer" / "cluster_role.yaml": _documents(
             _role(
                 "ClusterRole",
@@ -232,29 +242,38 @@ def agent_rbac_files() -> dict[Path, str]:
         "kind: ServiceAccount",
         *_metadata(AGENT_ACCOUNT, CONTROLLER_NAMESPACE),
     ]
-    key_role = f"{AGENT_ACCOUNT}-server-key"
-    server_key = (
-        _role("Role", key_role, CONTROLLER_NAMESPACE, agent_rules(Scope.LEASE)),
-        _binding("RoleBinding", key_role, CONTROLLER_NAMESPACE, "Role", AGENT_ACCOUNT),
+    # In the controller's namespace (both installs), by name: its list of metal Services and the
+    # master of the servers' keys.
+    reader = f"{AGENT_ACCOUNT}-controller-namespace"
+    listing = (
+        _role("Role", reader, CONTROLLER_NAMESPACE, agent_rules(Scope.OWN_NAMESPACE)),
+        _binding("RoleBinding", reader, CONTROLLER_NAMESPACE, "Role", AGENT_ACCOUNT),
     )
     return {
         AGENT / "rbac.yaml": _agent_documents(
             account,
             _role("ClusterRole", AGENT_ACCOUNT, None, agent_rules(Scope.WATCHED, Scope.CLUSTER)),
             _binding("ClusterRoleBinding", AGENT_ACCOUNT, None, "ClusterRole", AGENT_ACCOUNT),
-            *server_key,
+            *listing,
             comment=[
                 "# The host agent's identity (`llmkube agent`, docs/agent.md): exactly what it calls, in",
                 "# every namespace. Its kubeconfig: a token of this ServiceAccount (kubectl create token).",
+                "# Which Services' EndpointSlices it may write is held by the admission policy",
+                "# manifests/admission/agent_endpointslices_policy.yaml (its matchConditions name this",
+                "# ServiceAccount: list there any other identity an agent runs as).",
             ],
         ),
         AGENT / "namespace-scoped" / "role.yaml": _agent_documents(
             _role("Role", AGENT_ACCOUNT, AGENT_NAMESPACE, agent_rules(Scope.WATCHED)),
             _binding("RoleBinding", AGENT_ACCOUNT, AGENT_NAMESPACE, "Role", AGENT_ACCOUNT),
-            *server_key,
+            *listing,
             comment=[
                 f"# An agent that serves one namespace ({AGENT_NAMESPACE}: set your own; run it with",
-                "# --namespace, --service-cidr and --pod-cidr): no cluster-wide right at all.",
+                "# --namespace, --service-cidr and --pod-cidr): no cluster-wide right at all; it reads",
+                f"# the controller's list of metal Services in {CONTROLLER_NAMESPACE}. Its identity must be",
+                "# one the admission policy names (manifests/admission/agent_endpointslices_policy.yaml,",
+                "# Helm: admissionPolicy.agentEndpointSlices.agents): an agent of another ServiceAccount",
+                "# is listed there too.",
             ],
         ),
     }

@@ -10,7 +10,10 @@ service at a time (one worker: admission and eviction decide over all of them at
    services of lower priority when it must (plan.agent.admission);
 4. a server (runner.py) with the controller's own command line on a port of its choosing, rolled
    in place when the spec changes (plan.agent.rollout);
-5. its EndpointSlice (plan.agent.slices): the endpoint, the heartbeat, what it has to say.
+5. its EndpointSlice (plan.agent.slices): the endpoint, the heartbeat, what it has to say; only
+   once the controller lists the Service among its metal Services (the ConfigMap the admission
+   policy on the agent's writes reads: plan/inferenceservice/metal_services.py), so the agent
+   never sends a write the policy would refuse for want of it.
 
 The servers outlive the agent: their records are in the state file, and a restarted agent adopts
 them (or stops them when they are no longer wanted), so no model is ever loaded twice by a
@@ -65,11 +68,12 @@ from llmkube.controllers.resources import (
     SERVICES,
 )
 from llmkube.kube.blocking import run_in_daemon_thread
-from llmkube.kube.cache.store import by_field
+from llmkube.kube.cache.store import Change, by_field
 from llmkube.kube.control.controller import Result
 from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.queue.ratelimit import ItemExponentialRateLimiter
+from llmkube.kube.resource import CONFIG_MAPS
 from llmkube.kube.rest.transport import TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.manager import Manager
@@ -94,6 +98,7 @@ from llmkube.plan.inferenceservice.metal import (
     INSUFFICIENT_MEMORY,
     UNSUPPORTED_BY_AGENT,
 )
+from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP, metal_service_key
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.inferenceservice.objects import controlled_by
 
@@ -157,6 +162,12 @@ class Agent:
         slices = f"{LABEL_METAL_MANAGED_BY}={METAL_AGENT_VALUE},{LABEL_AGENT_NAME}={config.name}"
         self.slices = manager.informer(ENDPOINT_SLICES, label_selector=slices)
         self.k8s_services = manager.informer(SERVICES, label_selector=MANAGED_SELECTOR)
+        # The controller's list of metal Services: the one object of its namespace the agent reads.
+        listed = f"metadata.name={METAL_SERVICES_CONFIGMAP}"
+        self.metal_services = manager.informer(
+            CONFIG_MAPS, namespace=config.controller_namespace, field_selector=listed
+        )
+        self._unlisted: set[ObjectKey] = set()  # said once each, until listed
         self.controller = manager.add_controller(
             CONTROLLER,
             self.reconcile,
@@ -169,6 +180,12 @@ class Agent:
                 Watch(MODELS, enqueue_mapped(self._services_of_model)),
                 Watch(ENDPOINT_SLICES, enqueue_mapped(self._service_of_slice), label_selector=slices),
                 Watch(SERVICES, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
+                Watch(
+                    CONFIG_MAPS,
+                    self._waiting_for_the_list,
+                    namespace=config.controller_namespace,
+                    field_selector=listed,
+                ),
             ],
         )
         manager.add_task("agent:pressure", self._watch_pressure)
@@ -289,6 +306,10 @@ class Agent:
         name = (meta.get("labels") or {}).get(LABEL_INFERENCE_SERVICE)
         return [ObjectKey(meta.get("namespace") or "", name)] if name else []
 
+    def _waiting_for_the_list(self, change: Change) -> list[ObjectKey]:
+        """The list changed: the services that wait for it (or may have left it) look again."""
+        return list(self.served)
+
     def _model_progress(self, source: str) -> None:
         for raw in self.services.store.objects():
             meta = raw.get("metadata") or {}
@@ -330,6 +351,7 @@ class Agent:
                 self._tidy(served)
                 if not served.runners():
                     del self.served[key]
+            self._unlisted.discard(key)
             await self._delete_slice(key)
             self._save_state()
             self._freed(holding)
@@ -644,6 +666,19 @@ class Agent:
         if service is None or not controlled_by(service, isvc):
             # Not created yet by the controller, or somebody else's: never point it at this host.
             return Result(requeue_after=SERVICE_WAIT)
+        service_uid = (service.get("metadata") or {}).get("uid") or ""
+        if not self._listed(key.namespace, name, service_uid):
+            # The admission policy would refuse the write: wait for the controller's list (its
+            # watch wakes us; the requeue only covers a list that never comes).
+            if key not in self._unlisted:
+                self._unlisted.add(key)
+                log.info(
+                    "waiting for the controller to list the Service among its metal Services",
+                    service=str(key),
+                    configmap=f"{self.config.controller_namespace}/{METAL_SERVICES_CONFIGMAP}",
+                )
+            return Result(requeue_after=SERVICE_WAIT)
+        self._unlisted.discard(key)
         runner = served.current
         port = runner.port if runner is not None else None
         conditions = runner.endpoint() if runner is not None and port is not None else None
@@ -654,7 +689,7 @@ class Agent:
         inputs = SliceInputs(
             namespace=key.namespace,
             service=name,
-            service_uid=(service.get("metadata") or {}).get("uid") or "",
+            service_uid=service_uid,
             agent=self.config.name,
             version=__version__,
             address=self.config.address,
@@ -694,6 +729,14 @@ class Agent:
                 interval.total_seconds() - heartbeat_due_in(stored, now, interval)
             )
         return Result(requeue_after=max(0.5, heartbeat_due_in(stored, now, interval)))
+
+    def _listed(self, namespace: str, name: str, uid: str) -> bool:
+        """Whether the controller lists this Service (with this uid) among its metal Services."""
+        listing = self.metal_services.store.get_object(
+            self.config.controller_namespace, METAL_SERVICES_CONFIGMAP
+        )
+        data = (listing or {}).get("data") or {}
+        return bool(uid) and data.get(metal_service_key(namespace, name)) == uid
 
     def _stored_slice(self, key: ObjectKey, name: str) -> Obj | None:
         """The slice as the cache shows it, or as our last write left it while the cache shows the

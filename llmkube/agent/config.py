@@ -51,7 +51,8 @@ class AgentConfig:
     stop_on_exit: bool = False
     #: namespaces whose services may pass any llama-server flag but the agent's own
     unrestricted_server_flags: frozenset[str] = frozenset()
-    #: where the controller keeps the master of the server keys (its own namespace)
+    #: the controller's own namespace: the master of the server keys, the list of the Services
+    #: the agent may write EndpointSlices for
     controller_namespace: str = "llmkube-system"
     downloads: DownloadLimits = field(default_factory=DownloadLimits)
     hf_endpoint: str = DEFAULT_HF_ENDPOINT
@@ -85,6 +86,14 @@ def agent_name(value: str) -> str:
         raise AgentConfigError(
             f"--name: {value!r} is not a DNS label (lowercase letters, digits and '-', at most 63)"
         )
+    return name
+
+
+def namespace_name(flag: str, value: str) -> str:
+    """A namespace's name (a DNS label)."""
+    name = value.strip()
+    if not _DNS_LABEL.match(name) or len(name) > 63:
+        raise AgentConfigError(f"{flag}: {value!r} is not a namespace name (a DNS label)")
     return name
 
 
@@ -150,13 +159,6 @@ def local_roots(value: str) -> tuple[str, ...]:
         return normalized_roots(value.split(","))
     except InvalidLocalRoot as invalid:
         raise AgentConfigError(str(invalid)) from None
-
-
-def namespace_name(flag: str, value: str) -> str:
-    name = value.strip()
-    if not _DNS_LABEL.match(name) or len(name) > 63:
-        raise AgentConfigError(f"{flag}: {name!r} is not a namespace name")
-    return name
 
 
 def namespaces(flag: str, value: str) -> frozenset[str]:

@@ -51,6 +51,14 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         help="serve the metal services of one namespace only (default: all) [LLMKUBE_AGENT_NAMESPACE]",
     )
     parser.add_argument(
+        "--controller-namespace",
+        default=env("LLMKUBE_AGENT_CONTROLLER_NAMESPACE", "llmkube-system"),
+        help="the llmkube controller's namespace: its ConfigMap llmkube-metal-services lists the "
+        "Services this agent may register endpoints for (an admission policy refuses the others), "
+        "and it waits for a Service to be listed; its Secret llmkube-metal-server-key is the master "
+        "of the servers' keys (default: llmkube-system) [LLMKUBE_AGENT_CONTROLLER_NAMESPACE]",
+    )
+    parser.add_argument(
         "--service-selector",
         default=env("LLMKUBE_AGENT_SERVICE_SELECTOR", ""),
         metavar="SELECTOR",
@@ -84,12 +92,6 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         metavar="DIR[,DIR...]",
         help="the only directories local-path Models may be served from, symbolic links leading out "
         "of them refused; empty (the default) refuses every local source [LLMKUBE_MODEL_LOCAL_ROOTS]",
-    )
-    parser.add_argument(
-        "--controller-namespace",
-        default=env("LLMKUBE_AGENT_CONTROLLER_NAMESPACE", "llmkube-system"),
-        help="the controller's namespace, where it keeps the master of the servers' keys (the Secret "
-        "llmkube-metal-server-key; default llmkube-system) [LLMKUBE_AGENT_CONTROLLER_NAMESPACE]",
     )
     parser.add_argument(
         "--unrestricted-server-flags",

@@ -11,7 +11,8 @@ from llmkube.controllers.resources import (
     SERVICE_CIDRS,
     SERVICES,
 )
-from llmkube.kube.resource import EVENTS, SECRETS
+from llmkube.kube.resource import CONFIG_MAPS, EVENTS, SECRETS
+from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 from llmkube.plan.inferenceservice.server_key import MASTER_SECRET
 
 AGENT_PERMISSIONS: tuple[Permission, ...] = (
@@ -39,6 +40,14 @@ AGENT_PERMISSIONS: tuple[Permission, ...] = (
         "Events on the services it serves (events.k8s.io/v1): created, patched as a series when they repeat",
     ),
     Permission(
+        CONFIG_MAPS,
+        ("list", "watch"),
+        Scope.OWN_NAMESPACE,
+        "in the controller's namespace, by name: its list of metal Services, the only Services whose "
+        "EndpointSlices the admission policy lets the agent write (it waits for a Service to be listed)",
+        resource_names=(METAL_SERVICES_CONFIGMAP,),
+    ),
+    Permission(
         NODES,
         ("list",),
         Scope.CLUSTER,
@@ -55,7 +64,7 @@ AGENT_PERMISSIONS: tuple[Permission, ...] = (
     Permission(
         SECRETS,
         ("get",),
-        Scope.LEASE,
+        Scope.OWN_NAMESPACE,
         "in the controller's namespace, that one Secret: the master of the servers' keys "
         "(plan/inferenceservice/server_key.py), read at start and every few minutes",
         resource_names=(MASTER_SECRET,),

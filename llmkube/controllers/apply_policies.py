@@ -9,6 +9,8 @@
   hand-over manager when autoscaling starts, so the count never drops to the default of 1.
 * Service and HPA: nothing immutable that we set (`clusterIP` is the server's).
 * PriorityClass: `value` and `preemptionPolicy` are immutable; drift is repaired by recreating.
+* The metal Services' ConfigMap (plan/inferenceservice/metal_services.py): its `data` is the
+  controller's alone, so an entry anyone else adds (a Service listed by hand) is removed.
 
 The Deployment, Service and HPA adopt the fields of the reference operator (controller-runtime's
 default field manager `manager`, create/update calls): once ours, fields it set and we do not (an
@@ -33,6 +35,7 @@ DEPLOYMENT_POLICY = FieldPolicy(
 SERVICE_POLICY = FieldPolicy(adopt_from=_ADOPT)
 HPA_POLICY = FieldPolicy(adopt_from=_ADOPT)
 PRIORITY_CLASS_POLICY = FieldPolicy(recreate_on=frozenset({"value", "preemptionPolicy"}))
+METAL_SERVICES_POLICY = FieldPolicy(exclusive=(("data",),))
 
 POLICIES_BY_KIND = {
     "Deployment": DEPLOYMENT_POLICY,

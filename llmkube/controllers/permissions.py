@@ -34,7 +34,8 @@ from llmkube.controllers.resources import (
     SERVICE_CIDRS,
     SERVICES,
 )
-from llmkube.kube.resource import EVENTS, LEASES, SECRETS, Resource
+from llmkube.kube.resource import CONFIG_MAPS, EVENTS, LEASES, SECRETS, Resource
+from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 from llmkube.plan.inferenceservice.server_key import MASTER_SECRET
 
 __all__ = ["PERMISSIONS", "VERB_ORDER", "Permission", "Scope", "granted", "rules"]
@@ -51,6 +52,8 @@ class Scope(enum.Enum):
     WATCHED = "watched"
     #: the leader-election Lease, in the controller's own namespace
     LEASE = "lease"
+    #: other objects of the controller's own namespace (a Role there): the ConfigMap of metal Services
+    OWN_NAMESPACE = "own-namespace"
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,16 @@ class Permission:
     subresource: str = ""
     #: only for --manage-priority-classes=true (the priorityclass-writer role)
     manages_priority_classes: bool = False
-    #: RBAC's resourceNames: only these objects (never for create, which names nothing yet)
+    #: only these objects (RBAC's resourceNames; list and watch then need a metadata.name field
+    #: selector, and create cannot be limited so: it names no object)
     resource_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.verbs) - set(VERB_ORDER)
         if unknown:
             raise ValueError(f"unknown verbs {sorted(unknown)} for {self.rbac_resource}")
+        if self.resource_names and {"create", "deletecollection"} & set(self.verbs):
+            raise ValueError(f"create and deletecollection cannot be limited by name ({self.rbac_resource})")
 
     @property
     def rbac_resource(self) -> str:
@@ -231,15 +237,30 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission(
         SECRETS,
         ("get",),
-        Scope.LEASE,
+        Scope.OWN_NAMESPACE,
         "the master key the metal services' server keys derive from: read by name",
         resource_names=(MASTER_SECRET,),
     ),
     Permission(
         SECRETS,
         ("create",),
-        Scope.LEASE,
+        Scope.OWN_NAMESPACE,
         "that master key: created once, when the first metal service needs it and none exists",
+    ),
+    Permission(
+        CONFIG_MAPS,
+        ("get", "list", "watch", "patch"),
+        Scope.OWN_NAMESPACE,
+        "the metal Services the host agents' admission policy allows, cached by name: server-side "
+        "apply (patch); get and a patch of its managedFields before undoing someone else's entry",
+        resource_names=(METAL_SERVICES_CONFIGMAP,),
+    ),
+    Permission(
+        CONFIG_MAPS,
+        ("create",),
+        Scope.OWN_NAMESPACE,
+        "that ConfigMap, created by server-side apply with the first metal service (RBAC cannot "
+        "limit a create to a name)",
     ),
 )
 

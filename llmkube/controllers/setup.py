@@ -5,6 +5,7 @@ from functools import partial
 
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.inferenceservice import InferenceServiceController
+from llmkube.controllers.metal_services import MetalServicesController
 from llmkube.controllers.metrics import default_metrics
 from llmkube.controllers.model import ModelController
 from llmkube.controllers.modelrouter import ModelRouterController
@@ -32,6 +33,9 @@ class ControllersConfig:
     model_egress: EgressConfig = field(default_factory=EgressConfig)
     #: the ModelRouters' pods (--router-image)
     router: RouterPlanConfig = field(default_factory=RouterPlanConfig)
+    #: the controller's own namespace (its leader-election namespace, $POD_NAMESPACE): where the
+    #: ConfigMap of metal Services is, which the host agents' admission policy reads
+    controller_namespace: str = "llmkube-system"
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Controllers:
     #: None when the installer owns the classes (--manage-priority-classes=false)
     priority_classes: PriorityClassController | None
     model_routers: ModelRouterController
+    metal_services: MetalServicesController
 
 
 def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Controllers:
@@ -58,4 +63,5 @@ def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Contro
         ),
         priority_classes=PriorityClassController(host) if config.manage_priority_classes else None,
         model_routers=ModelRouterController(host, config.router),
+        metal_services=MetalServicesController(host, config.controller_namespace),
     )

@@ -77,6 +77,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             allowed_images=args.router_allowed_images,
             external_hosts=args.router_external_hosts,
         ),
+        controller_namespace=args.leader_election_namespace,
     )
 
 

@@ -40,7 +40,8 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--leader-election-namespace",
         default=env("POD_NAMESPACE", "llmkube-system"),
-        help="namespace of the leader-election Lease (default: $POD_NAMESPACE, else llmkube-system)",
+        help="the controller's own namespace: its leader-election Lease and the ConfigMap of metal "
+        "Services the host agents' admission policy reads (default: $POD_NAMESPACE, else llmkube-system)",
     )
     # kube-controller-manager's names; controller-runtime's defaults.
     parser.add_argument(

@@ -98,7 +98,11 @@ def reconcile_log(controller: Controller) -> ReconcileLog:
 
 def controllers_of(controllers: Controllers) -> list[Controller]:
     """Every controller that runs (no PriorityClass controller when the installer owns them)."""
-    found = [controllers.inference_services.controller, controllers.models.controller]
+    found = [
+        controllers.inference_services.controller,
+        controllers.models.controller,
+        controllers.metal_services.controller,
+    ]
     if controllers.priority_classes is not None:
         found.append(controllers.priority_classes.controller)
     return found

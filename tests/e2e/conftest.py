@@ -39,6 +39,9 @@ def install_operator(cluster: ClusterHandle) -> None:
         for path in sorted(rbac.glob("*.yaml")):
             if path.name != "kustomization.yaml":
                 docs += load_yaml_documents(path)
+    # The host agents' policy as shipped: every agent test runs under it (its identity and no other
+    # is held to the slices of metal Services; the other policies are the admission tests').
+    docs += load_yaml_documents(ROOT / "manifests" / "admission" / "agent_endpointslices_policy.yaml")
     apply_manifests(cluster, docs)
 
 

@@ -9,7 +9,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,9 @@ from llmkube.manager import Manager
 from llmkube.testing.controller_harness import ControllerHarness, controller_running, idle, reconcile_log
 from llmkube.testing.pytest_plugin import ClusterHandle
 from llmkube.testing.request_log import RequestLog
-from llmkube.testing.rest import KubeRest, wait_until
+from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
 
 API = "inference.llmkube.dev/v1alpha1"
 
@@ -217,12 +219,21 @@ async def restarted_controller(
     operator: RunningController, namespace: str
 ) -> AsyncIterator[ControllerHarness]:
     """The whole controller again, as at a restart: its own client, caches and queues, the session
-    controller's own configuration (the same object), scoped to one namespace, leader election off
-    (the session's controller keeps running, and must not be the one that writes either). Its
-    reconciles are counted from the first one (`reconcile_log`)."""
+    controller's own configuration, scoped to one namespace, leader election off (the session's
+    controller keeps running, and must not be the one that writes either). Its reconciles are
+    counted from the first one (`reconcile_log`).
+
+    Its own namespace is that namespace: its list of metal Services (one per controller namespace,
+    as the Lease is) would otherwise be the session controller's, which lists every namespace's.
+    Its identity gets the Role for that list there, as an install in that namespace would."""
     assert operator.cluster.controller_kubeconfig is not None
+    admin = operator.cluster.admin()
+    for doc in load_yaml_documents(ROOT / "manifests" / "rbac" / "own_namespace_role.yaml"):
+        doc["metadata"]["namespace"] = namespace
+        admin.apply(doc)
+    config = replace(operator.config, controller_namespace=namespace)
     async with controller_running(
-        operator.cluster.controller_kubeconfig, operator.config, namespace=namespace
+        operator.cluster.controller_kubeconfig, config, namespace=namespace
     ) as restarted:
         yield restarted
 

@@ -1,8 +1,10 @@
 """The host agent (`llmkube agent`) end to end on the full tier: a real agent process under its own
 least-privilege identity (manifests/agent/rbac.yaml, nothing else), the real llama-server run
 natively on this machine serving the tiny GGUF, and the session's controller turning what the agent
-registers into status. The completions go to the address and port the agent registered (the node
-tier routes a ClusterIP there; this tier has no kube-proxy)."""
+registers into status, under the admission policy that holds the agent to the slices of the metal
+Services the controller lists (installed for the session: tests/e2e/conftest.py). The completions go
+to the address and port the agent registered (the node tier routes a ClusterIP there; this tier has
+no kube-proxy)."""
 
 import asyncio
 import hashlib
@@ -29,12 +31,14 @@ from agent_support import (
     status,
     wait_pids,
 )
-from e2e_support import API, RunningController, conditions, eventually, patch
+from e2e_support import API, RunningController, conditions, eventually, patch, poll
 
 from llmkube.plan.inferenceservice.metal import UNSUPPORTED_BY_AGENT
+from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 from llmkube.plan.model.source import cache_key
+from llmkube.testing.controller_harness import controller_running, reconcile_log
 from llmkube.testing.hfhub import HubState
-from llmkube.testing.rest import load_yaml_documents
+from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
 from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
@@ -377,3 +381,85 @@ async def test_an_agent_told_to_stop_its_servers_on_exit_leaves_nothing_running(
     assert server_pids(binary, agent.cache_dir) == [], agent.tail(30)
     assert [r["pid"] for r in agent.logged("server started")] == [pid], agent.tail(30)
     assert agent_slices(admin, ns, "host-a") == []
+
+
+SYSTEM = "llmkube-system"
+
+
+def metal_services(admin: KubeRest) -> dict[str, str]:
+    listing = admin.get_or_none("v1", "ConfigMap", METAL_SERVICES_CONFIGMAP, SYSTEM) or {}
+    return dict(listing.get("data") or {})
+
+
+async def test_under_the_admission_policy_the_agent_serves_its_service_and_no_other(
+    operator: RunningController,
+    start_agent: object,
+    files: ModelFiles,
+    full_namespace: str,
+    identity: Path,
+) -> None:
+    """The session runs manifests/admission/agent_endpointslices_policy.yaml as shipped (conftest).
+    The agent serves a metal service end to end through the list the controller keeps (a slice of
+    the listed Service, owned with its uid), and its token can add nothing to another Service. The
+    Model turned CPU takes the Service off the list and the agent still withdraws its slice (a
+    delete of its own slice is allowed when the Service is no longer metal). A controller started
+    again against all this writes nothing."""
+    admin, ns = operator.cluster.admin(), full_namespace
+    await start_agent()  # type: ignore[operator]
+    admin.create(metal_model("tiny", files.url()), namespace=ns)
+    admin.create(metal_isvc("chat", "tiny"), namespace=ns)
+    address, port = await served(admin, ns, "chat")
+    assert chat(address, port)["object"] == "chat.completion"
+    uid = admin.get("v1", "Service", "chat", ns)["metadata"]["uid"]
+    assert metal_services(admin)[f"{ns}.chat"] == uid
+    (registered,) = agent_slices(admin, ns, "host-a")
+    assert [ref["uid"] for ref in registered["metadata"]["ownerReferences"]] == [uid]
+
+    # The agent's own token (what a thief of its kubeconfig holds): the API server's Service and
+    # a Service of its own making in this namespace get no endpoint.
+    stolen = KubeRest.from_kubeconfig(identity)
+    kubernetes = admin.get("v1", "Service", "kubernetes", "default")
+    forged = {
+        **registered,
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "kubernetes-host-a",
+            "namespace": "default",
+            "labels": {**registered["metadata"]["labels"], "kubernetes.io/service-name": "kubernetes"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "name": "kubernetes",
+                    "uid": kubernetes["metadata"]["uid"],
+                }
+            ],
+        },
+    }
+    with pytest.raises(RestError) as refused:
+        stolen.apply(forged, field_manager="llmkube-agent")
+    assert refused.value.status == 403
+    assert "Service default/kubernetes is not a Service llmkube made for a metal InferenceService" in str(
+        refused.value
+    )
+    assert admin.get_or_none("discovery.k8s.io/v1", "EndpointSlice", "kubernetes-host-a", "default") is None
+
+    # Restarted: the same list, planned again from fresh caches, is not written again.
+    assert operator.cluster.controller_kubeconfig is not None
+    async with controller_running(operator.cluster.controller_kubeconfig, operator.config) as restarted:
+        listing = reconcile_log(restarted.controllers.metal_services.controller)
+        await poll(lambda: listing(restarted.controllers.metal_services.key) >= 1, what="the list reconciled")
+        await restarted.idle()
+        assert restarted.mutating_requests(SYSTEM) == 0
+        assert restarted.mutating_requests(ns) == 0
+        assert not [
+            r for r in restarted.requests.api_requests if r.resource == "configmaps" and r.verb == "patch"
+        ]
+
+    # The Model is no longer metal: the Service gets its selector and leaves the list, and the agent
+    # stops its server and deletes its slice.
+    patch(admin, API, "Model", "tiny", ns, {"spec": {"hardware": {"accelerator": "cpu"}}})
+    await eventually(lambda: f"{ns}.chat" not in metal_services(admin), what="the Service off the list")
+    await eventually(lambda: not agent_slices(admin, ns, "host-a"), what="the agent's slice withdrawn")
+    assert admin.get("v1", "Service", "chat", ns)["spec"].get("selector")

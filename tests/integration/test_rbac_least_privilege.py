@@ -6,8 +6,8 @@ namespace plus cluster-wide reads), through a scenario that makes it use every p
 owned objects created, changed and deleted (HPA turned off, a switch to metal), a ModelRouter's
 objects (its Role made of what the controller holds), the model cache claim, a prefetch Job created
 and deleted, a pvc:// Model's claim read, a downloader's log read, Events created and patched as a
-series, the PriorityClasses created and repaired (an immutable value: delete + create), leader
-election. Then:
+series, the PriorityClasses created and repaired (an immutable value: delete + create), the ConfigMap
+of metal Services created and an entry added by hand undone, leader election. Then:
 
 * no request was refused (403), and
 * the verbs it used, by (verb, group, resource), are exactly those the list in
@@ -97,7 +97,11 @@ INSTALLS = {
         True,
     ),
 }
-ALWAYS = ["rbac/leader_election_role.yaml", "rbac/priorityclass-writer/cluster_role.yaml"]
+ALWAYS = [
+    "rbac/leader_election_role.yaml",
+    "rbac/own_namespace_role.yaml",
+    "rbac/priorityclass-writer/cluster_role.yaml",
+]
 
 
 async def eventually(check: Callable[[], Any], *, within: float = 60, what: str = "condition") -> Any:
@@ -141,7 +145,7 @@ async def running(
     try:
         async with controller_running(
             kubeconfig,
-            ControllersConfig(manage_priority_classes=True),
+            ControllersConfig(manage_priority_classes=True, controller_namespace=namespace),
             namespace=namespace if scoped else None,
             leader_election=True,
             lease_namespace=namespace,
@@ -235,6 +239,18 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
         lambda: "selector" not in admin.get("v1", "Service", "web", ns)["spec"],
         what="Service without selector",
     )
+
+    # Its Service is listed for the host agents' admission policy: the ConfigMap of metal Services
+    # (in the controller's namespace, here the test's) is created, cached by name. An entry someone
+    # adds by hand is undone: the whole object read, its managedFields patched, then the apply.
+    def metal_services() -> dict[str, str]:
+        found = admin.get_or_none("v1", "ConfigMap", "llmkube-metal-services", ns) or {}
+        return dict(found.get("data") or {})
+
+    listed = await eventually(lambda: metal_services().get(f"{ns}.web") and metal_services(), what="listed")
+    stray = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "llmkube-metal-services"}}
+    admin.apply({**stray, "data": {"kube-system.kube-dns": "forged"}}, field_manager="kubectl", namespace=ns)
+    await eventually(lambda: metal_services() == listed, what="the hand-made entry undone")
     # A ModelRouter: its ServiceAccount, Role and RoleBinding (get, then created by server-side
     # apply: the Role grants only what the controller holds itself), Service and Deployment, status.
     router = {

@@ -8,6 +8,7 @@ server would refuse in what it built (`object_checks`, with `field_origins` nami
 whether the Model's status describes its current spec (`current_model`), memory (`memory_fit`).
 What it reports: the status (`status`), from the pods (`scheduling`, `pod_failures`, `download`),
 the rollout (`rollout`), the GPU queue (`queue`), the metal agent's endpoints (`metal`), failed
-writes (`write_failures`). `config` and `observed` are its inputs; `names` and `objects` the names,
+writes (`write_failures`); which Services the host agents may write endpoints for
+(`metal_services`). `config` and `observed` are its inputs; `names` and `objects` the names,
 labels and metadata of the objects it owns; `priority` the five PriorityClasses.
 """

@@ -559,3 +559,40 @@ def test_the_per_service_cache_follows_the_values(
     add_controller_flags(parser)
     operator = controllers_config(parser.parse_args(container["args"][1:])).operator
     assert (operator.model_storage, operator.service_cache_size, operator.max_service_cache_size) == storage
+
+
+def test_the_agent_endpointslices_policy_follows_the_values(helm_env: dict[str, str]) -> None:
+    """The agents' identities reach the policy's matchConditions, the release namespace (where the
+    controller keeps its list of metal Services, and its Role for it) the binding's paramRef."""
+    docs = template(
+        helm_env,
+        "admissionPolicy.agentEndpointSlices.agents={system:serviceaccount:ops:mac-studio,"
+        "system:serviceaccount:ops:gpu-box}",
+        namespace="ops",
+    )
+    keyed = by_key(docs)
+    policy = keyed[("ValidatingAdmissionPolicy", "llmkube-agent-endpointslices", None)]
+    (condition,) = policy["spec"]["matchConditions"]
+    assert condition["expression"] == (
+        'request.userInfo.username in ["system:serviceaccount:ops:mac-studio",'
+        '"system:serviceaccount:ops:gpu-box"]'
+    )
+    binding = keyed[("ValidatingAdmissionPolicyBinding", "llmkube-agent-endpointslices", None)]
+    assert binding["spec"]["paramRef"]["namespace"] == "ops"
+    role = keyed[("Role", "llmkube-own-namespace", "ops")]
+    assert role["rules"][0]["resourceNames"] == [binding["spec"]["paramRef"]["name"]]
+    deployment = the_deployment(docs)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    pod_namespace = next(e for e in container["env"] if e["name"] == "POD_NAMESPACE")
+    assert pod_namespace["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"  # the release's
+
+    off = by_key(template(helm_env, "admissionPolicy.agentEndpointSlices.enabled=false"))
+    assert ("ValidatingAdmissionPolicy", "llmkube-agent-endpointslices", None) not in off
+    assert ("ValidatingAdmissionPolicy", "llmkube-inferenceservices", None) in off
+    # A policy that names no agent would hold none: refused, as is a name CEL would not read.
+    for value in ("null", "{}", '{"sys\\"tem"}'):
+        said = helm_fails(
+            helm_env, "template", "llmkube", str(CHART), *KUBE_VERSION,
+            "--set", f"admissionPolicy.agentEndpointSlices.agents={value}",
+        )  # fmt: skip
+        assert "agents" in said, (value, said)

@@ -141,6 +141,19 @@ def test_a_hub_that_is_no_http_url_names_the_flag(value: str) -> None:
         c.hf_endpoint(value)
 
 
+def test_the_controllers_namespace_is_where_manifests_agent_gives_the_list_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The controller's list of metal Services: llmkube-system by default (where manifests/agent
+    lets the agent read it), else the flag or its variable; a name that is no namespace is refused."""
+    monkeypatch.delenv("LLMKUBE_AGENT_CONTROLLER_NAMESPACE", raising=False)
+    assert parse().controller_namespace == "llmkube-system"
+    assert parse("--controller-namespace=ops").controller_namespace == "ops"
+    assert c.namespace_name("--controller-namespace", " ops ") == "ops"
+    with pytest.raises(c.AgentConfigError, match=r"^--controller-namespace: 'Ops/x' is not a namespace"):
+        c.namespace_name("--controller-namespace", "Ops/x")
+
+
 def test_meminfo_is_read_in_bytes() -> None:
     fields = meminfo("MemTotal:       16314768 kB\nMemAvailable:    9876543 kB\nHugePages_Total:       0\n")
     assert fields == {"MemTotal": 16314768 * 1024, "MemAvailable": 9876543 * 1024, "HugePages_Total": 0}

@@ -113,3 +113,34 @@ def test_the_secret_references_policy_checks_each_of_the_first_sixteen_secrets_o
         assert f".name(variables.secrets[{index}])" in text
         assert f"variables.secrets[{index}]" in validation["messageExpression"]
         assert validation["reason"] == "Forbidden"
+
+
+def test_the_agent_endpointslices_policy_agrees_with_the_agent_and_the_controller() -> None:
+    """The policy is hand-written CEL: it must name the identity manifests/agent/rbac.yaml gives the
+    agent, the ConfigMap the controller keeps where the install runs the controller, and the very
+    labels the agent's slices carry (tests/integration/test_agent_endpointslices_policy.py runs it)."""
+    from llmkube.api.constants import LABEL_AGENT_NAME, LABEL_METAL_MANAGED_BY, METAL_AGENT_VALUE
+    from llmkube.plan.agent.slices import ENDPOINT_SLICE_MANAGED_BY, MANAGED_BY_VALUE
+    from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
+
+    policy, binding = documents("admission/agent_endpointslices_policy.yaml")
+    (account,) = [d for d in documents("agent/rbac.yaml") if d["kind"] == "ServiceAccount"]
+    user = f"system:serviceaccount:{account['metadata']['namespace']}:{account['metadata']['name']}"
+    (condition,) = policy["spec"]["matchConditions"]
+    assert condition["expression"] == f'request.userInfo.username in ["{user}"]'
+    assert policy["spec"]["paramKind"] == {"apiVersion": "v1", "kind": "ConfigMap"}
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["paramRef"] == {
+        "name": METAL_SERVICES_CONFIGMAP,
+        "namespace": deployment()["metadata"]["namespace"],
+        "parameterNotFoundAction": "Deny",
+    }
+    (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert set(rule["operations"]) == {"CREATE", "UPDATE", "DELETE"}
+    text = " ".join(v["expression"] for v in policy["spec"]["variables"])
+    for label, value in (
+        (LABEL_METAL_MANAGED_BY, METAL_AGENT_VALUE),
+        (ENDPOINT_SLICE_MANAGED_BY, MANAGED_BY_VALUE),
+    ):
+        assert f"variables.labels['{label}'] == '{value}'" in text, label
+    assert f"variables.labels['{LABEL_AGENT_NAME}'] != ''" in text

@@ -21,15 +21,21 @@ def roles(relative: str) -> list[dict[str, Any]]:
     return [doc for doc in docs if doc and doc["kind"] in ("Role", "ClusterRole")]
 
 
+#: (group, resource) -> the only names a rule may limit it to (every other rule names none)
+NAMED = {("", "configmaps"): ["llmkube-metal-services"], ("", "secrets"): [MASTER_SECRET]}
+
+
 def grants(*relatives: str) -> set[tuple[str, str, str]]:
     found = set()
     for relative in relatives:
         for role in roles(relative):
             for rule in role["rules"]:
                 assert "nonResourceURLs" not in rule
-                # One object by name: the master of the metal servers' keys, read (never listed)
-                assert rule.get("resourceNames", [MASTER_SECRET]) == [MASTER_SECRET]
-                assert "resourceNames" not in rule or rule["verbs"] == ["get"]
+                if "resourceNames" in rule:
+                    assert [NAMED[(g, r)] for g in rule["apiGroups"] for r in rule["resources"]] == [
+                        rule["resourceNames"]
+                    ]
+                    assert "create" not in rule["verbs"], "a create names no object"
                 for group in rule["apiGroups"]:
                     for resource in rule["resources"]:
                         for verb in rule["verbs"]:
@@ -40,7 +46,11 @@ def grants(*relatives: str) -> set[tuple[str, str, str]]:
     return found
 
 
-ALWAYS = ("rbac/leader_election_role.yaml", "rbac/priorityclass-writer/cluster_role.yaml")
+ALWAYS = (
+    "rbac/leader_election_role.yaml",
+    "rbac/own_namespace_role.yaml",
+    "rbac/priorityclass-writer/cluster_role.yaml",
+)
 
 
 @pytest.mark.parametrize(
@@ -71,8 +81,6 @@ def test_the_leader_election_role_is_a_role_in_the_controllers_namespace() -> No
         ("get", "coordination.k8s.io", "leases"),
         ("create", "coordination.k8s.io", "leases"),
         ("update", "coordination.k8s.io", "leases"),
-        ("get", "", "secrets"),  # the master key, by name
-        ("create", "", "secrets"),
     }
 
 
@@ -86,6 +94,21 @@ def test_the_controller_reads_no_secret_but_the_master_key() -> None:
                     assert rule["verbs"] == ["create"] or (
                         rule["verbs"] == ["get"] and rule.get("resourceNames") == [MASTER_SECRET]
                     ), (relative, rule)
+
+
+def test_the_controller_may_touch_only_its_own_configmap_in_its_own_namespace() -> None:
+    """The ConfigMap of metal Services: by name for everything but the create (RBAC cannot name what
+    a create makes), in a Role of the controller's namespace; no ConfigMap right anywhere else."""
+    (role,) = roles("rbac/own_namespace_role.yaml")
+    assert (role["kind"], role["metadata"]["namespace"]) == ("Role", "llmkube-system")
+    by_names = {tuple(rule.get("resourceNames", ())): rule["verbs"] for rule in role["rules"]}
+    assert by_names == {
+        ("llmkube-metal-services",): ["get", "list", "watch", "patch"],
+        ("llmkube-metal-server-key",): ["get"],  # the master of the servers' keys
+        (): ["create"],  # the ConfigMap and the master key, when missing (a create names nothing)
+    }
+    for elsewhere in ("rbac/cluster_role.yaml", "components/namespace-scoped/role.yaml"):
+        assert not {g for g in grants(elsewhere) if g[2] == "configmaps"}, elsewhere
 
 
 def test_no_core_events_and_no_unused_verbs_of_the_old_role() -> None:
