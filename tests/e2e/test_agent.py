@@ -409,7 +409,7 @@ async def test_under_the_admission_policy_the_agent_serves_its_service_and_no_ot
     admin.create(metal_model("tiny", files.url()), namespace=ns)
     admin.create(metal_isvc("chat", "tiny"), namespace=ns)
     address, port = await served(admin, ns, "chat")
-    assert chat(address, port)["object"] == "chat.completion"
+    assert chat(address, port, server_key(admin, ns, "chat"))["object"] == "chat.completion"
     uid = admin.get("v1", "Service", "chat", ns)["metadata"]["uid"]
     assert metal_services(admin)[f"{ns}.chat"] == uid
     (registered,) = agent_slices(admin, ns, "host-a")
