@@ -71,7 +71,7 @@ def test_server_applies_the_contract_defaults(crds_installed: ClusterHandle, nam
     ("spec", "field"),
     [
         ({"modelRef": "m", "replicas": 11}, "spec.replicas"),
-        ({"modelRef": "m", "runtime": "sglang"}, "spec.runtime"),
+        ({"modelRef": "m", "runtime": "ollama"}, "spec.runtime"),
         ({"replicas": 1}, "spec.modelRef"),
         ({"modelRef": "m", "ropeScaling": {"type": "yarn", "factor": "x"}}, "spec.ropeScaling.factor"),
     ],
