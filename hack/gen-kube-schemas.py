@@ -22,18 +22,34 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "llmkube" / "api" / "kube" / "corev1.schema.json"
 TYPES = ("Affinity", "TopologySpreadConstraint", "Volume", "VolumeMount", "PodResourceClaim")
 KEEP = {
-    "type", "properties", "required", "items", "additionalProperties", "enum", "format",
-    "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
-    "x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields",
+    "type",
+    "properties",
+    "required",
+    "items",
+    "additionalProperties",
+    "enum",
+    "format",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-preserve-unknown-fields",
 }
-INT_OR_STRING = ("io.k8s.apimachinery.pkg.api.resource.Quantity", "io.k8s.apimachinery.pkg.util.intstr.IntOrString")
+INT_OR_STRING = (
+    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+)
 DESCRIBED_DEPTH = 2
 
 
 def _spec_path(argv: list[str]) -> Path:
     if len(argv) > 1:
         return Path(argv[1])
-    found = sorted(glob.glob(str(Path.home() / "go/pkg/mod/k8s.io/kubernetes@*/api/openapi-spec/v3/api__v1_openapi.json")))
+    found = sorted(
+        glob.glob(
+            str(Path.home() / "go/pkg/mod/k8s.io/kubernetes@*/api/openapi-spec/v3/api__v1_openapi.json")
+        )
+    )
     if not found:
         sys.exit("no api__v1_openapi.json: pass its path (kubernetes/kubernetes api/openapi-spec/v3/)")
     return Path(found[-1])
@@ -46,7 +62,10 @@ def convert(node: dict[str, Any], schemas: dict[str, Any], depth: int) -> dict[s
     if "$ref" in node:
         name = node["$ref"].rsplit("/", 1)[-1]
         if name in INT_OR_STRING:
-            out: dict[str, Any] = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+            out: dict[str, Any] = {
+                "anyOf": [{"type": "integer"}, {"type": "string"}],
+                "x-kubernetes-int-or-string": True,
+            }
             if description and depth <= DESCRIBED_DEPTH:
                 out["description"] = description
             return out

@@ -2,9 +2,9 @@
 
 InferenceService: its schema is the API contract, converted to the structural form
 (`schema_convert.to_structural`), with the fields the reference added in v0.9 merged in
-(`isvc_additions`: a strict superset, every contract path unchanged). Model: its schema is written here, the reference operator's
-v0.8.7 Model with our compatible additions, and a test keeps it in step with the pydantic types in
-`llmkube.api.model`. ModelRouter: its schema is in `modelrouter_schema`, kept in step with
+(`isvc_additions`: a strict superset, every contract path unchanged). Model: its schema is written
+here, the reference operator's v0.8.7 Model with its v0.9 GPU fields and our compatible
+additions, and a test keeps it in step with the pydantic types in `llmkube.api.model`. ModelRouter: its schema is in `modelrouter_schema`, kept in step with
 `llmkube.api.modelrouter` the same way.
 """
 
@@ -198,7 +198,8 @@ def model_schema() -> Schema:
                 "x-kubernetes-validations": [
                     {
                         "rule": "self.all(c, has(c.resourceClaimName) != has(c.resourceClaimTemplateName))",
-                        "message": "each claim needs exactly one of resourceClaimName and resourceClaimTemplateName",
+                        "message": "each claim needs exactly one of resourceClaimName and "
+                        "resourceClaimTemplateName",
                     }
                 ],
             },

@@ -103,7 +103,9 @@ class InferenceResources(ApiModel):
     host_memory: str | None = None
     gpu_memory: str | None = None
     #: v0.9: node disk, requests and limits of ephemeral-storage
-    ephemeral_storage: str | None = Field(default=None, pattern=r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+    ephemeral_storage: str | None = Field(
+        default=None, pattern=r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+    )
     gpu_sharing: GPUSharingSpec | None = None
 
 

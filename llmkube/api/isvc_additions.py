@@ -66,8 +66,10 @@ def _n(description: str, **extra: Any) -> Schema:
     return {"type": "number", "description": description, **extra}
 
 
-def _o(description: str, properties: Schema, required: list[str] | None = None, **extra: Any) -> Schema:
-    schema: Schema = {"type": "object", "description": description, "properties": properties, **extra}
+def _o(
+    description: str, properties: Schema, required: list[str] | None = None, extra: Schema | None = None
+) -> Schema:
+    schema: Schema = {"type": "object", "description": description, "properties": properties, **(extra or {})}
     if required:
         schema["required"] = required
     return schema
@@ -86,7 +88,7 @@ def _secret_key_selector(description: str) -> Schema:
             "optional": _b("Whether the Secret or its key may be missing."),
         },
         required=["key"],
-        **{"x-kubernetes-map-type": "atomic"},
+        extra={"x-kubernetes-map-type": "atomic"},
     )
 
 
@@ -122,7 +124,7 @@ def _speculative_decoding() -> Schema:
             ),
         },
         required=["type"],
-        **{
+        extra={
             "x-kubernetes-validations": [
                 {
                     "rule": f"!(self.type in [{weight_types}]) || {given}",
@@ -162,10 +164,11 @@ def _model_cache() -> Schema:
                 maxLength=253,
             ),
         },
-        **{
+        extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "!(has(self.persistence) && self.persistence == 'Ephemeral' && has(self.claimName))",
+                    "rule": "!(has(self.persistence) && self.persistence == 'Ephemeral' && "
+                    "has(self.claimName))",
                     "message": "claimName cannot be set with persistence Ephemeral: one names a cache "
                     "volume, the other asks for none",
                 }
@@ -175,13 +178,12 @@ def _model_cache() -> Schema:
 
 
 def _sglang_config() -> Schema:
-    positive = {"minimum": 1}
     return _o(
         'Settings of the SGLang server (runtime "sglang").',
         {
-            "tensorParallelSize": _i("GPUs for tensor parallelism (--tp).", **positive),
-            "expertParallelSize": _i("Expert parallelism for MoE models (--ep-size).", **positive),
-            "dataParallelSize": _i("Data-parallel replicas inside the server (--dp).", **positive),
+            "tensorParallelSize": _i("GPUs for tensor parallelism (--tp).", minimum=1),
+            "expertParallelSize": _i("Expert parallelism for MoE models (--ep-size).", minimum=1),
+            "dataParallelSize": _i("Data-parallel replicas inside the server (--dp).", minimum=1),
             "contextLength": _i("Context length (--context-length).", minimum=128),
             "memFractionStatic": _n(
                 "Fraction of GPU memory for weights and KV cache (--mem-fraction-static); GPU only.",
@@ -189,7 +191,7 @@ def _sglang_config() -> Schema:
                 maximum=0.99,
             ),
             "chunkedPrefillSize": _i("Chunked prefill size (--chunked-prefill-size).", minimum=512),
-            "maxRunningRequests": _i("Most requests running at once (--max-running-requests).", **positive),
+            "maxRunningRequests": _i("Most requests running at once (--max-running-requests).", minimum=1),
             "quantization": _s("Quantization method (--quantization), passed as written."),
             "kvCacheDtype": _s(
                 "KV cache element type (--kv-cache-dtype); auto lets SGLang decide.",
@@ -212,20 +214,24 @@ def _sglang_config() -> Schema:
                 "SGLang's own speculative decoding.",
                 {
                     "enabled": _b("Turns it on; the other fields count only then."),
-                    "algorithm": _s(
-                        "--speculative-algorithm.", enum=["EAGLE", "EAGLE3", "Medusa"]
+                    "algorithm": _s("--speculative-algorithm.", enum=["EAGLE", "EAGLE3", "Medusa"]),
+                    "draftModelPath": _s(
+                        "Path of the draft model in the container (--speculative-draft-model-path)."
                     ),
-                    "draftModelPath": _s("Path of the draft model in the container (--speculative-draft-model-path)."),
-                    "numSteps": _i("--speculative-num-steps.", **positive),
-                    "eagleTopK": _i("--speculative-eagle-topk.", **positive),
-                    "numDraftTokens": _i("--speculative-num-draft-tokens.", default=4, **positive),
-                    "acceptThresholdSingle": _n("--speculative-accept-threshold-single.", minimum=0, maximum=1),
+                    "numSteps": _i("--speculative-num-steps.", minimum=1),
+                    "eagleTopK": _i("--speculative-eagle-topk.", minimum=1),
+                    "numDraftTokens": _i("--speculative-num-draft-tokens.", default=4, minimum=1),
+                    "acceptThresholdSingle": _n(
+                        "--speculative-accept-threshold-single.", minimum=0, maximum=1
+                    ),
                     "acceptThresholdAcc": _n("--speculative-accept-threshold-acc.", minimum=0, maximum=1),
                 },
             ),
             "loraModules": _list("LoRA adapters as name=path (--lora-paths).", {"type": "string"}),
-            "maxLoraRank": _i("Largest LoRA rank (--max-lora-rank).", **positive),
-            "loraTargetModules": _list("Modules LoRA applies to (--lora-target-modules).", {"type": "string"}),
+            "maxLoraRank": _i("Largest LoRA rank (--max-lora-rank).", minimum=1),
+            "loraTargetModules": _list(
+                "Modules LoRA applies to (--lora-target-modules).", {"type": "string"}
+            ),
             "loraAdapters": _list(
                 "LoRA adapters by name and path (--lora-paths), before loraModules.",
                 _o(
@@ -265,18 +271,24 @@ def _gpu_sharing() -> Schema:
     return _o(
         "How the service shares its GPU (the reference's quota accounting): accepted, no effect here.",
         {
-            "mode": _s("exclusive, shared or partitioned.", enum=["exclusive", "shared", "partitioned"], default="exclusive"),
+            "mode": _s(
+                "exclusive, shared or partitioned.",
+                enum=["exclusive", "shared", "partitioned"],
+                default="exclusive",
+            ),
             "profile": _s("The hardware partition (e.g. a MIG profile) for mode partitioned."),
             "memoryLimitGiB": _i("Declared device memory in shared mode.", minimum=1),
         },
-        **{
+        extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "!has(self.mode) || self.mode != 'partitioned' || (has(self.profile) && self.profile.size() > 0)",
+                    "rule": "!has(self.mode) || self.mode != 'partitioned' || "
+                    "(has(self.profile) && self.profile.size() > 0)",
                     "message": "profile is required when mode is partitioned",
                 },
                 {
-                    "rule": "!has(self.profile) || self.profile.size() == 0 || (has(self.mode) && self.mode == 'partitioned')",
+                    "rule": "!has(self.profile) || self.profile.size() == 0 || "
+                    "(has(self.mode) && self.mode == 'partitioned')",
                     "message": "profile is only valid when mode is partitioned",
                 },
                 {
@@ -314,8 +326,7 @@ def spec_additions() -> Schema:
         ),
         "affinity": _kube(
             "Affinity",
-            "The pod's node and pod (anti-)affinity, held to the admin's placement rules "
-            "(docs/security.md).",
+            "The pod's node and pod (anti-)affinity, held to the admin's placement rules (docs/security.md).",
         ),
         "speculativeDecoding": _speculative_decoding(),
         "turboQuantBits": _i(
@@ -355,11 +366,15 @@ def spec_additions() -> Schema:
                 "name": _s("The SLO's name."),
                 "objective": _s("Target percentage, 50 to 99.999.", pattern=r"^[0-9]+(\.[0-9]+)?$"),
                 "window": _s("Rolling window.", pattern=r"^[0-9]+[mhdw]$", default="28d"),
-                "indicator": _s("availability or latency.", enum=["availability", "latency"], default="availability"),
-                "latencyThreshold": _s("Seconds a good request takes at most.", pattern=r"^[0-9]+(\.[0-9]+)?$"),
+                "indicator": _s(
+                    "availability or latency.", enum=["availability", "latency"], default="availability"
+                ),
+                "latencyThreshold": _s(
+                    "Seconds a good request takes at most.", pattern=r"^[0-9]+(\.[0-9]+)?$"
+                ),
             },
             required=["objective"],
-            **{
+            extra={
                 "x-kubernetes-validations": [
                     {
                         "rule": "self.indicator != 'latency' || has(self.latencyThreshold)",

@@ -12,8 +12,16 @@ from pydantic import Field
 
 from llmkube.api.base import ApiModel, KubeObject
 from llmkube.api.constants import API_VERSION, MODEL_KIND
+from llmkube.api.enums import (
+    Accelerator,
+    GPURuntime,
+    GPUVendor,
+    ModelFormat,
+    ModelPhase,
+    RefreshPolicy,
+    ShardingStrategy,
+)
 from llmkube.api.isvc_additions import QUALIFIED_KEY_PATTERN
-from llmkube.api.enums import Accelerator, GPURuntime, GPUVendor, ModelFormat, ModelPhase, RefreshPolicy, ShardingStrategy
 from llmkube.api.meta import Condition, ObjectMeta
 
 # http(s)://, file://, pvc://, hf://, s3://, an absolute path without whitespace, or a HuggingFace repo id.
@@ -23,7 +31,6 @@ SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|hf://\S+|s3://\S+|/\S*|[a
 MAX_FILES = 256
 MAX_FILE_PATH = 1024
 SHA256_PATTERN = r"^[a-fA-F0-9]{64}$"
-
 
 
 class ShardingSpec(ApiModel):

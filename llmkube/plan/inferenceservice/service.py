@@ -40,6 +40,10 @@ def service_intent(isvc: InferenceService, *, selector: bool = True, hold: bool 
     name, spec = isvc.metadata.name or "", isvc.spec
     service_type = spec.endpoint.type if spec.endpoint is not None and spec.endpoint.type else "ClusterIP"
     held = {HOLD_LABEL: HOLD_VALUE} if hold else {}
+    port = {"name": PORT_NAME, "port": endpoint_port(spec), "targetPort": PORT_NAME, "protocol": "TCP"}
+    node_port = spec.endpoint.node_port if spec.endpoint is not None else None
+    if node_port is not None and service_type in ("NodePort", "LoadBalancer"):
+        port["nodePort"] = node_port  # v0.9: a stable port on every node
     selected = {"selector": {**selector_labels(name), **held}} if selector else {}
     return {
         "apiVersion": "v1",
@@ -53,8 +57,6 @@ def service_intent(isvc: InferenceService, *, selector: bool = True, hold: bool 
         "spec": {
             "type": service_type,
             **selected,
-            "ports": [
-                {"name": PORT_NAME, "port": endpoint_port(spec), "targetPort": PORT_NAME, "protocol": "TCP"}
-            ],
+            "ports": [port],
         },
     }

@@ -22,7 +22,9 @@ from llmkube.api.schema_convert import to_json_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 CONTRACT = json.loads((ROOT / "llmkube" / "api" / "contract" / "inferenceservice.schema.json").read_text())
-COMMITTED = yaml.safe_load((ROOT / "manifests" / "crd" / "inference.llmkube.dev_inferenceservices.yaml").read_text())
+COMMITTED = yaml.safe_load(
+    (ROOT / "manifests" / "crd" / "inference.llmkube.dev_inferenceservices.yaml").read_text()
+)
 CHILDREN = ("properties", "items", "additionalProperties")
 
 

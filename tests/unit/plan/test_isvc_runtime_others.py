@@ -136,7 +136,15 @@ def test_runtime_table(
 
 
 def test_every_schema_runtime_has_a_backend() -> None:
-    assert set(RUNTIME_NAMES) == {"llamacpp", "vllm", "tgi", "personaplex", "generic"}
+    assert set(RUNTIME_NAMES) == {
+        "llamacpp",
+        "vllm",
+        "tgi",
+        "personaplex",
+        "generic",
+        "llamacpp-router",
+        "sglang",
+    }
 
 
 @pytest.mark.parametrize(

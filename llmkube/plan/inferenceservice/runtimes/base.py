@@ -39,6 +39,8 @@ class RuntimeDefaults:
     #: The gauges on the server's /metrics that count requests being served and waiting (what a drain
     #: before a pod stops waits on: plan/inferenceservice/drain.py). Empty: the count cannot be told.
     in_flight_metrics: tuple[str, ...] = ()
+    #: the HTTP probes' paths (startup, liveness, readiness) of an `http` runtime
+    probe_paths: tuple[str, str, str] = ("/health", "/health", "/health")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,10 @@ class RuntimeInputs:
     flash_attention_default: bool = False
     mmproj_path: str = ""  # the Model's multimodal projector, staged beside the model file
     model_revision: str = ""  # hf://<org>/<repo>@<revision> resolved by the runtime: the revision
+    #: the draft weights of speculative decoding (v0.9 speculativeDecoding), staged; "" for none
+    draft_model_path: str = ""
+    #: where a router-mode llama-server finds its models (runtime llamacpp-router)
+    models_dir: str = ""
 
 
 @dataclass(frozen=True)
