@@ -4,8 +4,9 @@ InferenceService: its schema is the API contract, converted to the structural fo
 (`schema_convert.to_structural`), with the fields the reference added in v0.9 merged in
 (`isvc_additions`: a strict superset, every contract path unchanged). Model: its schema is written
 here, the reference operator's v0.8.7 Model with its v0.9 GPU fields and our compatible
-additions, and a test keeps it in step with the pydantic types in `llmkube.api.model`. ModelRouter: its schema is in `modelrouter_schema`, kept in step with
-`llmkube.api.modelrouter` the same way.
+additions, and a test keeps it in step with the pydantic types in `llmkube.api.model`.
+ModelRouter: its schema is in `modelrouter_schema`, kept in step with `llmkube.api.modelrouter`
+the same way.
 """
 
 import json
