@@ -93,7 +93,7 @@ from llmkube.kube.control.predicates import (
     labels_changed,
 )
 from llmkube.kube.control.status_writer import StatusWriter
-from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, namespace_terminating
+from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, TooManyRequests, namespace_terminating
 from llmkube.kube.resource import EVENTS, SECRETS, Resource
 from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
@@ -478,7 +478,28 @@ class InferenceServiceController:
                 except NotFound:
                     pass  # already gone: that is what we wanted
                 self.host.applier.forget(resource, ref.name, ref.namespace)
+        for pod_name in plan.evictions:
+            await self._evict(namespace, pod_name)
         return changed_deployment
+
+    async def _evict(self, namespace: str, name: str) -> None:
+        """Evict a pod past its lifetime (plan/inferenceservice/lifetime.py). A PodDisruptionBudget
+        that forbids it now (429) or a pod already gone is not an error: the next look tries again."""
+        eviction = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        with writing("Pod", None):
+            try:
+                await self.host.client.request(
+                    "POST", PODS.object_path(name, namespace, "eviction"), body=eviction
+                )
+                log.info("pod evicted", namespace=namespace, name=name, reason="maxPodLifetimeSeconds")
+            except NotFound:
+                pass
+            except TooManyRequests:
+                log.info("eviction refused for now", namespace=namespace, name=name)
 
     async def _apply(
         self,

@@ -55,6 +55,7 @@ from llmkube.plan.inferenceservice.gpu import (
 )
 from llmkube.plan.inferenceservice.hpa import hpa_intent, initial_replicas
 from llmkube.plan.inferenceservice.images import default_image
+from llmkube.plan.inferenceservice.lifetime import RECYCLED, recycling
 from llmkube.plan.inferenceservice.memory_fit import (
     INSUFFICIENT_MEMORY,
     MEMORY_FIT,
@@ -144,6 +145,8 @@ class InferenceServicePlan:
     deletes: tuple[ObjectRef, ...] = ()
     events: tuple[PlannedEvent, ...] = ()
     requeue_after: float | None = None
+    #: pods to evict (by name, in the service's namespace): v0.9 maxPodLifetimeSeconds (lifetime.py)
+    evictions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -629,6 +632,11 @@ def _workload_plan(
     )
     conditions = drained.conditions
     events += drained.events
+    recycle = recycling(
+        observed.pods, spec.max_pod_lifetime_seconds, ready=ready, desired=desired, now=observed.now
+    )
+    if recycle.evict:
+        events.append(PlannedEvent("Normal", RECYCLED, recycle.message))
     status = _status(ctx, conditions, facts)
     if hold is not None and status_changed(isvc.status, status):  # written anyway: with the newest
         status, hold = _status(ctx, conditions, replace(facts, queue_position=position)), None
@@ -646,8 +654,9 @@ def _workload_plan(
             if migrate
             else DOWNLOAD_REQUEUE_SECONDS
             if download is not None
-            else _sooner(hold, drained.requeue_after)
+            else _sooner(hold, drained.requeue_after, recycle.requeue_after)
         ),
+        evictions=(recycle.evict,) if recycle.evict else (),
     )
 
 
