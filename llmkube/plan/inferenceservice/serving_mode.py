@@ -12,9 +12,12 @@ matching mode (plan/router).
 from typing import Literal
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
-from llmkube.plan.inferenceservice.runtimes.base import has_flag
+from llmkube.plan.inferenceservice.command_line import has_flag
 
 Mode = Literal["chat", "embedding", "rerank"]
+#: the label of the service's Service (and so of its EndpointSlices) that says its mode; the same
+#: name plan/router/endpoints.py reads (a test keeps them one)
+MODE_LABEL = "inference.llmkube.dev/mode"
 
 
 def resolve_mode(spec: InferenceServiceSpec) -> Mode:

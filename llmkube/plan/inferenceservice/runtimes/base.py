@@ -6,16 +6,18 @@ Deployment planner wraps that into a container. Each backend lives in its own mo
 argument list can be read, and tested flag by flag, in the reference operator's order.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec, SecretKeySelector
 from llmkube.api.model import GPUSpec
+from llmkube.plan.inferenceservice.command_line import has_flag
 from llmkube.plan.inferenceservice.objects import compact
 
 ProbeKind = Literal["http", "tcp"]
+__all__ = ["ContainerProcess", "ProbeKind", "RuntimeDefaults", "RuntimeInputs", "has_flag", "secret_env"]
 
 
 @dataclass(frozen=True)
@@ -72,11 +74,6 @@ class ContainerProcess:
 
 
 ProcessBuilder = Callable[[RuntimeInputs], ContainerProcess]
-
-
-def has_flag(args: Sequence[str], *flags: str) -> bool:
-    """True when `args` holds one of `flags` as `--flag` or `--flag=value` (user flags win over ours)."""
-    return any(arg == flag or arg.startswith(f"{flag}=") for arg in args for flag in flags)
 
 
 def secret_env(name: str, ref: SecretKeySelector) -> KubeObject:
