@@ -202,4 +202,3 @@ def test_a_host_path_only_where_the_namespace_allows_local_sources(tenants: dict
     create(tenants["tenancy-local"], "tenancy-local", service("local", **spec))
     with pytest.raises(RestError):
         create(tenants["tenancy-plain"], "tenancy-plain", service("local", **spec))
-
