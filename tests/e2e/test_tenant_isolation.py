@@ -273,7 +273,6 @@ FORBIDDEN_SPECS = {
         },
         "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]",
     ),
-    "node-port": ({"endpoint": {"type": "NodePort", "nodePort": 30123}}, "spec.endpoint.nodePort"),
 }
 
 

@@ -132,11 +132,15 @@ def _origin(path: str, spec: InferenceServiceSpec, deployment: KubeObject) -> st
     """The InferenceService field a pod-template path came from; a volume or container the
     controller made for the model points at the Model's source, anything else of ours says so."""
     volumes = (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("volumes") or []
+    extra = [str(v.get("name") or "") for v in spec.extra_volumes or []]
     for index, volume in enumerate(volumes):
-        if volume.get("name") == HOST_MODEL_VOLUME and path.startswith(
-            f"spec.template.spec.volumes[{index}]"
-        ):
+        prefix = f"spec.template.spec.volumes[{index}]"
+        if not path.startswith(prefix):
+            continue
+        if volume.get("name") == HOST_MODEL_VOLUME:
             return "model.spec.source"
+        if volume.get("name") in extra:  # the user's own (v0.9 extraVolumes)
+            return f"spec.extraVolumes[{extra.index(volume['name'])}]" + path.removeprefix(prefix)
     if path.startswith("spec.template.metadata.annotations"):
         return "spec.podAnnotations" + path.removeprefix("spec.template.metadata.annotations")
     if path.startswith("spec.template.spec.initContainers"):
