@@ -21,8 +21,8 @@ RUN python3 -m venv /opt/build \
 COPY pyproject.toml README.md ./
 COPY llmkube ./llmkube
 # The image runs the controller (and the user commands): not the developer's commands
-# (`llmkube cluster` / `run`) and the local clusters and test fixtures they are made of.
-RUN rm -rf llmkube/testing llmkube/devcli
+# (`llmkube cluster` / `run`); the local clusters and fixtures they use live outside the package.
+RUN rm -rf llmkube/devcli
 # The wheel bundles these (pyproject.toml: force-include) for `llmkube cluster` / `run`.
 COPY manifests ./manifests
 COPY hack/build-k8s.sh ./hack/build-k8s.sh

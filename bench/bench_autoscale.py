@@ -1,6 +1,6 @@
 """Autoscaling on real llama.cpp metrics, timed: the node tier (a real kubelet) with the controller of
 `manifests/` (the node test's overlay), Prometheus and prometheus-adapter on the shipped scrape job
-and adapter rule (llmkube/testing/metrics_stack.py), a tiny llama.cpp service with
+and adapter rule (llmkube_testing/metrics_stack.py), a tiny llama.cpp service with
 `spec.autoscaling` on the planner's default metric (llamacpp:requests_processing, target 2 per pod).
 
 1. Throughput of one replica (no autoscaling, `--parallel 16`): `llmkube benchmark` at 1, 4 and 16
@@ -35,12 +35,7 @@ from scale_support import machine_info, save_result
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llmkube.plan.inferenceservice.drain import (  # noqa: E402
-    DRAIN_VALUE,
-    IMMEDIATE_VALUE,
-    ROLLOUT_ANNOTATION,
-)
-from llmkube.testing.autoscale_scenario import (  # noqa: E402
+from llmkube_testing.autoscale_scenario import (  # noqa: E402
     Load,
     autoscaled_spec,
     benchmark_levels,
@@ -49,11 +44,17 @@ from llmkube.testing.autoscale_scenario import (  # noqa: E402
     start_benchmark,
     tokens_predicted,
 )
-from llmkube.testing.metrics_stack import MetricsStack, pods_metric_path  # noqa: E402
-from llmkube.testing.node import NodeCluster  # noqa: E402
-from llmkube.testing.rest import KubeRest, condition_true, wait_until  # noqa: E402
-from llmkube.testing.tiny_service import model_server, model_url, write_model_files  # noqa: E402
-from llmkube.testing.tiny_service import tiny_llamacpp as tiny  # noqa: E402
+from llmkube_testing.metrics_stack import MetricsStack, pods_metric_path  # noqa: E402
+from llmkube_testing.node import NodeCluster  # noqa: E402
+from llmkube_testing.rest import KubeRest, condition_true, wait_until  # noqa: E402
+from llmkube_testing.tiny_service import model_server, model_url, write_model_files  # noqa: E402
+from llmkube_testing.tiny_service import tiny_llamacpp as tiny  # noqa: E402
+
+from llmkube.plan.inferenceservice.drain import (  # noqa: E402
+    DRAIN_VALUE,
+    IMMEDIATE_VALUE,
+    ROLLOUT_ANNOTATION,
+)
 
 OVERLAY = REPO / "tests" / "node" / "overlay"
 MODELS = "tiny-models"

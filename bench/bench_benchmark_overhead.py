@@ -1,6 +1,6 @@
 """What `llmkube benchmark` itself costs: is it ever the bottleneck?
 
-The OpenAI stand-in (llmkube.testing.openai_standin) answers at once, with no delay at all, in a
+The OpenAI stand-in (llmkube_testing.openai_standin) answers at once, with no delay at all, in a
 process of its own pinned to one core; `llmkube benchmark --url` runs pinned to the other one, at
 each concurrency level, streaming. What it reaches against a server that costs nothing is the most
 it can measure: its output tokens/s and requests/s, and the CPU time it spends per token and per
@@ -28,7 +28,7 @@ from scale_support import machine_info, save_result
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llmkube.testing.openai_standin import standin_process  # noqa: E402
+from llmkube_testing.openai_standin import standin_process  # noqa: E402
 
 SERVER_CPU, CLIENT_CPU = 1, 0
 

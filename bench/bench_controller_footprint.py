@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.rest import KubeRest, wait_for_crds, wait_until
+
 from llmkube.api.crds import all_crds
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.rest import KubeRest, wait_for_crds, wait_until
 
 API = "inference.llmkube.dev/v1alpha1"
 NAMESPACE = "footprint"
@@ -105,7 +106,7 @@ def main() -> None:
     parser.add_argument("--services", type=int, default=100)
     args = parser.parse_args()
     result: dict[str, Any] = {"services": args.services}
-    from llmkube.testing.cluster import free_port
+    from llmkube_testing.cluster import free_port
 
     with LocalCluster("full") as cluster:
         admin = KubeRest.from_kubeconfig(cluster.kubeconfig)

@@ -1,7 +1,7 @@
 """What hostile GGUF headers cost the controller's remote header reader: its resident memory
 across repeated reads, and the requests and bytes one read of each costs.
 
-A loopback HTTP server (this process) serves the headers of llmkube.testing.hostile_gguf (2 and
+A loopback HTTP server (this process) serves the headers of llmkube_testing.hostile_gguf (2 and
 4 MiB names, counts of 2^64-1, arrays 5,000 deep, ...) and one file announced with a
 Content-Range total of 10^30 bytes; a fresh child process with the code under test reads each of
 them `--rounds` times with the controller's reader (what one revalidation or retry does) and
@@ -29,7 +29,7 @@ from scale_support import machine_info, save_result
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llmkube.testing.hostile_gguf import HOSTILE, ordinary  # noqa: E402
+from llmkube_testing.hostile_gguf import HOSTILE, ordinary  # noqa: E402
 
 _RANGE = re.compile(r"^bytes=(\d+)-(\d+)$")
 

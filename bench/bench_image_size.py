@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import IO, Any, cast
 
-from llmkube.testing.images import CONTROLLER, default_images_dir
+from llmkube_testing.images import CONTROLLER, default_images_dir
 
 SITE_PACKAGES = re.compile(r"^opt/llmkube/lib/python3\.\d+/site-packages/([^/]+)")
 MB = 1_000_000

@@ -1,6 +1,6 @@
 """How close is llmkube's memory-fit estimate to what llama.cpp really allocates?
 
-Writes synthetic llama GGUFs (llmkube.testing.llama_gguf), reads their headers the way the Model
+Writes synthetic llama GGUFs (llmkube_testing.llama_gguf), reads their headers the way the Model
 controller does, starts a real `llama-server` with the arguments llmkube's llama.cpp runtime builds
 for each service shape, reads the buffer sizes llama.cpp logs (model, KV cache, compute, output),
 and prints them next to plan.memory_fit's estimate as JSON lines (MiB), with the relative error of
@@ -8,7 +8,7 @@ the total.
 
     python bench/bench_memory_fit.py --llama-server PATH [--work DIR] [--only NAME]
 
-No llama-server here? The node tier builds one (see llmkube.testing); any CPU build of llama.cpp's
+No llama-server here? The node tier builds one (see llmkube_testing); any CPU build of llama.cpp's
 server works. Only loopback is used; each server is stopped as soon as it has loaded the model.
 """
 
@@ -22,12 +22,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmkube_testing.llama_gguf import Shape, write_llama_gguf
+
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
 from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
 from llmkube.plan.inferenceservice.memory_fit import MIB, PROCESS_MARGIN, estimate_memory
 from llmkube.plan.model.size import format_size
-from llmkube.testing.llama_gguf import Shape, write_llama_gguf
 
 MODELS = {
     "tiny-f32": Shape(128, 2, 4, 2, 256, 512, type="f32"),

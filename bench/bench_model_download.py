@@ -4,10 +4,10 @@ over loopback, with the environment the planner gives it.
 
 Cases, each against the same random file of --mib MiB, each run --repeat times (the best kept):
   * anchor: a plain `curl -o` of the file from the standard-library file server
-    (llmkube.testing.fileserver, a separate process) - the ratio of every case is to it;
+    (llmkube_testing.fileserver, a separate process) - the ratio of every case is to it;
   * http: the downloader, one http(s) file (probe, .part, size check, fsync, rename);
   * http+sha256: the same with spec.sha256 (the whole file hashed before it is published);
-  * hf: the downloader on an hf:// Model of two shards from the Hub stand-in (llmkube.testing.hfhub,
+  * hf: the downloader on an hf:// Model of two shards from the Hub stand-in (llmkube_testing.hfhub,
     in this process): /resolve/ and its 302 per shard, each shard checked against the SHA-256 the
     Hub announces;
   * s3: the downloader on an s3:// Model, the same file from a real S3 server (MinIO, built by
@@ -34,12 +34,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from llmkube_testing.hfhub import running_hub
+from llmkube_testing.s3server import minio_binary, running_minio
+
 from llmkube.api.model import Model
 from llmkube.plan.model.download_scripts import downloader_script
 from llmkube.plan.model.downloader import DownloadTarget, download_env
 from llmkube.plan.model.remote import RemoteSource, remote_source
-from llmkube.testing.hfhub import running_hub
-from llmkube.testing.s3server import minio_binary, running_minio
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRIPT = downloader_script(local_source=False, custom_ca=False)
@@ -104,7 +105,7 @@ def main() -> int:
     shards = {"m-00001-of-00002.gguf": body[:half], "m-00002-of-00002.gguf": body[half:]}
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "llmkube.testing.fileserver", str(served), "--port", str(port)],
+        [sys.executable, "-m", "llmkube_testing.fileserver", str(served), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -21,6 +21,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import structlog
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.controller_harness import ControllerHarness, controller_running, reconcile_log
+from llmkube_testing.rest import KubeRest, wait_until
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.resources import DEPLOYMENTS, INFERENCE_SERVICES, MODELS, SERVICES
@@ -28,9 +31,6 @@ from llmkube.controllers.setup import ControllersConfig
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager
 from llmkube.plan.inferenceservice.config import OperatorConfig
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.controller_harness import ControllerHarness, controller_running, reconcile_log
-from llmkube.testing.rest import KubeRest, wait_until
 
 API = "inference.llmkube.dev/v1alpha1"
 NAMESPACE = "bench"
@@ -44,7 +44,7 @@ def controllers_config(workers: int) -> ControllersConfig:
 
 
 def running(cluster: LocalCluster, workers: int) -> AbstractAsyncContextManager[ControllerHarness]:
-    """The whole operator in this process (llmkube.testing.controller_harness), as the admin."""
+    """The whole operator in this process (llmkube_testing.controller_harness), as the admin."""
     return controller_running(cluster.kubeconfig, controllers_config(workers), log_level="warning")
 
 

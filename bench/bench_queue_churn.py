@@ -41,6 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from llmkube_testing.rest import load_yaml_documents
 from scale_support import (
     ISVCS,
     MODELS,
@@ -63,7 +64,6 @@ from llmkube.kube.cache.store import Change
 from llmkube.kube.errors import NotFound
 from llmkube.kube.rest.client import ApiClient
 from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
-from llmkube.testing.rest import load_yaml_documents
 
 NAMESPACE = "churn"
 PRIORITIES = {"low": 1_000, "normal": 10_000, "high": 100_000, "critical": 1_000_000}

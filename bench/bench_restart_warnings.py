@@ -22,12 +22,12 @@ from typing import Any
 
 import structlog
 from bench_operator import API, NAMESPACE, poll, running
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.rest import KubeRest, wait_until
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.resources import INFERENCE_SERVICES
 from llmkube.manager import Manager
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.rest import KubeRest, wait_until
 
 WARNINGS: list[dict[str, Any]] = [
     {"vllmConfig": {"dtype": "float16"}},  # ignored by llama.cpp

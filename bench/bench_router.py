@@ -1,7 +1,7 @@
 """The router's overhead: added latency over going direct, requests/s, CPU per request, and memory
 per open stream, beside LiteLLM's proxy (the Python anchor) on the same workload in the same run.
 
-Processes: an OpenAI-compatible stand-in (llmkube.testing.openai_upstream), each proxy on the same
+Processes: an OpenAI-compatible stand-in (llmkube_testing.openai_upstream), each proxy on the same
 one core in turn, and this process as the client (aiohttp), on the stand-in's core unless
 `--client-core` says otherwise (never the proxies' core). The proxies:
 
@@ -563,7 +563,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             progress(f"workload {label}")
             up_port = _free_port()
             upstream = _start(
-                [PYTHON, "-m", "llmkube.testing.openai_upstream", "--port", str(up_port),
+                [PYTHON, "-m", "llmkube_testing.openai_upstream", "--port", str(up_port),
                  "--tokens", str(tokens), "--interval", str(interval)],
                 args.upstream_core,
             )  # fmt: skip

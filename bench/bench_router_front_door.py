@@ -34,7 +34,8 @@ import aiohttp
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llmkube.testing.openai_upstream import Upstream  # noqa: E402
+from llmkube_testing.openai_upstream import Upstream  # noqa: E402
+
 from tests.unit.router.front_door_support import (  # noqa: E402
     LoopProbe,
     MiB,

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmkube_testing.cluster import CONTROLLER_USER, K8S_VERSION, LocalCluster, Tier, free_port
+from llmkube_testing.rest import KubeRest, load_yaml_documents, wait_until
+
 from llmkube.kube.cache.informer import Informer
 from llmkube.kube.cache.store import Change
 from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import DEPLOYMENTS, SERVICES, Resource
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
-from llmkube.testing.cluster import CONTROLLER_USER, K8S_VERSION, LocalCluster, Tier, free_port
-from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_until
 
 API_GROUP = "inference.llmkube.dev"
 API = f"{API_GROUP}/v1alpha1"

@@ -28,7 +28,7 @@ def main() -> int:
     if len(sys.argv) > 1:
         binary = Path(sys.argv[1])
     else:
-        from llmkube.testing.host_llama_server import extract
+        from llmkube_testing.host_llama_server import extract
 
         binary = extract()
     help_text = subprocess.run(

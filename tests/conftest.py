@@ -1,10 +1,10 @@
-"""Shared fixtures: real local control planes (see llmkube/testing/pytest_plugin.py)."""
+"""Shared fixtures: real local control planes (see llmkube_testing/pytest_plugin.py)."""
 
 from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["llmkube.testing.pytest_plugin"]
+pytest_plugins = ["llmkube_testing.pytest_plugin"]
 
 TESTS = Path(__file__).parent
 

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from llmkube_testing.images import BUILD_COMMAND, LLAMA_SERVER, default_images_dir
 from tools import without_build
-
-from llmkube.testing.images import BUILD_COMMAND, LLAMA_SERVER, default_images_dir
 
 BINARY_IN_IMAGE = "app/llama-server"
 

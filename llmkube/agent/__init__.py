@@ -12,5 +12,5 @@ restarted agent adopts), `host` (memory, processes, addresses of the host), `met
 It needs only the package's own dependencies (`pip install llmkube`: aiohttp, pydantic, orjson,
 structlog, prometheus-client, PyYAML for a kubeconfig file), imports nothing of the controller's
 process (llmkube.process, the controllers) but the model-source helpers it shares with the
-controller (egress rules, confined opens, the GGUF header reader), and nothing of llmkube.testing.
+controller (egress rules, confined opens, the GGUF header reader), and nothing of llmkube_testing.
 """

@@ -1,6 +1,6 @@
 """The developer's commands: `llmkube cluster` (a local control plane) and `llmkube run` (the
-controller, with a local cluster when none is given). They need the `testing` extra
-(`llmkube.testing`), which the controller image leaves out, together with this package."""
+controller, with a local cluster when none is given). They run from a checkout: the local clusters
+are test tooling (`llmkube_testing`, in tests/support), which neither the wheel nor the image carries."""
 
 import argparse
 

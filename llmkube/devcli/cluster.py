@@ -20,20 +20,30 @@ LOCAL_INSTALL = ("manager/namespace.yaml", "rbac", "rbac/priorityclass-writer")
 
 
 def require_testing_extra(command: str) -> None:
-    """A local cluster (certificates, a tiny GGUF model) needs the `testing` extra, which the
-    controller image leaves out: say so rather than fail on an import deep inside."""
+    """A local cluster is test tooling: the `llmkube_testing` package of a checkout (tests/support,
+    on the path of the checkout's editable install) and the `testing` extra (certificates, a tiny
+    GGUF model). Neither ships in the wheel or the image: say so rather than fail on an import deep
+    inside."""
+    try:
+        import llmkube_testing  # noqa: F401
+    except ImportError:
+        raise SystemExit(
+            f"llmkube {command} is a developer command: it runs from a checkout of llmkube, whose "
+            "local clusters live in tests/support (git clone, then `make run`, or `make venv` and "
+            f"`.venv/bin/llmkube {command}`); the installed package carries no test tooling"
+        ) from None
     try:
         import cryptography  # noqa: F401
         import gguf  # noqa: F401
     except ImportError as missing:
         raise SystemExit(
             f"llmkube {command}: a local cluster needs the 'testing' extra ({missing.name} is not "
-            "installed): pip install 'llmkube[testing]'"
+            "installed): pip install -e '.[testing]' in the checkout"
         ) from None
 
 
 def ensure_binaries(tier: str) -> Path:
-    from llmkube.testing.cluster import MissingBinaryError, Tier, check_binaries, default_bin_dir
+    from llmkube_testing.cluster import MissingBinaryError, Tier, check_binaries, default_bin_dir
 
     bin_dir = default_bin_dir()
     checked_tier: Tier = "full" if tier == "full" else "api"
@@ -50,8 +60,9 @@ def ensure_binaries(tier: str) -> Path:
 
 
 def install_basics(cluster_kubeconfig: Path, with_sample: bool) -> None:
+    from llmkube_testing.rest import KubeRest, wait_for_crds
+
     from llmkube.api.crds import all_crds
-    from llmkube.testing.rest import KubeRest, wait_for_crds
 
     admin = KubeRest.from_kubeconfig(cluster_kubeconfig)
     admin.apply_all(all_crds())
@@ -86,7 +97,7 @@ def _wait_for_interrupt(interrupted: Callable[[], bool] | None = None) -> None:
 
 def run_cluster(args: argparse.Namespace) -> int:
     require_testing_extra("cluster")
-    from llmkube.testing.cluster import LocalCluster
+    from llmkube_testing.cluster import LocalCluster
 
     ensure_binaries(args.tier)
     with LocalCluster(args.tier, keep_workdir=keep_logs(args)) as cluster:

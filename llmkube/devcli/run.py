@@ -19,9 +19,9 @@ from llmkube.process.command import run_controller
 from llmkube.process.flags import DEFAULT_HEALTH_ADDRESS, DEFAULT_METRICS_ADDRESS
 
 if TYPE_CHECKING:  # the testing extra is imported only when a local cluster is started
-    from llmkube.testing.cluster import LocalCluster
-    from llmkube.testing.metal_demo import MetalDemo
-    from llmkube.testing.node import NodeCluster
+    from llmkube_testing.cluster import LocalCluster
+    from llmkube_testing.metal_demo import MetalDemo
+    from llmkube_testing.node import NodeCluster
 
 
 def run_local(args: argparse.Namespace) -> int:
@@ -30,8 +30,8 @@ def run_local(args: argparse.Namespace) -> int:
     if kubeconfig or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return run_controller(args)
     require_testing_extra("run")
-    from llmkube.testing.cluster import LocalCluster
-    from llmkube.testing.real_run import choose_run_tier
+    from llmkube_testing.cluster import LocalCluster
+    from llmkube_testing.real_run import choose_run_tier
 
     tier, why = choose_run_tier(args.tier)
     print(f"llmkube run: using {why}", file=sys.stderr, flush=True)
@@ -89,8 +89,8 @@ def _local_roots_for_run(args: argparse.Namespace) -> None:
 
 
 def _run_on_node(args: argparse.Namespace) -> int:
-    from llmkube.testing.node import NodeCluster
-    from llmkube.testing.real_run import ROUTER_IMAGE, ROUTER_SAMPLE, SAMPLE_NAME, TinyDemo
+    from llmkube_testing.node import NodeCluster
+    from llmkube_testing.real_run import ROUTER_IMAGE, ROUTER_SAMPLE, SAMPLE_NAME, TinyDemo
 
     with NodeCluster(keep_workdir=keep_logs(args)) as cluster:
         install_basics(cluster.kubeconfig, with_sample=False)
@@ -131,7 +131,7 @@ def _metal_demo(args: argparse.Namespace, cluster: "NodeCluster", model_host: st
     """With --with-agent: the metal sample and a host agent on this machine that serves it."""
     if not args.with_agent:
         return None
-    from llmkube.testing.metal_demo import METAL_SAMPLE, MetalDemo
+    from llmkube_testing.metal_demo import METAL_SAMPLE, MetalDemo
 
     metal = MetalDemo(cluster, model_host, serve_port=args.serve_port + 1).start()
     print(

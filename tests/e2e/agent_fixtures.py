@@ -21,8 +21,7 @@ from agent_support import (
     server_pids,
 )
 from e2e_support import RunningController
-
-from llmkube.testing.hfhub import HubState
+from llmkube_testing.hfhub import HubState
 
 AGENT_EVENTS = "llmkube-agent"
 

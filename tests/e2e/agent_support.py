@@ -25,14 +25,13 @@ from typing import Any
 
 import pytest
 from e2e_support import API, eventually
+from llmkube_testing.fileserver import ModelFileHandler
+from llmkube_testing.host_llama_server import extracted_path, runnable
+from llmkube_testing.identities import service_account_kubeconfig
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import KubeRest, load_yaml_documents
+from llmkube_testing.tiny_gguf import write_tiny_gguf
 from tools import without_build
-
-from llmkube.testing.fileserver import ModelFileHandler
-from llmkube.testing.host_llama_server import extracted_path, runnable
-from llmkube.testing.identities import service_account_kubeconfig
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import KubeRest, load_yaml_documents
-from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_RBAC = ROOT / "manifests" / "agent" / "rbac.yaml"

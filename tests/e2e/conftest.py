@@ -13,6 +13,10 @@ import pytest
 # The host agent tests' fixtures (tests/e2e/test_agent*.py).
 from agent_fixtures import address, binary, files, identity, start_agent  # noqa: F401
 from e2e_support import RunningController
+from llmkube_testing.controller_harness import controller_running
+from llmkube_testing.hfhub import HubState, running_hub
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import load_yaml_documents
 from router_gateway import ALLOWED as ROUTER_GATEWAY
 
 from llmkube.api.crds import all_crds
@@ -23,10 +27,6 @@ from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
 from llmkube.plan.router.objects import RouterPlanConfig
 from llmkube.plan.tenancy import TenancyPolicy
-from llmkube.testing.controller_harness import controller_running
-from llmkube.testing.hfhub import HubState, running_hub
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import load_yaml_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 

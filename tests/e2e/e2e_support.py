@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.controller_harness import ControllerHarness, controller_running, idle, reconcile_log
+from llmkube_testing.pytest_plugin import ClusterHandle
+from llmkube_testing.request_log import RequestLog
+from llmkube_testing.rest import KubeRest, load_yaml_documents, wait_until
 
 from llmkube.controllers.setup import Controllers, ControllersConfig
 from llmkube.kube.control.controller import Controller
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager
-from llmkube.testing.controller_harness import ControllerHarness, controller_running, idle, reconcile_log
-from llmkube.testing.pytest_plugin import ClusterHandle
-from llmkube.testing.request_log import RequestLog
-from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ API = "inference.llmkube.dev/v1alpha1"
 
 @dataclass
 class RunningController:
-    """The session's controller (llmkube.testing.controller_harness) and where it runs."""
+    """The session's controller (llmkube_testing.controller_harness) and where it runs."""
 
     harness: ControllerHarness
     cluster: ClusterHandle

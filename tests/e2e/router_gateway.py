@@ -5,7 +5,7 @@ address is a host of the spec author's choosing."""
 
 import socket
 
-from llmkube.testing.openai_upstream import outbound_address
+from llmkube_testing.openai_upstream import outbound_address
 
 ADDRESS = outbound_address()
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmkube.testing.identities import service_account_kubeconfig
-from llmkube.testing.pytest_plugin import ClusterHandle
-from llmkube.testing.rest import KubeRest, RestError
+from llmkube_testing.identities import service_account_kubeconfig
+from llmkube_testing.pytest_plugin import ClusterHandle
+from llmkube_testing.rest import KubeRest, RestError
 
 
 @dataclass(frozen=True)

@@ -32,14 +32,14 @@ from agent_support import (
     wait_pids,
 )
 from e2e_support import API, RunningController, conditions, eventually, patch, poll
+from llmkube_testing.controller_harness import controller_running, reconcile_log
+from llmkube_testing.hfhub import HubState
+from llmkube_testing.rest import KubeRest, RestError, load_yaml_documents
+from llmkube_testing.tiny_gguf import write_tiny_gguf
 
 from llmkube.plan.inferenceservice.metal import UNSUPPORTED_BY_AGENT
 from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 from llmkube.plan.model.source import cache_key
-from llmkube.testing.controller_harness import controller_running, reconcile_log
-from llmkube.testing.hfhub import HubState
-from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
-from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
 

@@ -29,6 +29,7 @@ from agent_support import (
     status,
 )
 from e2e_support import API, RunningController, conditions, eventually, patch
+from llmkube_testing.tcpproxy import TcpProxy, kubeconfig_through
 
 from llmkube.plan.inferenceservice.metal import (
     CRASH_LOOP_BACK_OFF,
@@ -36,7 +37,6 @@ from llmkube.plan.inferenceservice.metal import (
     NO_FREE_PORT,
     parse_heartbeat,
 )
-from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
 

@@ -31,13 +31,13 @@ from agent_support import (
     status,
 )
 from e2e_support import API, RunningController, conditions, eventually, patch_isvc
+from llmkube_testing.identities import service_account_kubeconfig
 from tenant_support import Tenant, assert_denied, tenant_in
 
 from llmkube.cli import build_parser
 from llmkube.plan.tenancy import MAX_PRIORITY_LABEL
 from llmkube.router.command import router_settings
 from llmkube.router.process import RouterProcess
-from llmkube.testing.identities import service_account_kubeconfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node_prereqs]  # llama-server, from the node tier's image
 

@@ -19,6 +19,8 @@ from e2e_support import (
     settled,
     status_of,
 )
+from llmkube_testing.controller_harness import reconcile_log
+from llmkube_testing.pytest_plugin import ClusterHandle
 from usercli_support import llmkube, row_of
 
 from llmkube.kube.types import ObjectKey
@@ -26,8 +28,6 @@ from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, COMPONENT, CONTAINE
 from llmkube.plan.model.prefetch import CACHE_CLAIM
 from llmkube.plan.model.prefetch import COMPONENT as PREFETCH_COMPONENT
 from llmkube.plan.model.source import cache_key
-from llmkube.testing.controller_harness import reconcile_log
-from llmkube.testing.pytest_plugin import ClusterHandle
 
 API = "inference.llmkube.dev/v1alpha1"
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from e2e_support import RunningController
+from llmkube_testing.rest import KubeRest, RestError, load_yaml_documents
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model, ModelStatus
@@ -16,7 +17,6 @@ from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import plan_inference_service
 from llmkube.plan.model.source import SourceKind, cache_key, classify_source
-from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
 
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 

@@ -3,8 +3,8 @@ shortage, and the garbage collector deletes dependents."""
 
 from typing import Any
 
-from llmkube.testing.pytest_plugin import ClusterHandle
-from llmkube.testing.rest import wait_until
+from llmkube_testing.pytest_plugin import ClusterHandle
+from llmkube_testing.rest import wait_until
 
 
 def deployment(name: str, namespace: str, gpus: int = 0, tolerate_gpu: bool = False) -> dict[str, Any]:

@@ -30,11 +30,10 @@ from e2e_support import (
     settled,
     status_of,
 )
+from llmkube_testing.cluster import NodeSpec
+from llmkube_testing.pytest_plugin import ClusterHandle, fresh_namespace
+from llmkube_testing.rest import RestError
 from prometheus_client import REGISTRY
-
-from llmkube.testing.cluster import NodeSpec
-from llmkube.testing.pytest_plugin import ClusterHandle, fresh_namespace
-from llmkube.testing.rest import RestError
 
 
 def gpu_service(name: str, gpus: int, **spec: Any) -> dict[str, Any]:

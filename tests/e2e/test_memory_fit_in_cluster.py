@@ -23,9 +23,8 @@ from e2e_support import (
     poll,
     status_of,
 )
+from llmkube_testing.llama_gguf import Shape, write_llama_gguf
 from usercli_support import llmkube
-
-from llmkube.testing.llama_gguf import Shape, write_llama_gguf
 
 # Their Models come from local files: the test namespaces allow them, as an admin would.
 pytestmark = pytest.mark.local_sources

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 from e2e_support import RunningController, eventually, model, phase_is
-
-from llmkube.testing.llama_gguf import Shape, write_llama_gguf
+from llmkube_testing.llama_gguf import Shape, write_llama_gguf
 
 # Their Models come from local files: the test namespaces allow them, as an admin would.
 pytestmark = pytest.mark.local_sources

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 from e2e_support import RunningController, condition_triple, eventually, isvc, model, patch, status_of
+from llmkube_testing.pytest_plugin import ClusterHandle
 from usercli_support import llmkube, row_of
 
 from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.prefetch import CACHE_CLAIM, LABEL_PREFETCH
 from llmkube.plan.model.source import cache_key
-from llmkube.testing.pytest_plugin import ClusterHandle
 
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
 

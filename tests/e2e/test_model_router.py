@@ -13,11 +13,11 @@ from e2e_support import (
     settled,
     writes_quiesce,
 )
+from llmkube_testing.rest import KubeRest
 
 from llmkube.api import constants as c
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.router.permissions import role_rules
-from llmkube.testing.rest import KubeRest
 
 RBAC = "rbac.authorization.k8s.io/v1"
 

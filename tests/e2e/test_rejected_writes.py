@@ -27,9 +27,9 @@ from e2e_support import (
     settled,
     watch_reaches,
 )
+from llmkube_testing.rest import KubeRest, RestError
 
 from llmkube.kube.types import ObjectKey
-from llmkube.testing.rest import KubeRest, RestError
 
 pytestmark = pytest.mark.usefixtures("services_deleted_first")
 
@@ -117,7 +117,7 @@ def wait_for_policy(admin: KubeRest, namespace: str) -> None:
             return error.status == 422
         return False
 
-    from llmkube.testing.rest import wait_until
+    from llmkube_testing.rest import wait_until
 
     wait_until(refused, timeout=30, what="the admission policy to be enforced")
 

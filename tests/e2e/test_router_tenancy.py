@@ -21,6 +21,9 @@ from typing import Any
 import aiohttp
 import pytest
 from e2e_support import API, RunningController, condition_triple, eventually, patch, settled, status_of
+from llmkube_testing.identities import service_account_kubeconfig
+from llmkube_testing.openai_upstream import Upstream
+from llmkube_testing.rest import KubeRest, RestError, load_yaml_documents, wait_until
 from router_gateway import ADDRESS, ALLOWED, PORT
 from tenant_support import Tenant, tenant_in
 
@@ -29,9 +32,6 @@ from llmkube.cli import build_parser
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.router.command import router_settings
 from llmkube.router.process import RouterProcess
-from llmkube.testing.identities import service_account_kubeconfig
-from llmkube.testing.openai_upstream import Upstream
-from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "manifests" / "admission" / "secret_references_policy.yaml"

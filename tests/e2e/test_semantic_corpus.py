@@ -26,9 +26,9 @@ from e2e_support import (
     status_of,
     worked_through,
 )
+from llmkube_testing.rest import KubeRest
 
 from llmkube.kube.types import ObjectKey
-from llmkube.testing.rest import KubeRest
 
 pytestmark = pytest.mark.usefixtures("services_deleted_first")
 

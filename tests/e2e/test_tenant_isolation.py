@@ -26,10 +26,10 @@ from e2e_support import (
     settled,
     status_of,
 )
+from llmkube_testing.rest import KubeRest, RestError
 from tenant_support import Tenant, tenant_in
 
 from llmkube.plan.model.source import SourceKind, classify_source, local_path, parse_pvc_source
-from llmkube.testing.rest import KubeRest, RestError
 
 pytestmark = pytest.mark.usefixtures("services_deleted_first")
 

@@ -3,7 +3,7 @@ controller: deploy -> list -> status -> chat/curl/logs -> scale -> delete, the G
 runs for GitOps, refusals, and what a terminal shows.
 
 chat and curl go through the API server's pods/portforward to kwok's kubelet API, which answers
-with llmkube.testing.stdio_http (a stand-in for llama.cpp's server): the wiring is real end to
+with llmkube_testing.stdio_http (a stand-in for llama.cpp's server): the wiring is real end to
 end, the model is not.
 """
 
@@ -24,9 +24,8 @@ from e2e_support import (
     phase_is,
     status_of,
 )
+from llmkube_testing.pytest_plugin import ClusterHandle
 from usercli_support import llmkube, llmkube_in_terminal, plain, row_of
-
-from llmkube.testing.pytest_plugin import ClusterHandle
 
 SOURCE = "https://models.invalid/tiny-chat-Q4_K_M.gguf"
 

@@ -1,5 +1,5 @@
 """`llmkube benchmark NAME`: an InferenceService found through the API server and measured through
-the real pods/portforward (kwok's kubelet API answers with llmkube.testing.stdio_http, which sends
+the real pods/portforward (kwok's kubelet API answers with llmkube_testing.stdio_http, which sends
 whole answers, so the run asks for whole answers). The figures against real llama.cpp are in
 tests/integration/test_benchmark_llama_server.py."""
 
@@ -8,9 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 from e2e_support import RunningController, delete_services_and_wait
+from llmkube_testing.pytest_plugin import ClusterHandle
 from usercli_support import llmkube
-
-from llmkube.testing.pytest_plugin import ClusterHandle
 
 SOURCE = "https://models.invalid/tiny-chat-Q4_K_M.gguf"
 

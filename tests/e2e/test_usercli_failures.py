@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 from e2e_support import API, RunningController, delete_services_and_wait, eventually, model, phase_is
+from llmkube_testing.pki import generate_pki
+from llmkube_testing.pytest_plugin import ClusterHandle
 from usercli_support import Run, llmkube
-
-from llmkube.testing.pki import generate_pki
-from llmkube.testing.pytest_plugin import ClusterHandle
 
 SOURCE = "https://models.invalid/tiny-chat-Q4_K_M.gguf"
 

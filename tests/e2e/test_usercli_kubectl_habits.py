@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from e2e_support import API, RunningController, delete_services_and_wait, eventually, patch_isvc, phase_is
+from llmkube_testing.pytest_plugin import ClusterHandle
 from usercli_support import llmkube, plain, row_of
-
-from llmkube.testing.pytest_plugin import ClusterHandle
 
 SOURCE = "https://models.invalid/habit-Q4_K_M.gguf"
 LLMKUBE = Path(sys.executable).parent / "llmkube"

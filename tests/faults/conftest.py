@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 from fault_support import LONG, installed_cluster
-
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.pytest_plugin import fresh_namespace
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.pytest_plugin import fresh_namespace
 
 FAULTS = Path(__file__).parent
 

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.audit import AuditEntry, read_audit
+from llmkube_testing.cluster import CONTROLLER_USER, LocalCluster, MissingBinaryError, Tier
+from llmkube_testing.controller_harness import ControllerHarness, controller_running
+from llmkube_testing.request_log import RequestLog
+from llmkube_testing.rest import KubeRest, load_yaml_documents, wait_for_crds, wait_until
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.setup import ControllersConfig
 from llmkube.manager import Manager
 from llmkube.plan.model.decision import ModelPlanConfig
-from llmkube.testing.audit import AuditEntry, read_audit
-from llmkube.testing.cluster import CONTROLLER_USER, LocalCluster, MissingBinaryError, Tier
-from llmkube.testing.controller_harness import ControllerHarness, controller_running
-from llmkube.testing.request_log import RequestLog
-from llmkube.testing.rest import KubeRest, load_yaml_documents, wait_for_crds, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "inference.llmkube.dev/v1alpha1"
@@ -163,7 +163,7 @@ async def in_process(
     controllers: ControllersConfig | None = None,
     **config: Any,
 ) -> AsyncIterator[ControllerHarness]:
-    """The whole controller in this process (llmkube.testing.controller_harness; leader election
+    """The whole controller in this process (llmkube_testing.controller_harness; leader election
     off), as the given identity; `controllers` replaces the suite's default ControllersConfig (no
     local roots, the default egress, the installer owns the PriorityClasses); `config` are
     ManagerConfig fields."""

@@ -13,10 +13,10 @@ import threading
 import time
 
 import orjson
+from llmkube_testing.request_log import RequestLog
 
 from llmkube.controllers.setup import ControllersConfig, setup_controllers
 from llmkube.manager import Manager, ManagerConfig
-from llmkube.testing.request_log import RequestLog
 
 
 def rss_bytes() -> int:

@@ -25,10 +25,10 @@ from fault_support import (
     watches_open,
     writes_in,
 )
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.controller_harness import ControllerHarness, reconcile_log
 
 from llmkube.kube.types import ObjectKey
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.controller_harness import ControllerHarness, reconcile_log
 
 #: client-go's reflector backoff: 0.8 s doubling to a 30 s cap, jittered up to twice that
 LONGEST_RETRY = 60.0

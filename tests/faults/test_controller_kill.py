@@ -14,14 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fault_support import converged, create_services, eventually, isvc, long_or, writes_in, writes_settle
+from llmkube_testing.audit import writes_by_resource
+from llmkube_testing.cluster import CONTROLLER_NAMESPACE, LocalCluster, free_port
+from llmkube_testing.controller_process import ControllerProcess
+from llmkube_testing.rest import RestError
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.kube.leader.state import JITTER_FACTOR
 from llmkube.manager import DEFAULT_LEASE_NAME
-from llmkube.testing.audit import writes_by_resource
-from llmkube.testing.cluster import CONTROLLER_NAMESPACE, LocalCluster, free_port
-from llmkube.testing.controller_process import ControllerProcess
-from llmkube.testing.rest import RestError
 
 
 def reconciled_all(metrics_url: str, services: int) -> bool:

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 from fault_support import API, create_services, eventually, in_process, installed_cluster, poll
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.rest import wait_for_crds
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.resources import INFERENCE_SERVICES, MODELS
 from llmkube.kube.errors import NotFound
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.rest import wait_for_crds
 
 #: from the CRDs Established to the new service's status written (the API server answers in ms)
 BOUND = 5.0

@@ -23,12 +23,12 @@ from fault_support import (
     merge_patch,
     poll,
 )
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.etcd import compact
+from llmkube_testing.rest import KubeRest
+from llmkube_testing.tcpproxy import TcpProxy, kubeconfig_through
 
 from llmkube.controllers.resources import INFERENCE_SERVICES
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.etcd import compact
-from llmkube.testing.rest import KubeRest
-from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 the controller must not reach, hanging sources.
 
 The sources are real HTTP servers on loopback that the tests own and count: one serves the
-hostile GGUF headers of llmkube.testing.hostile_gguf and a Content-Range of 10^30 bytes; a bare
+hostile GGUF headers of llmkube_testing.hostile_gguf and a Content-Range of 10^30 bytes; a bare
 listener counts every connection made to it (the SSRF targets); another accepts and never
 answers (hanging sources)."""
 
@@ -19,6 +19,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 from fault_support import API, eventually, in_process
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.hostile_gguf import HOSTILE, ordinary
+from llmkube_testing.pytest_plugin import fresh_namespace
+from llmkube_testing.rest import KubeRest
 
 from llmkube.controllers.setup import ControllersConfig
 from llmkube.kube.control.controller import Controller
@@ -26,10 +30,6 @@ from llmkube.kube.types import ObjectKey
 from llmkube.plan.model.bounds import MAX_GGUF_TEXT, TRUNCATION_MARKER
 from llmkube.plan.model.decision import ModelPlanConfig
 from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.hostile_gguf import HOSTILE, ordinary
-from llmkube.testing.pytest_plugin import fresh_namespace
-from llmkube.testing.rest import KubeRest
 
 _RANGE = re.compile(r"^bytes=(\d+)-(\d+)$")
 

@@ -22,11 +22,11 @@ from fault_support import (
     quiesced,
     rate,
 )
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.controller_harness import reconcile_log
+from llmkube_testing.faultproxy import FAULTS, FaultProxy
 
 from llmkube.kube.types import ObjectKey
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.controller_harness import reconcile_log
-from llmkube.testing.faultproxy import FAULTS, FaultProxy
 
 #: requests per second the controller may send while faults rain on it (it sends about 1/s when
 #: idle-converged with these services, tens while converging): a hot loop would be hundreds

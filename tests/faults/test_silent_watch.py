@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 from fault_support import converged, create_services, in_process, isvc, long_or, poll, watches_open
-
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.faultproxy import FaultProxy
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.faultproxy import FaultProxy
 
 
 async def test_a_silent_watch_is_noticed_and_reopened(

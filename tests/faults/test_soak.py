@@ -22,9 +22,8 @@ from typing import Any
 import orjson
 import pytest
 from fault_support import API, MERGE, eventually, hf_model, installed_cluster, isvc
-
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.rest import KubeRest
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.rest import KubeRest
 
 SECONDS = float(os.environ.get("LLMKUBE_SOAK_SECONDS", "0"))
 SERVICES = int(os.environ.get("LLMKUBE_SOAK_SERVICES", "1000"))

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import KubeRest, RestError, load_yaml_documents
 
 from llmkube.api.crds import all_crds
 from llmkube.api.inferenceservice import InferenceService
@@ -21,8 +23,6 @@ from llmkube.plan.apiserver.labels import label_value_problem, qualified_name_pr
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.runtimes import resolve_runtime, runtime_defaults
 from llmkube.plan.inferenceservice.validation import Issue, ValidationInputs, validate
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
 
 POLICY = Path(__file__).resolve().parents[2] / "manifests" / "admission" / "inferenceservice_policy.yaml"
 API = "inference.llmkube.dev/v1alpha1"

@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.cluster import LocalCluster, MissingBinaryError
+from llmkube_testing.controller_harness import ControllerHarness, controller_running
+from llmkube_testing.identities import service_account_kubeconfig
+from llmkube_testing.rest import KubeRest, RestError, load_yaml_documents, wait_for_crds, wait_until
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.setup import ControllersConfig
 from llmkube.plan.agent.slices import SliceInputs, slice_intent
 from llmkube.plan.agent.supervision import EndpointConditions
 from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
-from llmkube.testing.cluster import LocalCluster, MissingBinaryError
-from llmkube.testing.controller_harness import ControllerHarness, controller_running
-from llmkube.testing.identities import service_account_kubeconfig
-from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents, wait_for_crds, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 from llama_host import LlamaServer, _free_port, llama_server_binary
+from llmkube_testing.tiny_gguf import write_tiny_gguf
 
 from llmkube.plan.agent import llama_server_flags
 from llmkube.plan.agent.help_table import parse_help
 from llmkube.plan.agent.server_flags import ALLOWED, ALLOWED_NEGATIONS, Value, judge
-from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.node_prereqs  # llama-server, from the node tier's image (make node-prereqs)
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from llama_host import LlamaServer, llama_server
+from llmkube_testing.tiny_gguf import write_tiny_gguf
 
 from llmkube.cli import main
-from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.node_prereqs  # llama-server, from the node tier's image (make node-prereqs)
 

@@ -1,9 +1,8 @@
 """The api tier is a real, secured API server: RBAC on, server-side apply, discovery."""
 
 import pytest
-
-from llmkube.testing.pytest_plugin import ClusterHandle
-from llmkube.testing.rest import RestError, wait_until
+from llmkube_testing.pytest_plugin import ClusterHandle
+from llmkube_testing.rest import RestError, wait_until
 
 
 def test_server_reports_pinned_version(api_cluster: ClusterHandle) -> None:

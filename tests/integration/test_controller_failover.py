@@ -21,6 +21,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from llmkube_testing.controller_process import ControllerProcess, controller_args
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.tcpproxy import TcpProxy, kubeconfig_through
 
 from llmkube.api.crds import all_crds
 from llmkube.kube.clock import format_micro_time, parse_time
@@ -29,9 +32,6 @@ from llmkube.kube.resource import LEASES
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
 from llmkube.manager import DEFAULT_LEASE_NAME
-from llmkube.testing.controller_process import ControllerProcess, controller_args
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 
 # Models here come from local files: the namespaces allow them, as an admin would.
 pytestmark = [pytest.mark.integration, pytest.mark.local_sources]

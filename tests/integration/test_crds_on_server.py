@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.cluster import default_bin_dir
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import RestError, load_yaml_documents
 
 from llmkube.api.crds import all_crds
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
-from llmkube.testing.cluster import default_bin_dir
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import RestError, load_yaml_documents
 
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 API = "inference.llmkube.dev/v1alpha1"

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import pytest
 from llama_host import LlamaServer, llama_server
+from llmkube_testing.tiny_gguf import write_tiny_gguf
 
 from llmkube.plan.inferenceservice.drain import DrainHook
 from llmkube.plan.inferenceservice.runtimes import runtime_defaults
-from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.node_prereqs  # llama-server, from the node tier's image (make node-prereqs)
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.identities import service_account_kubeconfig
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import KubeRest, RestError, load_yaml_documents
 
 from llmkube.api.crds import all_crds
-from llmkube.testing.identities import service_account_kubeconfig
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "manifests" / "admission" / "inferenceservice_tenancy_policy.yaml"

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from llmkube.testing import cluster as cluster_module
-from llmkube.testing.cluster import (
+from llmkube_testing import cluster as cluster_module
+from llmkube_testing.cluster import (
     KEEP_ENV,
     LocalCluster,
     MissingBinaryError,

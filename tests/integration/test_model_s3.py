@@ -1,4 +1,4 @@
-"""The model downloader against a real S3 server: MinIO (llmkube/testing/s3server.py, built by
+"""The model downloader against a real S3 server: MinIO (llmkube_testing/s3server.py, built by
 `hack/build-tools.sh minio`), with the very environment the planner gives the init container and
 the prefetch Job, and the keys of the Model's `sourceSecretRef` as the kubelet hands them over
 (`envFrom`).
@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from llmkube_testing.s3server import Credentials, MinioServer, minio_binary, running_minio
+from llmkube_testing.tiny_gguf import write_tiny_gguf_shards
 
 from llmkube.api.model import Model
 from llmkube.plan.model.download_scripts import EXIT_PERMANENT, downloader_script
 from llmkube.plan.model.downloader import DownloadTarget, download_env
 from llmkube.plan.model.remote import RemoteSource, remote_source
-from llmkube.testing.s3server import Credentials, MinioServer, minio_binary, running_minio
-from llmkube.testing.tiny_gguf import write_tiny_gguf_shards
 
 pytestmark = pytest.mark.tools  # MinIO, from hack/build-tools.sh
 

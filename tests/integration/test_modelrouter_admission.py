@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import KubeRest, RestError, load_yaml_documents
 from router_bad_specs import CORPUS, POLICY_CASES, BadRouter
 
 from llmkube.api.crds import all_crds
 from llmkube.plan.router.validation import errors, validate
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "manifests" / "admission" / "modelrouter_policy.yaml"

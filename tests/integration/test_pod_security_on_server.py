@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from llmkube_testing.pytest_plugin import ClusterHandle
+from llmkube_testing.rest import KubeRest, RestError
 from pod_security_cases import CASES, RESTRICTED_POD, template_with
 
 from llmkube.api.inferenceservice import InferenceService
@@ -19,8 +21,6 @@ from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import plan_inference_service
 from llmkube.plan.inferenceservice.priority import priority_classes
 from llmkube.plan.model.source import cache_key
-from llmkube.testing.pytest_plugin import ClusterHandle
-from llmkube.testing.rest import KubeRest, RestError
 
 _REFUSED = re.compile(r'violates PodSecurity "(?:baseline|restricted):latest": (.*)$', re.DOTALL)
 

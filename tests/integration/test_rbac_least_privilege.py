@@ -30,17 +30,17 @@ from typing import Any
 
 import pytest
 import yaml
+from llmkube_testing.cluster import LocalCluster, MissingBinaryError
+from llmkube_testing.controller_harness import ControllerHarness, controller_running
+from llmkube_testing.identities import service_account_kubeconfig
+from llmkube_testing.request_log import RequestLog
+from llmkube_testing.rest import KubeRest, RestError, wait_for_crds, wait_until
 
 from llmkube.api.crds import all_crds
 from llmkube.controllers.permissions import PERMISSIONS, granted
 from llmkube.controllers.setup import ControllersConfig
 from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
 from llmkube.plan.inferenceservice.storage import INIT_CONTAINER_NAME
-from llmkube.testing.cluster import LocalCluster, MissingBinaryError
-from llmkube.testing.controller_harness import ControllerHarness, controller_running
-from llmkube.testing.identities import service_account_kubeconfig
-from llmkube.testing.request_log import RequestLog
-from llmkube.testing.rest import KubeRest, RestError, wait_for_crds, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 import yaml
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import KubeRest, RestError
 
 from llmkube.api.crds import all_crds
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import KubeRest, RestError
 
 SAMPLES = Path(__file__).resolve().parents[1] / "reference_samples"
 API = "inference.llmkube.dev/v1alpha1"

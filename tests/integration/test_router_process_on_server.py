@@ -16,14 +16,14 @@ from typing import Any
 
 import aiohttp
 import pytest
+from llmkube_testing.cluster import free_port
+from llmkube_testing.openai_upstream import Upstream
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import KubeRest
 
 from llmkube.api import constants as c
 from llmkube.api.crds import all_crds
 from llmkube.router.process import RouterProcess, RouterSettings
-from llmkube.testing.cluster import free_port
-from llmkube.testing.openai_upstream import Upstream
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import KubeRest
 
 CHAT = "/v1/chat/completions"
 

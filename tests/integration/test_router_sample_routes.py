@@ -16,6 +16,9 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
+from llmkube_testing.openai_upstream import Upstream
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import KubeRest
 from test_router_process_on_server import _eventually, _outbound_address, _running, _slice
 
 from llmkube.api import constants as c
@@ -23,9 +26,6 @@ from llmkube.api.crds import all_crds
 from llmkube.plan.allowed_hosts import parse_allowed_hosts
 from llmkube.plan.router.providers import ANTHROPIC_VERSION
 from llmkube.router.process import RouterSettings
-from llmkube.testing.openai_upstream import Upstream
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import KubeRest
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "manifests" / "samples" / "router" / "coding-router.yaml"

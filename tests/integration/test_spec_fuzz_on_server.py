@@ -35,6 +35,8 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.rest import KubeRest, RestError, load_yaml_documents
 from spec_fuzz import PRIORITY_CLASSES, mild_specs, model_of, model_shapes, names, wild_specs
 
 from llmkube.api.constants import API_VERSION
@@ -46,8 +48,6 @@ from llmkube.kube.rest.client import DEFAULT_FIELD_MANAGER
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.rest import KubeRest, RestError, load_yaml_documents
 
 # A failing example's spec is large: Hypothesis warns about printing it, and the warning (an error
 # under our filterwarnings) would hide the failure itself.

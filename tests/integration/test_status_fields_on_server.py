@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from llmkube_testing.pytest_plugin import ClusterHandle, apply_manifests
+from llmkube_testing.request_log import RequestLog
 
 from llmkube.api.crds import all_crds
 from llmkube.api.inferenceservice import InferenceServiceStatus
@@ -22,8 +24,6 @@ from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
 from llmkube.plan.inferenceservice.status import status_changed as service_status_changed
 from llmkube.plan.model.status import status_changed as model_status_changed
-from llmkube.testing.pytest_plugin import ClusterHandle, apply_manifests
-from llmkube.testing.request_log import RequestLog
 
 pytestmark = pytest.mark.integration
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from llmkube_testing.pytest_plugin import ClusterHandle
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
@@ -35,7 +36,6 @@ from llmkube.kube.rest.config import load_client_config
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
-from llmkube.testing.pytest_plugin import ClusterHandle
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,6 @@
 """`pip install .` gives commands that work outside a checkout: a wheel built from this tree, installed
-in a fresh virtual environment, run from a directory that is not the checkout."""
+in a fresh virtual environment, run from a directory that is not the checkout. The wheel carries no
+test code: the developer's `llmkube cluster` says it runs from a checkout, and there it does."""
 
 import os
 import signal
@@ -13,8 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from llmkube.testing.rest import KubeRest, wait_until
+from llmkube_testing.rest import KubeRest, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,6 +67,32 @@ def test_the_wheel_carries_what_the_commands_read(wheel: Path) -> None:
         assert needed in names, needed
 
 
+def test_the_wheel_carries_no_test_code(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
+    test_paths = [
+        name
+        for name in names
+        if name.startswith(("llmkube_testing/", "tests/", "llmkube/testing/"))
+        or Path(name).name in ("conftest.py", "pytest_plugin.py")
+        or Path(name).name.startswith("test_")
+    ]
+    assert test_paths == []
+    importing_pytest = [
+        name
+        for name in names
+        if name.endswith(".py")
+        and any(
+            line.startswith(
+                ("import pytest", "from pytest", "import llmkube_testing", "from llmkube_testing")
+            )
+            for line in archive.read(name).decode().splitlines()
+        )
+    ]
+    assert importing_pytest == []
+    assert any(name.startswith("llmkube/devcli/") for name in names)  # the commands, saying where to run
+
+
 def test_the_installed_package_reads_its_bundle_not_a_checkout(fresh_env: Path, tmp_path: Path) -> None:
     code = (
         "import llmkube, llmkube.bundled as b; "
@@ -88,10 +114,29 @@ def test_the_installed_package_reads_its_bundle_not_a_checkout(fresh_env: Path, 
     assert int(count) == 1 + 9 + 2
 
 
+def test_the_developer_commands_of_the_installed_wheel_say_they_run_from_a_checkout(
+    fresh_env: Path, tmp_path: Path
+) -> None:
+    for command in ("cluster", "run"):
+        result = subprocess.run(
+            [str(fresh_env / "bin" / "llmkube"), command, "--tier", "full"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")},
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 1, result.stderr
+        assert f"llmkube {command} is a developer command: it runs from a checkout" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 @pytest.fixture
-def cluster_command(fresh_env: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+def cluster_command(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """The checkout's own command (its editable install), run from a directory outside it."""
     process = subprocess.Popen(
-        [str(fresh_env / "bin" / "llmkube"), "cluster", "--tier", "api", "--sample"],
+        [str(Path(sys.executable).parent / "llmkube"), "cluster", "--tier", "api", "--sample"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -108,9 +153,11 @@ def cluster_command(fresh_env: Path, tmp_path: Path) -> Iterator[subprocess.Pope
             process.wait(timeout=60)
 
 
-def test_llmkube_cluster_runs_from_the_installed_wheel(cluster_command: subprocess.Popen[str]) -> None:
-    """The command that failed with FileNotFoundError outside a checkout: it installs the CRDs, the
-    namespace, the RBAC and the sample from the wheel's bundle."""
+def test_llmkube_cluster_of_a_checkout_runs_from_any_directory(
+    cluster_command: subprocess.Popen[str],
+) -> None:
+    """The command that failed with FileNotFoundError outside the checkout's directory: it installs
+    the CRDs, the namespace, the RBAC and the sample."""
     assert cluster_command.stdout is not None
     lines: list[str] = []
     deadline = time.monotonic() + 120

@@ -5,9 +5,8 @@ misspelt or mistyped, which a cluster would otherwise ignore without a word."""
 import subprocess
 from pathlib import Path
 
+from llmkube_testing.cluster import K8S_VERSION
 from tools import ROOT, kustomize_overlay, run, tool
-
-from llmkube.testing.cluster import K8S_VERSION
 
 
 def check(path: Path) -> str:

@@ -6,10 +6,9 @@ import re
 from pathlib import Path
 
 import yaml
+from llmkube_testing.cluster import K8S_VERSION
 from monitoring_support import MONITORING, ROOT, generator
 from tools import run, tool
-
-from llmkube.testing.cluster import K8S_VERSION
 
 GEN = generator()
 

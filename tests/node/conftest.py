@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.tiny_service import MODEL_SERVER, model_server, model_url, write_model_files
 from node_support import (
     CONTROLLER_NAMESPACE,
     OVERLAY,
@@ -15,9 +17,6 @@ from node_support import (
     eventually_http,
     wait_for,
 )
-
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.tiny_service import MODEL_SERVER, model_server, model_url, write_model_files
 
 MODELS_NAMESPACE = "tiny-models"
 

@@ -16,9 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from llmkube_testing.node import NodeCluster
 from node_support import metric_samples
-
-from llmkube.testing.node import NodeCluster
 
 
 def free_port_inside(node: NodeCluster) -> int:

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.pytest_plugin import fresh_namespace
+from llmkube_testing.rest import KubeRest, condition_true, wait_until
 from prometheus_client.parser import text_string_to_metric_families
-
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.pytest_plugin import fresh_namespace
-from llmkube.testing.rest import KubeRest, condition_true, wait_until
 
 API = "inference.llmkube.dev/v1alpha1"
 OVERLAY = Path(__file__).parent / "overlay"

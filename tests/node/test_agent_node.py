@@ -25,15 +25,15 @@ from typing import Any
 import pytest
 from conftest import ModelSource
 from host_agent import HostAgent, kill_servers, server_pids
+from llmkube_testing.host_llama_server import extract, runnable
+from llmkube_testing.identities import service_account_kubeconfig
+from llmkube_testing.images import CURL
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import KubeRest, load_yaml_documents
+from llmkube_testing.tiny_service import chat_request
 from node_support import API, TIMINGS, Stopwatch, eventually_http, http, wait_for
 
 from llmkube.plan.inferenceservice.metal import AGENT_HEARTBEAT_STALE, parse_heartbeat
-from llmkube.testing.host_llama_server import extract, runnable
-from llmkube.testing.identities import service_account_kubeconfig
-from llmkube.testing.images import CURL
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import KubeRest, load_yaml_documents
-from llmkube.testing.tiny_service import chat_request
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_RBAC = ROOT / "manifests" / "agent" / "rbac.yaml"

@@ -4,7 +4,7 @@ v1beta1.custom.metrics.k8s.io) -> the HorizontalPodAutoscaler `spec.autoscaling`
 planner's default llama.cpp metric. Load from `llmkube benchmark` scales the tiny service from 1 to
 2 replicas, the new one serves only once Ready (no request of the benchmark fails), the service's
 status shows desired against ready, and without load it goes back to minReplicas (the node tier's
-controller-manager waits 20 s instead of 5 minutes before it scales down: llmkube/testing/node.py)."""
+controller-manager waits 20 s instead of 5 minutes before it scales down: llmkube_testing/node.py)."""
 
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,10 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ModelSource
-from node_support import TIMINGS, Stopwatch, eventually_http, namespace_gone_after, wait_for
-
-from llmkube.plan.inferenceservice.runtimes.llamacpp import DEFAULTS as LLAMACPP
-from llmkube.testing.autoscale_scenario import (
+from llmkube_testing.autoscale_scenario import (
     Load,
     autoscaled_spec,
     benchmark_levels,
@@ -27,9 +24,12 @@ from llmkube.testing.autoscale_scenario import (
     start_benchmark,
     tokens_predicted,
 )
-from llmkube.testing.metrics_stack import MetricsStack, pods_metric_path
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
+from llmkube_testing.metrics_stack import MetricsStack, pods_metric_path
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.tiny_service import chat_request, tiny_llamacpp
+from node_support import TIMINGS, Stopwatch, eventually_http, namespace_gone_after, wait_for
+
+from llmkube.plan.inferenceservice.runtimes.llamacpp import DEFAULTS as LLAMACPP
 
 pytestmark = pytest.mark.tools  # Prometheus and prometheus-adapter, from hack/build-tools.sh
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import yaml
 from conftest import ModelSource
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import KubeRest, condition_true
+from llmkube_testing.tiny_service import chat_request, tiny_llamacpp
 from node_support import API, TIMINGS, Stopwatch, eventually_http, http, wait_for
 
 from llmkube.plan.inferenceservice.drain import DRAINING, ROLLOUT_ANNOTATION
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import KubeRest, condition_true
-from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
 
 NAME = "drained"
 SELECTOR = f"inference.llmkube.dev/service={NAME}"

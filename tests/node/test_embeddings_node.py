@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ModelSource
+from llmkube_testing.host_llama_server import extracted_path
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.pytest_plugin import fresh_namespace
+from llmkube_testing.rest import KubeRest
+from llmkube_testing.tiny_service import tiny_llamacpp
 from node_support import API, TIMINGS, Stopwatch, deployment_available, ready_pods, wait_for
 from test_router_node import client_pod, finished
-
-from llmkube.testing.host_llama_server import extracted_path
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.pytest_plugin import fresh_namespace
-from llmkube.testing.rest import KubeRest
-from llmkube.testing.tiny_service import tiny_llamacpp
 
 ROUTER = "modes"
 PROXY = f"{ROUTER}-router-proxy"

@@ -5,6 +5,8 @@ leader election all real."""
 from typing import Any
 
 import pytest
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import RestError, condition_true
 from node_support import (
     CONTROLLER_NAMESPACE,
     TIMINGS,
@@ -18,8 +20,6 @@ from node_support import (
 
 from llmkube import __version__
 from llmkube.manager.config import DEFAULT_LEASE_NAME
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import RestError, condition_true
 
 
 def requests_by_code(node: NodeCluster) -> dict[str, float]:

@@ -8,14 +8,14 @@ from typing import Any
 
 import yaml
 from conftest import ModelSource
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import KubeRest, condition_true
+from llmkube_testing.tiny_gguf import write_tiny_gguf
+from llmkube_testing.tiny_service import chat_request, tiny_llamacpp
 from node_support import API, TIMINGS, Stopwatch, eventually_http, http, wait_for
 from test_in_cluster_controller import requests_by_code
 
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import KubeRest, condition_true
-from llmkube.testing.tiny_gguf import write_tiny_gguf
-from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
 
 SELECTOR = "inference.llmkube.dev/service=tiny"
 

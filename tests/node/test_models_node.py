@@ -1,4 +1,4 @@
-"""s3:// Models on the real node: a real S3 server (MinIO, llmkube/testing/s3server.py) in the node's
+"""s3:// Models on the real node: a real S3 server (MinIO, llmkube_testing/s3server.py) in the node's
 network, on the node's address where the pods reach it, holds the tiny GGUF split in two shards in
 a private bucket; the Models name a Secret with its keys (`sourceSecretRef`), which only the
 downloader gets.
@@ -8,10 +8,10 @@ downloader gets.
 - `prefetch: true`: the Model's Job stages the shards before any service exists; the first serving
   pod's downloader finds them (its log says cache hit) and the S3 server hears nothing from it.
 - A pod killed in the middle of its download (the S3 answers come through a throttling relay,
-  llmkube/testing/tcpproxy.py, so the kill lands mid-file): its replacement resumes the `.part`
+  llmkube_testing/tcpproxy.py, so the kill lands mid-file): its replacement resumes the `.part`
   file where the killed one left it, the files are whole, and no `.part` or other stray file stays.
 
-hf:// Models on the same node: the Hub stand-in (llmkube/testing/hfhub.py) on the node's address,
+hf:// Models on the same node: the Hub stand-in (llmkube_testing/hfhub.py) on the node's address,
 at the port of the controller's `--hf-endpoint` (tests/node/overlay), holds the same shards in a
 private repository; the Model names a Secret with `HF_TOKEN`, which only the downloader gets.
 
@@ -40,6 +40,13 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from llmkube_testing.hfhub import HubState, running_hub
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import KubeRest, condition_true
+from llmkube_testing.s3server import MinioServer, minio_binary
+from llmkube_testing.tcpproxy import TcpProxy
+from llmkube_testing.tiny_gguf import write_tiny_gguf_shards
+from llmkube_testing.tiny_service import chat_request, tiny_llamacpp
 from node_support import (
     API,
     CONTROLLER_NAMESPACE,
@@ -54,13 +61,6 @@ from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.prefetch import LABEL_PREFETCH
 from llmkube.plan.model.source import cache_key
-from llmkube.testing.hfhub import HubState, running_hub
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import KubeRest, condition_true
-from llmkube.testing.s3server import MinioServer, minio_binary
-from llmkube.testing.tcpproxy import TcpProxy
-from llmkube.testing.tiny_gguf import write_tiny_gguf_shards
-from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
 
 pytestmark = pytest.mark.tools  # MinIO, from hack/build-tools.sh
 

@@ -23,6 +23,10 @@ from typing import Any
 
 import pytest
 from conftest import ModelSource
+from llmkube_testing.images import CONTROLLER, LLAMA_SERVER, archive_refs, default_images_dir
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import RestError, condition_true
+from llmkube_testing.tiny_service import MODEL_FILE
 from node_support import (
     CONTROLLER_NAMESPACE,
     CONTROLLER_SELECTOR,
@@ -36,10 +40,6 @@ from tools import ROOT, tool
 
 from llmkube import __version__
 from llmkube.manager.config import DEFAULT_LEASE_NAME
-from llmkube.testing.images import CONTROLLER, LLAMA_SERVER, archive_refs, default_images_dir
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import RestError, condition_true
-from llmkube.testing.tiny_service import MODEL_FILE
 
 pytestmark = pytest.mark.tools  # helm, from hack/build-tools.sh
 

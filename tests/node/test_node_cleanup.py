@@ -10,18 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing import node_cleanup
+from llmkube_testing.pytest_plugin import require_node_tier
 from node_support import TIMINGS, Stopwatch, wait_for
-
-from llmkube.testing import node_cleanup
-from llmkube.testing.pytest_plugin import require_node_tier
 
 # Starts a tier, runs a pod (sandbox, shim, overlay rootfs, token tmpfs, CNI veth), reports where
 # everything is, then stops cleanly ("stop") or waits to be killed ("hold").
 SCRIPT = """
 import json, sys, time
-from llmkube.testing.images import CURL
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import wait_until
+from llmkube_testing.images import CURL
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import wait_until
 cluster = NodeCluster(volumes=1).start()
 admin = cluster.admin()
 admin.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper", "namespace": "default"},

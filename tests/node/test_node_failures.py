@@ -5,6 +5,9 @@ import time
 from typing import Any
 
 from conftest import ModelSource
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import KubeRest
+from llmkube_testing.tiny_service import tiny_llamacpp
 from node_support import (
     API,
     CONTROLLER_SELECTOR,
@@ -13,10 +16,6 @@ from node_support import (
     metric_samples,
     wait_for,
 )
-
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import KubeRest
-from llmkube.testing.tiny_service import tiny_llamacpp
 
 MISSING_IMAGE = "localhost/llmkube-missing:1"
 #: Services that never serve need little CPU: four of the tiny default (500m) fill the node's two cores

@@ -5,11 +5,10 @@ import subprocess
 from pathlib import Path
 
 from conftest import ModelSource
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import condition_true
+from llmkube_testing.tiny_gguf import write_tiny_gguf
 from node_support import http
-
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import condition_true
-from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 
 def test_the_node_is_ready_and_real(node_cluster: NodeCluster) -> None:

@@ -17,6 +17,13 @@ import pytest
 import router_client
 import yaml
 from conftest import ModelSource
+from llmkube_testing.audit import read_audit
+from llmkube_testing.cluster import CONTROLLER_USER
+from llmkube_testing.images import CONTROLLER
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.pytest_plugin import fresh_namespace
+from llmkube_testing.rest import KubeRest, condition_true
+from llmkube_testing.tiny_service import chat_request, tiny_llamacpp
 from node_support import (
     API,
     TIMINGS,
@@ -29,13 +36,6 @@ from node_support import (
 )
 
 from llmkube import __version__
-from llmkube.testing.audit import read_audit
-from llmkube.testing.cluster import CONTROLLER_USER
-from llmkube.testing.images import CONTROLLER
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.pytest_plugin import fresh_namespace
-from llmkube.testing.rest import KubeRest, condition_true
-from llmkube.testing.tiny_service import chat_request, tiny_llamacpp
 
 ROUTER = "tiny-router"
 PROXY = f"{ROUTER}-router-proxy"  # its Deployment, Service, ServiceAccount, Role (plan/router/objects.py)

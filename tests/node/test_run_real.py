@@ -14,11 +14,10 @@ import sys
 import threading
 from pathlib import Path
 
+from llmkube_testing.cluster import free_port
+from llmkube_testing.node_cleanup import mounts_below
+from llmkube_testing.pytest_plugin import require_node_tier
 from node_support import TIMINGS, Stopwatch
-
-from llmkube.testing.cluster import free_port
-from llmkube.testing.node_cleanup import mounts_below
-from llmkube.testing.pytest_plugin import require_node_tier
 
 
 def test_llmkube_run_serves_the_sample_from_a_loopback_url(tmp_path: Path) -> None:

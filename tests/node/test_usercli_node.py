@@ -8,11 +8,10 @@ from typing import Any
 
 import yaml
 from conftest import ModelSource
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import condition_true
+from llmkube_testing.tiny_service import tiny_llamacpp
 from node_support import wait_for
-
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import condition_true
-from llmkube.testing.tiny_service import tiny_llamacpp
 
 SELECTOR = "inference.llmkube.dev/service=chatty"
 

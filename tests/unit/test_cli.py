@@ -274,7 +274,7 @@ def test_run_with_an_agent_needs_the_real_node_and_says_why(
 def test_local_cluster_commands_name_the_extra_they_need(
     command: str, missing: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The image installs no `testing` extra; `llmkube cluster`/`run` there say what to install."""
+    """A checkout without the `testing` extra: `llmkube cluster`/`run` say what to install."""
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setitem(sys.modules, missing, None)  # what the import system does for an absent package
@@ -282,7 +282,22 @@ def test_local_cluster_commands_name_the_extra_they_need(
         main([command])
     assert str(stopped.value) == (
         f"llmkube {command}: a local cluster needs the 'testing' extra ({missing} is not installed): "
-        "pip install 'llmkube[testing]'"
+        "pip install -e '.[testing]' in the checkout"
+    )
+
+
+@pytest.mark.parametrize("command", ["cluster", "run"])
+def test_local_cluster_commands_outside_a_checkout_say_where_they_run(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed wheel has no test tooling (tests/support/llmkube_testing): the commands say so."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setitem(sys.modules, "llmkube_testing", None)
+    with pytest.raises(SystemExit) as stopped:
+        main([command])
+    assert str(stopped.value).startswith(
+        f"llmkube {command} is a developer command: it runs from a checkout of llmkube"
     )
 
 

@@ -3,7 +3,7 @@
 One instance per process (one connection pool).  Every request is counted in
 ``rest_client_requests_total{code,method,host}``.  A test that wants to see more (how many writes
 a converged controller made, what it asked for in RBAC's terms, which refusals it got) installs an
-:class:`RequestObserver` (``llmkube.testing.request_log``); the controller's own client has none,
+:class:`RequestObserver` (``llmkube_testing.request_log``); the controller's own client has none,
 so it pays nothing for that accounting.  With leader election, :attr:`ApiClient.write_guard` is
 asked before every mutating request (kube/leader), so nothing is written without the lease.
 """

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import yaml
 from e2e_support import poll, reconcile_log
+from llmkube_testing.cluster import LocalCluster, MissingBinaryError
+from llmkube_testing.controller_harness import ControllerHarness, controller_running
+from llmkube_testing.rest import KubeRest, RestError, condition_true, wait_until
 
 from llmkube.cli import build_parser
 from llmkube.kube.types import ObjectKey
 from llmkube.process.config import controllers_config
-from llmkube.testing.cluster import LocalCluster, MissingBinaryError
-from llmkube.testing.controller_harness import ControllerHarness, controller_running
-from llmkube.testing.rest import KubeRest, RestError, condition_true, wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFESTS = ROOT / "manifests"

@@ -19,10 +19,10 @@ from install_support import (
     started_and_idle,
     the_deployment,
 )
+from llmkube_testing.cluster import K8S_VERSION, LocalCluster
 from tools import kustomize_build, kustomize_overlay, run, tool
 
 from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
-from llmkube.testing.cluster import K8S_VERSION, LocalCluster
 
 Key = tuple[str, str, str | None]
 # The Kubernetes version the tests run against (helm assumes its client library's, 1.37, offline:

@@ -18,13 +18,13 @@ from install_support import (
     started_and_idle,
     the_deployment,
 )
+from llmkube_testing.cluster import LocalCluster
+from llmkube_testing.controller_harness import ControllerHarness
+from llmkube_testing.rest import KubeRest, RestError, wait_until
 from tools import kustomize_build, kustomize_overlay
 
 from llmkube.kube.resource import PRIORITY_CLASSES as PRIORITY_CLASS_RESOURCE
 from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
-from llmkube.testing.cluster import LocalCluster
-from llmkube.testing.controller_harness import ControllerHarness
-from llmkube.testing.rest import KubeRest, RestError, wait_until
 
 NAMESPACE = "llmkube-system"
 SCHEDULING = "scheduling.k8s.io/v1"

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from llmkube_testing.request_log import RequestLog
 
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
-from llmkube.testing.request_log import RequestLog
 
 
 @pytest.fixture

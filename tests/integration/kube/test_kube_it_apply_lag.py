@@ -8,11 +8,11 @@ import copy
 from typing import Any
 
 import pytest
+from llmkube_testing.request_log import RequestLog
 
 from llmkube.kube.apply.applier import Applier, ApplyOutcome
 from llmkube.kube.resource import DEPLOYMENTS
 from llmkube.kube.rest.client import ApiClient
-from llmkube.testing.request_log import RequestLog
 
 pytestmark = pytest.mark.integration
 

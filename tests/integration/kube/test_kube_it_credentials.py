@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 import yaml
+from llmkube_testing.pki import ClusterPKI, issue_certificate
 
 from llmkube.kube.errors import Unauthorized
 from llmkube.kube.resource import NAMESPACES
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
-from llmkube.testing.pki import ClusterPKI, issue_certificate
 
 pytestmark = pytest.mark.integration
 

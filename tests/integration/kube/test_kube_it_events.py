@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from kube_it_helpers import eventually
+from llmkube_testing.tcpproxy import TcpProxy, kubeconfig_through
 from prometheus_client import REGISTRY
 
 from llmkube.kube.events.recorder import WARNING, EventRecorder
@@ -19,7 +20,6 @@ from llmkube.kube.resource import EVENTS
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
 from llmkube.kube.rest.transport import RequestTimeout
-from llmkube.testing.tcpproxy import TcpProxy, kubeconfig_through
 
 pytestmark = pytest.mark.integration
 

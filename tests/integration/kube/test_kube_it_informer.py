@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from kube_it_gate import WatchGate
 from kube_it_helpers import eventually
+from llmkube_testing.etcd import compact
 
 from llmkube.kube.cache.informer import Informer
 from llmkube.kube.cache.reflector import Reflector
@@ -20,7 +21,6 @@ from llmkube.kube.resource import CONFIG_MAPS, EVENTS
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
 from llmkube.kube.rest.transport import AiohttpTransport
-from llmkube.testing.etcd import compact
 
 pytestmark = pytest.mark.integration
 

@@ -15,6 +15,9 @@ import pytest
 from kube_it_gate import WatchGate
 from kube_it_helpers import eventually
 from kube_it_mirror import CONTROLLER, MIRROR_OF, desired_mirror, mirror_name, setup_mirror
+from llmkube_testing.controller_harness import idle
+from llmkube_testing.request_info import ApiRequest
+from llmkube_testing.request_log import RequestLog
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -30,9 +33,6 @@ from llmkube.kube.rest.config import load_client_config
 from llmkube.kube.rest.transport import AiohttpTransport, TransportError
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig
-from llmkube.testing.controller_harness import idle
-from llmkube.testing.request_info import ApiRequest
-from llmkube.testing.request_log import RequestLog
 
 pytestmark = pytest.mark.integration
 

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 from kube_fakes import FakeApiServer, RecordingTransport, Reply, fail_once, make_client, status_body
+from llmkube_testing.request_log import ApiRequest, Refusal, RequestLog
 from prometheus_client import REGISTRY
 
 from llmkube import __version__
@@ -27,7 +28,6 @@ from llmkube.kube.resource import CONFIG_MAPS, DEPLOYMENTS, PRIORITY_CLASSES
 from llmkube.kube.rest.client import APPLY_PATCH, ApiClient
 from llmkube.kube.rest.config import ClientConfig, StaticAuth
 from llmkube.kube.rest.transport import TransportError
-from llmkube.testing.request_log import ApiRequest, Refusal, RequestLog
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from llmkube_testing.pki import generate_pki, issue_certificate
 
 from llmkube.kube.rest.config import (
     TokenFileAuth,
@@ -25,7 +26,6 @@ from llmkube.kube.rest.config import (
 )
 from llmkube.kube.rest.exec_credential import ExecAuth, exec_environment, parse_exec_credential
 from llmkube.kube.rest.kubeconfig import ConfigError, ExecPlugin, Material, merge_kubeconfigs, resolve
-from llmkube.testing.pki import generate_pki, issue_certificate
 
 
 def kubeconfig(

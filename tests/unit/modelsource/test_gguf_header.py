@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from llmkube_testing.llama_gguf import Shape, TensorType, write_llama_gguf
 from modelsource_support import GGUFFactory
 
 from llmkube.api.model import GGUFMetadata
@@ -18,7 +19,6 @@ from llmkube.controllers.modelsource import (
 )
 from llmkube.controllers.modelsource.ggufheader import GGML_BLOCK_SIZES, read_gguf_fields
 from llmkube.plan.model.gguf_metadata import TENSOR_BYTES_FIELD, TOKEN_COUNT_FIELD
-from llmkube.testing.llama_gguf import Shape, TensorType, write_llama_gguf
 
 
 def test_reads_every_status_field(make_gguf: GGUFFactory) -> None:

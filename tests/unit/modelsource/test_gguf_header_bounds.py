@@ -1,4 +1,4 @@
-"""The GGUF reader on headers a hostile source serves (llmkube.testing.hostile_gguf): every one is
+"""The GGUF reader on headers a hostile source serves (llmkube_testing.hostile_gguf): every one is
 either refused with NotGGUFError or read into metadata whose every value the API server stores,
 quickly, without recursion, and without holding the megabytes it was sent."""
 
@@ -8,18 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-
-from llmkube.api.model import GGUFMetadata
-from llmkube.controllers.modelsource.ggufheader import (
-    MAX_HEADER_BYTES,
-    HeaderTooLargeError,
-    IncompleteHeaderError,
-    NotGGUFError,
-    read_gguf_fields,
-    read_gguf_metadata,
-)
-from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT, TRUNCATION_MARKER
-from llmkube.testing.hostile_gguf import (
+from llmkube_testing.hostile_gguf import (
     HOSTILE,
     MIB,
     STRING,
@@ -32,6 +21,17 @@ from llmkube.testing.hostile_gguf import (
     string,
     tensor_info,
 )
+
+from llmkube.api.model import GGUFMetadata
+from llmkube.controllers.modelsource.ggufheader import (
+    MAX_HEADER_BYTES,
+    HeaderTooLargeError,
+    IncompleteHeaderError,
+    NotGGUFError,
+    read_gguf_fields,
+    read_gguf_metadata,
+)
+from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT, TRUNCATION_MARKER
 
 #: what each hostile header must come to: refused (with these words), or metadata
 REFUSED = {

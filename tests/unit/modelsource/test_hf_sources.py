@@ -1,4 +1,4 @@
-"""hf:// Models against a Hub stand-in that speaks the Hub's file API (llmkube/testing/hfhub.py):
+"""hf:// Models against a Hub stand-in that speaks the Hub's file API (llmkube_testing/hfhub.py):
 the controller sizes every listed file through the Hub's redirects (the sum is status.size),
 reads the model file's GGUF header with Range requests on the storage host, records the staged
 files, and fails a private repository's Model on the Hub's 401 (looked at again in 5 minutes); a Model that
@@ -11,13 +11,13 @@ from typing import Any
 
 import aiohttp
 import pytest
+from llmkube_testing.hfhub import HubState, running_hub
 from modelsource_support import GGUFFactory, loopback_allowed
 
 from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
 from llmkube.plan.model import ModelDecision, ModelFacts, ModelPlanConfig, Requeue
 from llmkube.plan.model.size import format_size
-from llmkube.testing.hfhub import HubState, running_hub
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 

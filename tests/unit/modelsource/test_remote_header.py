@@ -6,12 +6,12 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from llmkube_testing.hostile_gguf import HOSTILE
 from modelsource_support import GGUFFactory, ModelHost, loopback_allowed
 
 from llmkube.controllers.modelsource import HeaderReadOptions, read_gguf_metadata, read_remote_gguf_metadata
 from llmkube.controllers.modelsource.remoteheader import parse_content_range
 from llmkube.plan.model import HeaderFailure
-from llmkube.testing.hostile_gguf import HOSTILE
 
 KIB = 1024
 MIB = 1024 * KIB

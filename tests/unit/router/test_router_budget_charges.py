@@ -13,12 +13,12 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from llmkube_testing.openai_upstream import Upstream
 
 from llmkube.plan.router.budgets import Budgets, Refusal, Reservation, reservation_estimate
 from llmkube.plan.router.config import Budget
 from llmkube.plan.router.ratelimit import RateLimits
 from llmkube.plan.router.usage import Usage, delivered
-from llmkube.testing.openai_upstream import Upstream
 from tests.unit.router.proxy_support import post, running_proxy
 
 CHAT = "/v1/chat/completions"

@@ -14,9 +14,9 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from llmkube_testing.openai_upstream import Upstream
 from prometheus_client import REGISTRY
 
-from llmkube.testing.openai_upstream import Upstream
 from tests.unit.router.proxy_support import RunningProxy, post, running_proxy
 
 CHAT = "/v1/chat/completions"

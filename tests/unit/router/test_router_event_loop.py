@@ -14,9 +14,9 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from llmkube_testing.openai_upstream import Upstream
 
 from llmkube.router.event_loop import LoopUnavailable, loop_factory, loop_name
-from llmkube.testing.openai_upstream import Upstream
 from tests.unit.router import test_router_http_client as http_client
 from tests.unit.router import test_router_http_server as http_server
 from tests.unit.router.proxy_support import post, running_proxy

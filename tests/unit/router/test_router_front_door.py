@@ -16,9 +16,9 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from llmkube_testing.openai_upstream import Upstream
 
 from llmkube.router.http.limits import Limits
-from llmkube.testing.openai_upstream import Upstream
 from tests.unit.router.front_door_support import (
     LoopProbe,
     MiB,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from llmkube_testing.pki import generate_pki
 
 from llmkube.router.http.client import (
     AnswerBroken,
@@ -25,7 +26,6 @@ from llmkube.router.http.client import (
     Origin,
     Pool,
 )
-from llmkube.testing.pki import generate_pki
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 

@@ -1,6 +1,6 @@
 """The match kinds beyond `models`, and active health checks, end to end on loopback: real aiohttp
 clients in front of the router's proxy, real OpenAI-compatible servers
-(llmkube.testing.openai_upstream) behind it. Which server answered is the `X-Upstream` header it
+(llmkube_testing.openai_upstream) behind it. Which server answered is the `X-Upstream` header it
 sets itself, so nothing here takes the router's word for where a request went."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 
 import aiohttp
 import pytest
+from llmkube_testing.openai_upstream import Upstream
 
 from llmkube.router.health import Prober
-from llmkube.testing.openai_upstream import Upstream
 from tests.unit.router.proxy_support import RunningProxy, running_proxy
 
 CHAT = "/v1/chat/completions"

@@ -1,5 +1,5 @@
 """The router's proxy end to end on loopback: real HTTP clients (aiohttp, curl) in front, real
-OpenAI-compatible servers (llmkube.testing.openai_upstream) behind, over real sockets. Rules,
+OpenAI-compatible servers (llmkube_testing.openai_upstream) behind, over real sockets. Rules,
 strategies, fallback, fail-closed, shadows, budgets, bad input, client keys, providers' auth."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from llmkube_testing.openai_upstream import Upstream
 from prometheus_client import REGISTRY
 
-from llmkube.testing.openai_upstream import Upstream
 from tests.unit.router.proxy_support import RunningProxy, post, running_proxy
 
 CHAT = "/v1/chat/completions"

@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from llmkube.plan.inferenceservice.runtimes import RUNTIME_NAMES, runtime_defaults
-from llmkube.testing.metrics_stack import (
+from llmkube_testing.metrics_stack import (
     ADAPTER_CONFIG,
     MONITORING,
     SCRAPE_CONFIG,
@@ -19,6 +17,8 @@ from llmkube.testing.metrics_stack import (
     registration,
     scrape_config,
 )
+
+from llmkube.plan.inferenceservice.runtimes import RUNTIME_NAMES, runtime_defaults
 
 ROOT = Path(__file__).resolve().parents[3]
 # The runtimes whose servers export the metric their HPA defaults to.

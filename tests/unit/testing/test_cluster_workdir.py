@@ -1,8 +1,7 @@
-"""What a local cluster's temporary directory becomes when it stops (llmkube/testing/cluster.py)."""
+"""What a local cluster's temporary directory becomes when it stops (llmkube_testing/cluster.py)."""
 
 import pytest
-
-from llmkube.testing.cluster import KEEP_ENV, keep_requested, workdir_disposal
+from llmkube_testing.cluster import KEEP_ENV, keep_requested, workdir_disposal
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from llmkube_testing.fileserver import ModelFileHandler, _parse_range
+from llmkube_testing.tiny_gguf import write_tiny_gguf
 
 from llmkube.controllers.modelsource import read_remote_gguf_metadata
 from llmkube.plan.model.egress import EgressPolicy, parse_allowed_hosts
-from llmkube.testing.fileserver import ModelFileHandler, _parse_range
-from llmkube.testing.tiny_gguf import write_tiny_gguf
 
 
 @pytest.fixture

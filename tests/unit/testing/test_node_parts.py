@@ -8,10 +8,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from llmkube.testing import images, node, node_cleanup, node_config, real_run
-from llmkube.testing.images import IMAGE_ALIASES, NODE_IMAGES, archive_refs
-from llmkube.testing.netns import NetworkLayout
+from llmkube_testing import images, node, node_cleanup, node_config, real_run
+from llmkube_testing.images import IMAGE_ALIASES, NODE_IMAGES, archive_refs
+from llmkube_testing.netns import NetworkLayout
 
 
 def test_the_tier_needs_root_on_linux(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,7 @@
 """Requests read the way the API server's authorizer reads them (verb, group, resource, subresource)."""
 
 import pytest
-
-from llmkube.testing.request_info import ApiRequest, api_request, request_namespace
+from llmkube_testing.request_info import ApiRequest, api_request, request_namespace
 
 
 @pytest.mark.parametrize(

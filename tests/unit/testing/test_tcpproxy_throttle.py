@@ -8,8 +8,7 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
-
-from llmkube.testing.tcpproxy import TcpProxy
+from llmkube_testing.tcpproxy import TcpProxy
 
 ANSWER = bytes(range(256)) * 240  # 61,440 bytes
 

@@ -4,9 +4,7 @@ from pathlib import Path
 
 import gguf
 import pytest
-
-from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
-from llmkube.testing.tiny_gguf import (
+from llmkube_testing.tiny_gguf import (
     CHAT_TEMPLATE,
     CONTROL_TOKENS,
     DEFAULT_SHAPE,
@@ -16,6 +14,8 @@ from llmkube.testing.tiny_gguf import (
     vocabulary,
     write_tiny_gguf,
 )
+
+from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
 
 
 def _field(reader: gguf.GGUFReader, key: str) -> object:

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llmkube_testing.openai_standin import standin_process
 
 from llmkube.cli import main
-from llmkube.testing.openai_standin import standin_process
 
 
 @dataclass(frozen=True)

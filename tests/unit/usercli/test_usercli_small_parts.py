@@ -4,8 +4,9 @@ port-forward channel framing, and kwok's stand-in server."""
 import json
 from typing import Any
 
+from llmkube_testing.stdio_http import answer
+
 from llmkube.kube.rest.portforward import _Channels
-from llmkube.testing.stdio_http import answer
 from llmkube.usercli.progress import assess
 from llmkube.usercli.request import chat_body, chat_reply
 

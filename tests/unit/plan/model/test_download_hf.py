@@ -1,4 +1,4 @@
-"""The model downloader against the Hub stand-in (llmkube/testing/hfhub.py), with the very
+"""The model downloader against the Hub stand-in (llmkube_testing/hfhub.py), with the very
 environment the planner gives the init container and the prefetch Job: a sharded GGUF and its
 projector staged through the Hub's redirects, each LFS file checked against the SHA-256 the Hub
 announces (X-Linked-Etag), a private repository refused in the Hub's words without HF_TOKEN
@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from llmkube_testing.hfhub import HubState, running_hub
 
 from llmkube.api.model import Model
 from llmkube.plan.model.download_scripts import EXIT_PERMANENT, downloader_script
 from llmkube.plan.model.downloader import DownloadTarget, download_env
 from llmkube.plan.model.remote import RemoteSource, remote_source
-from llmkube.testing.hfhub import HubState, running_hub
 
 pytestmark = pytest.mark.skipif(
     shutil.which("sh") is None or shutil.which("curl") is None, reason="needs sh and curl"

@@ -5,7 +5,7 @@ complete (`llama_gguf` says what llama.cpp's loader insists on) and carries a Ch
 It is never downloaded, and the same seed gives the same bytes. About 0.8 MB in F16 (1.5 MB in
 F32); llama-server loads it in well under a second.
 
-    python -m llmkube.testing.tiny_gguf OUT.gguf [--seed N] [--dtype f16|f32]
+    python -m llmkube_testing.tiny_gguf OUT.gguf [--seed N] [--dtype f16|f32]
 """
 
 import argparse
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from llmkube.testing.llama_gguf import (
+from llmkube_testing.llama_gguf import (
     CHAT_TEMPLATE,
     CONTROL_TOKENS,
     TURN_END,
@@ -24,7 +24,7 @@ from llmkube.testing.llama_gguf import (
     byte_symbols,
     write_llama_gguf,
 )
-from llmkube.testing.llama_gguf import vocabulary as _vocabulary
+from llmkube_testing.llama_gguf import vocabulary as _vocabulary
 
 __all__ = [
     "CHAT_TEMPLATE",

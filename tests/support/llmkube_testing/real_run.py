@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from llmkube.testing import images
-from llmkube.testing.cluster import default_bin_dir
-from llmkube.testing.node import NodeCluster, missing_prerequisites, node_tier_unavailable
-from llmkube.testing.served_sample import ServedSample
-from llmkube.testing.tiny_service import (
+from llmkube_testing import images
+from llmkube_testing.cluster import default_bin_dir
+from llmkube_testing.node import NodeCluster, missing_prerequisites, node_tier_unavailable
+from llmkube_testing.served_sample import ServedSample
+from llmkube_testing.tiny_service import (
     model_server,
     model_url,
     tiny_llamacpp,

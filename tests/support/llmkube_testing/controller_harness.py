@@ -31,7 +31,7 @@ from llmkube.kube.control.controller import Controller, Result
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig
-from llmkube.testing.request_log import RequestLog
+from llmkube_testing.request_log import RequestLog
 
 __all__ = [
     "ControllerHarness",

@@ -11,7 +11,7 @@ answer without saying so beforehand, as llama-server does (its `Keep-Alive` head
 With no delays it answers as fast as it can, which is what
 `bench/bench_benchmark_overhead.py` measures the load generator against.
 
-    python -m llmkube.testing.openai_standin [--port 0] [--ttft-ms 0] [--token-ms 0] [--slots 4]
+    python -m llmkube_testing.openai_standin [--port 0] [--ttft-ms 0] [--token-ms 0] [--slots 4]
         [--fail-every N] [--cut-every N] [--close-after-stream]
 
 prints `listening on http://127.0.0.1:PORT` once it accepts connections.
@@ -239,7 +239,7 @@ def standin_process(
     command = [
         sys.executable,
         "-m",
-        "llmkube.testing.openai_standin",
+        "llmkube_testing.openai_standin",
         f"--ttft-ms={ttft * 1000}",
         f"--token-ms={per_token * 1000}",
         f"--slots={slots}",

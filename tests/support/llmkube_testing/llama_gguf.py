@@ -14,7 +14,7 @@ What llama.cpp insists on, and therefore what this writes:
   * Tensors token_embd, output_norm, output and per block attn_norm, attn_q/k/v, attn_output,
     ffn_norm, ffn_gate/up/down, in F32, F16 or Q8_0 (1-D norms stay F32).
 
-    python -m llmkube.testing.llama_gguf OUT.gguf --embedding 2048 --layers 22 --heads 32 \
+    python -m llmkube_testing.llama_gguf OUT.gguf --embedding 2048 --layers 22 --heads 32 \
         --kv-heads 4 --feed-forward 5632 --vocab 32000 --type q8_0 [--seed N] [--chat]
 """
 

@@ -3,9 +3,9 @@
 Two parts, both plain objects to apply:
 - `model_server(namespace, files)`: a Deployment + Service that serve the tiny test GGUF over HTTP
   (with byte ranges), so a Model's source is an ordinary http URL inside the cluster and nothing is
-  downloaded from outside. The file and the server (`llmkube/testing/fileserver.py`, standard
+  downloaded from outside. The file and the server (`llmkube_testing/fileserver.py`, standard
   library only) are written on the host (`write_model_files`: the `gguf` writer is a test
-  dependency, and the controller image carries no `llmkube.testing`) and reach the pod through a
+  dependency, and the controller image carries no `llmkube_testing`) and reach the pod through a
   read-only hostPath volume (the node is this machine); the pod runs the server with the Python of
   the controller image;
 - `tiny_llamacpp(namespace, name, source)`: a Model for that URL and an InferenceService with the
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from llmkube.api.constants import API_VERSION
-from llmkube.testing import fileserver
-from llmkube.testing.images import CONTROLLER, LLAMA_SERVER
-from llmkube.testing.tiny_gguf import write_tiny_gguf
+from llmkube_testing import fileserver
+from llmkube_testing.images import CONTROLLER, LLAMA_SERVER
+from llmkube_testing.tiny_gguf import write_tiny_gguf
 
 MODEL_SERVER = "tiny-model-server"
 MODEL_FILE = "tiny-llama.gguf"

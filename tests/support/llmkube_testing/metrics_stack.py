@@ -28,10 +28,11 @@ from typing import Any
 
 import yaml
 
-from llmkube.testing.cluster import MissingBinaryError, free_port
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.pki import issue_certificate
-from llmkube.testing.rest import RestError, condition_true, wait_until
+from llmkube_testing import CHECKOUT
+from llmkube_testing.cluster import MissingBinaryError, free_port
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.pki import issue_certificate
+from llmkube_testing.rest import RestError, condition_true, wait_until
 
 
 def default_tools_bin() -> Path:
@@ -44,7 +45,7 @@ def default_tools_bin() -> Path:
     return Path(cache) / "tools" / "bin"
 
 
-REPOSITORY = Path(__file__).resolve().parents[2]
+REPOSITORY = CHECKOUT
 MONITORING = REPOSITORY / "manifests" / "monitoring"
 SCRAPE_CONFIG = MONITORING / "prometheus-scrape-config.yaml"
 ADAPTER_CONFIG = MONITORING / "prometheus-adapter-config.yaml"

@@ -8,7 +8,7 @@ usage chunk when `stream_options.include_usage` asks for it) and misbehaves on d
 `delay` seconds before the headers; `health` does the same for GET /health alone. Every request
 is remembered (path, headers, body) up to `keep`, so a test can see what the router sent.
 
-    python -m llmkube.testing.openai_upstream --port 9000 --tokens 200 --interval 0.005
+    python -m llmkube_testing.openai_upstream --port 9000 --tokens 200 --interval 0.005
 
 runs one in its own process (the benchmark does).
 """

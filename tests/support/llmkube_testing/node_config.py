@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmkube.testing.netns import NetworkLayout
+from llmkube_testing.netns import NetworkLayout
 
 Obj = dict[str, Any]
 

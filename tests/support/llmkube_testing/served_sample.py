@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import RestError
-from llmkube.testing.tiny_service import chat_request
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import RestError
+from llmkube_testing.tiny_service import chat_request
 
 API = "inference.llmkube.dev/v1alpha1"
 

@@ -8,7 +8,7 @@ built it, so it is taken out of that image's OCI archive rather than compiled a 
 inputs (hack/build-images.sh writes it beside the archive), so a rebuilt image is extracted anew and
 an unchanged one never is.
 
-    python -m llmkube.testing.host_llama_server      # extract (idempotent); prints the path
+    python -m llmkube_testing.host_llama_server      # extract (idempotent); prints the path
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from llmkube.testing.images import LLAMA_SERVER, default_images_dir
+from llmkube_testing.images import LLAMA_SERVER, default_images_dir
 
 BINARY_IN_IMAGE = "app/llama-server"
 

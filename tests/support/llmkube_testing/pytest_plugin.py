@@ -9,10 +9,10 @@ namespace per test. Where the cluster comes from:
 - otherwise: `LocalCluster` from binaries built by `hack/build-k8s.sh`.
 
 The `node` tier (`node_cluster`, `node_namespace`) is always local: a real kubelet and containerd
-in a private network namespace (`llmkube.testing.node`), for root on Linux; elsewhere its tests are
+in a private network namespace (`llmkube_testing.node`), for root on Linux; elsewhere its tests are
 skipped with the reason.
 
-Load it with `pytest_plugins = ["llmkube.testing.pytest_plugin"]`.
+Load it with `pytest_plugins = ["llmkube_testing.pytest_plugin"]`.
 """
 
 import contextlib
@@ -29,10 +29,10 @@ from typing import Any, Protocol
 import pytest
 
 from llmkube.plan.tenancy import LOCAL_SOURCES_ALLOWED, LOCAL_SOURCES_LABEL
-from llmkube.testing import cluster as cluster_module
-from llmkube.testing.cluster import LocalCluster, MissingBinaryError, Tier
-from llmkube.testing.node import HOST_PROGRAMS, NodeCluster, node_tier_unavailable
-from llmkube.testing.rest import KubeRest, RestError, wait_for_crds
+from llmkube_testing import cluster as cluster_module
+from llmkube_testing.cluster import LocalCluster, MissingBinaryError, Tier
+from llmkube_testing.node import HOST_PROGRAMS, NodeCluster, node_tier_unavailable
+from llmkube_testing.rest import KubeRest, RestError, wait_for_crds
 
 K3S_IMAGE = "rancher/k3s:v1.33.5-k3s1"  # pinned: `latest` would change under us
 

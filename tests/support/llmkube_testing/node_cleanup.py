@@ -15,7 +15,7 @@ before it starts anything; `clean_up` removes exactly that and nothing else:
 4. the cgroups, depth first; the sysctls kubelet changed, once no other node tier is running.
 
 Footprints are registered in /run/llmkube-node/ while a tier runs. A killed test run is cleaned by
-the janitor the tier starts (`python -m llmkube.testing.node_cleanup watch FILE`, which waits for its
+the janitor the tier starts (`python -m llmkube_testing.node_cleanup watch FILE`, which waits for its
 parent's end of a pipe to close), and anything older by `sweep_stale` when the next tier starts.
 """
 
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["sweep"]:
         print("\n".join(sweep_stale()) or "nothing to clean")
         return 0
-    print("usage: python -m llmkube.testing.node_cleanup watch FOOTPRINT.json | sweep", file=sys.stderr)
+    print("usage: python -m llmkube_testing.node_cleanup watch FOOTPRINT.json | sweep", file=sys.stderr)
     return 2
 
 

@@ -6,7 +6,7 @@ server on the paths the user commands use (`/health`, `/v1/models`, `/v1/chat/co
 plainly that it is a stand-in, and exits; the forwarded connection closes with it. This is what
 lets the tests drive `llmkube chat`/`curl` through the real API server's pods/portforward.
 
-Run: python -m llmkube.testing.stdio_http
+Run: python -m llmkube_testing.stdio_http
 """
 
 import json

@@ -14,8 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.api.constants import API_VERSION, LABEL_SERVICE
 from llmkube.apimachinery.quantity import parse_quantity
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.rest import condition_true
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.rest import condition_true
 
 PORT = 8080
 FAST_PROBE = {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": 1, "failureThreshold": 600}

@@ -5,7 +5,7 @@ tier "full": api + kube-controller-manager + kube-scheduler + kwok with fake nod
              advertise GPUs, so Deployments get pods that turn Ready, the scheduler reports
              `Insufficient nvidia.com/gpu`, and garbage collection deletes owned objects.
 tier "node": api + controller-manager + scheduler + one real node (containerd, kubelet, kube-proxy)
-             in a private network namespace: see `llmkube.testing.node.NodeCluster`.
+             in a private network namespace: see `llmkube_testing.node.NodeCluster`.
 
 Binaries come from `hack/build-k8s.sh` (built through the Go module proxy, cached outside the
 repository). Everything runs on loopback ports in a temporary directory; `stop()` (also on
@@ -34,9 +34,9 @@ from typing import Any, Literal
 
 import yaml
 
-from llmkube.testing.node_cleanup import mounts_below
-from llmkube.testing.pki import ClusterPKI, generate_pki
-from llmkube.testing.rest import KubeRest, RestError, condition_true, wait_until
+from llmkube_testing.node_cleanup import mounts_below
+from llmkube_testing.pki import ClusterPKI, generate_pki
+from llmkube_testing.rest import KubeRest, RestError, condition_true, wait_until
 
 Tier = Literal["api", "full", "node"]
 
@@ -557,7 +557,7 @@ class LocalCluster:
     def _write_kwok_debugging(self) -> Path:
         """What kwok's kubelet API answers, as kwok config documents: every pod's log is a fixed
         file, and every port-forward runs a one-exchange HTTP stand-in for an inference server
-        (llmkube.testing.stdio_http) on the forwarded stream. Nothing leaves this machine."""
+        (llmkube_testing.stdio_http) on the forwarded stream. Nothing leaves this machine."""
         log_file = self.workdir / "kwok-pod.log"
         log_file.write_text(KWOK_POD_LOG)
         documents = [
@@ -571,7 +571,7 @@ class LocalCluster:
                 "kind": "ClusterPortForward",
                 "apiVersion": "kwok.x-k8s.io/v1alpha1",
                 "metadata": {"name": "llmkube-stand-in"},
-                "spec": {"forwards": [{"command": [sys.executable, "-m", "llmkube.testing.stdio_http"]}]},
+                "spec": {"forwards": [{"command": [sys.executable, "-m", "llmkube_testing.stdio_http"]}]},
             },
         ]
         path = self.workdir / "kwok-debugging.yaml"

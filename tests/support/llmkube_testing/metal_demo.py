@@ -15,20 +15,20 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any, TextIO
 
-from llmkube.testing.host_llama_server import extract, runnable
-from llmkube.testing.identities import service_account_kubeconfig
-from llmkube.testing.node import NodeCluster
-from llmkube.testing.real_run import SAMPLE_NAMESPACE
-from llmkube.testing.rest import load_yaml_documents
-from llmkube.testing.served_sample import API, ServedSample
-from llmkube.testing.tiny_service import model_url
+from llmkube_testing import CHECKOUT
+from llmkube_testing.host_llama_server import extract, runnable
+from llmkube_testing.identities import service_account_kubeconfig
+from llmkube_testing.node import NodeCluster
+from llmkube_testing.real_run import SAMPLE_NAMESPACE
+from llmkube_testing.rest import load_yaml_documents
+from llmkube_testing.served_sample import API, ServedSample
+from llmkube_testing.tiny_service import model_url
 
 METAL_SAMPLE = "tiny-metal"
 AGENT_NAME = "this-host"
-AGENT_RBAC = Path(__file__).resolve().parents[2] / "manifests" / "agent" / "rbac.yaml"
+AGENT_RBAC = CHECKOUT / "manifests" / "agent" / "rbac.yaml"
 
 
 class MetalDemoError(RuntimeError):

@@ -2,10 +2,10 @@
 like the hubs and object stores models come from (the Model controller reads a GGUF header with
 Range requests; the model-downloader init container sends conditional requests).
 
-    python -m llmkube.testing.fileserver DIRECTORY [--port 8080]
+    python -m llmkube_testing.fileserver DIRECTORY [--port 8080]
 
 Standard library only: a pod runs it as a script with the controller image's Python (the image has
-neither the test dependencies nor `llmkube.testing`).
+neither the test dependencies nor `llmkube_testing`).
 """
 
 import argparse

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from llmkube.kube.errors import NAMESPACE_TERMINATING, ApiError
 from llmkube.kube.rest.client import APPLY_PATCH, MUTATING_METHODS
-from llmkube.testing.request_info import ApiRequest, api_request, request_namespace
+from llmkube_testing.request_info import ApiRequest, api_request, request_namespace
 
 __all__ = ["ApiRequest", "Refusal", "RequestLog"]
 

@@ -5,7 +5,7 @@
     kubelet + kube-proxy (iptables mode)                              (built by hack/build-k8s.sh node)
     a CNI bridge (`llmkube0`, pods in 10.88.0.0/16)                   (containernetworking-plugins)
 
-all inside a network namespace of its own (`llmkube.testing.netns`): the node's address is
+all inside a network namespace of its own (`llmkube_testing.netns`): the node's address is
 10.88.0.1 on the pods' bridge, Services are 10.0.0.0/24, and no iptables rule, route or sysctl of the
 host's network is touched. The API server is reached from outside on the same loopback port as
 inside (a port forward), so the admin kubeconfig works for this process, kubectl and the user's shell.
@@ -30,17 +30,17 @@ from pathlib import Path
 
 import yaml
 
-from llmkube.testing import images, node_cleanup, node_config
-from llmkube.testing.cluster import (
+from llmkube_testing import images, node_cleanup, node_config
+from llmkube_testing.cluster import (
     ClusterError,
     LocalCluster,
     MissingBinaryError,
     _die_with_parent,
     local_volume,
 )
-from llmkube.testing.netns import NetworkLayout, PortForward, PrivateNetwork, Target
-from llmkube.testing.pki import issue_certificate
-from llmkube.testing.rest import condition_true
+from llmkube_testing.netns import NetworkLayout, PortForward, PrivateNetwork, Target
+from llmkube_testing.pki import issue_certificate
+from llmkube_testing.rest import condition_true
 
 NODE_NAME = "llmkube-node"
 FRONT_PROXY_CLIENT = "front-proxy-client"
@@ -193,7 +193,7 @@ class NodeCluster(LocalCluster):
             [
                 sys.executable,
                 "-m",
-                "llmkube.testing.node_cleanup",
+                "llmkube_testing.node_cleanup",
                 "watch",
                 str(self._footprint.registry_file),
             ],

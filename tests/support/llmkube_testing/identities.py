@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from llmkube.testing.rest import KubeRest, RestError
+from llmkube_testing.rest import KubeRest, RestError
 
 __all__ = ["service_account_kubeconfig"]
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmkube.plan.inferenceservice.config import OperatorConfig
+from llmkube_testing import CHECKOUT
 
 BUILD_COMMAND = "make node-prereqs"
 
@@ -60,7 +61,7 @@ def archive_refs(path: Path) -> list[str]:
     ]
 
 
-BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "build-images.sh"
+BUILD_SCRIPT = CHECKOUT / "hack" / "build-images.sh"
 
 
 def refresh_controller_image(images_dir: Path) -> None:
