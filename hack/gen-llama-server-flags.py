@@ -5,8 +5,9 @@
 
 Without an argument, the node tier's llama-server (extracted from the llama-server image that
 `make node-prereqs` builds). The host agent judges a spec's extraArgs by this table (every flag of
-the server, the words that spell it, how many values it takes); tests/node/test_agent_server_flags.py
-holds the committed file to the binary, so a new llama.cpp cannot slip a flag past the allowlist.
+the server, the words that spell it, how many values it takes);
+tests/integration/test_agent_server_flags_llama.py holds the committed file to the binary, so a new
+llama.cpp cannot slip a flag past the allowlist.
 """
 
 from __future__ import annotations
