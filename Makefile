@@ -85,7 +85,7 @@ lint: venv
 lock: venv
 	$(BIN)/python hack/lock-requirements.py
 
-## Every figure of the README's Performance section, with the commands that produced it (about an
+## Every figure of docs/performance.md, with the commands that produced it (about an
 ## hour on 2 cores; results land in bench/results/*.json with the machine and load they came from).
 bench: venv k8s-binaries
 	$(BIN)/python bench/bench_import_cost.py

@@ -13,8 +13,8 @@ llmkube router       one ModelRouter's OpenAI-compatible endpoint (the Deploymen
 llmkube crds         print the CustomResourceDefinitions
 llmkube version      print the version
 
-and the commands for users (llmkube.usercli): deploy, list, status, queue, scale, delete, logs,
-chat, curl, completion.
+and the commands for users (llmkube.usercli): deploy, list, status, queue, scale, delete, cache,
+catalog, logs, chat, curl, benchmark, completion. `--help` lists them first (COMMAND_GROUPS).
 """
 
 import argparse
@@ -23,6 +23,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from llmkube import __version__
 from llmkube.process.flags import add_controller_flags
@@ -55,10 +56,69 @@ def load_controller_modules(log_format: str) -> None:
         importlib.import_module(module)
 
 
+#: `llmkube --help` lists the commands in these groups, users' first (as kubectl groups its own)
+COMMAND_GROUPS = (
+    (
+        "Commands for users of a cluster",
+        (
+            *("deploy", "list", "status", "queue", "scale", "delete", "cache", "catalog", "logs"),
+            *("chat", "curl", "benchmark", "completion"),
+        ),
+    ),
+    (
+        "Commands that run llmkube (what its Deployments and hosts run)",
+        ("controller", "router", "agent", "crds"),
+    ),
+    ("Developer commands (from a checkout)", ("cluster", "run")),
+    ("Other commands", ("version",)),
+)
+
+
+def grouped_commands(helps: Sequence[tuple[str, str]], groups: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """The command list of `--help`, group by group; a command no group names goes to the last
+    group, so none is ever left out. `helps` is (name as shown, help) with aliases shown as
+    `list (ls)`."""
+    shown = {name.split(" ", 1)[0]: (name, text) for name, text in helps}
+    placed: set[str] = set()
+    lines: list[str] = []
+    width = max((len(name) for name, _ in helps), default=0) + 2
+    for index, (title, names) in enumerate(groups):
+        members = [name for name in names if name in shown]
+        if index == len(groups) - 1:
+            members += [name for name in shown if name not in placed and name not in members]
+        members = [name for name in members if name not in placed]
+        if not members:
+            continue
+        lines.append(f"{title}:")
+        for name in members:
+            label, text = shown[name]
+            lines.append(f"  {label.ljust(width)}{text}")
+            placed.add(name)
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def _group_commands_in_help(parser: argparse.ArgumentParser, sub: "argparse._SubParsersAction[Any]") -> None:
+    # argparse lists subcommands in one flat block: the help text of each is moved to the grouped
+    # description and the flat block is emptied.
+    helps = [(str(action.metavar or action.dest), action.help or "") for action in sub._choices_actions]
+    parser.description = f"{parser.description}\n\n{grouped_commands(helps, COMMAND_GROUPS)}"
+    sub._choices_actions.clear()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="llmkube", description="Kubernetes operator for LLM inference.")
+    parser = argparse.ArgumentParser(
+        prog="llmkube",
+        description="Kubernetes operator for LLM inference.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"llmkube {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help='one of those above; "llmkube COMMAND --help" for its flags',
+    )
 
     sub.add_parser("version", help="print the version").set_defaults(func=_print_version)
     sub.add_parser("crds", help="print the CustomResourceDefinitions as YAML").set_defaults(func=_print_crds)
@@ -93,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_global_flags(parser)  # -n, --kubeconfig, --context before the command, as kubectl's
     add_user_commands(sub)
+    _group_commands_in_help(parser, sub)
     return parser
 
 

@@ -3,7 +3,7 @@
 Our apply stops setting `spec.replicas` once an HPA owns the count. Had we been its only owner, the
 server would reset it to the default (1) the moment we dropped it: the server-side apply "transferring
 ownership" trap. Every test here watches the Deployment and checks the lowest `spec.replicas` it
-ever had. Semantics (README, "Replicas and autoscaling"): a Deployment created for an autoscaled
+ever had. Semantics (docs/controller.md, "Replicas and autoscaling"): a Deployment created for an autoscaled
 service starts at `spec.replicas` clamped to [minReplicas, maxReplicas] (what the HPA would pick
 first), never at 1; turning autoscaling off brings the count back to `spec.replicas`."""
 

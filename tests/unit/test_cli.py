@@ -468,3 +468,46 @@ def test_runtime_images(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.
     assert dict(from_env.operator.runtime_images) == {"llamacpp": "m/cpu:3"}
     assert main(["controller", "--runtime-images=cuda=m:1"]) == 2
     assert '--runtime-images: unknown key "cuda"' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("helps", "groups", "expected"),
+    [
+        (
+            [("b", "bee"), ("list (ls)", "lists"), ("a", "ay")],
+            [("Users", ["list", "a"]), ("Other", ["zzz"])],
+            "Users:\n  list (ls)  lists\n  a          ay\n\nOther:\n  b          bee",
+        ),
+        # a command no group names still shows, in the last group
+        ([("x", "ex")], [("Users", ["a"]), ("Other", [])], "Other:\n  x  ex"),
+        # a command named twice shows once, where it is named first
+        ([("a", "ay")], [("One", ["a"]), ("Two", ["a"])], "One:\n  a  ay"),
+        ([], [("One", ["a"])], ""),
+    ],
+)
+def test_grouped_commands(
+    helps: list[tuple[str, str]], groups: list[tuple[str, list[str]]], expected: str
+) -> None:
+    from llmkube.cli import grouped_commands
+
+    assert grouped_commands(helps, groups) == expected
+
+
+def test_help_lists_the_users_commands_first_and_every_command_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from llmkube.cli import build_parser
+
+    parser = build_parser()
+    text = parser.format_help()
+    users = text.index("Commands for users of a cluster:")
+    assert (
+        users < text.index("Commands that run llmkube") < text.index("Developer commands (from a checkout):")
+    )
+    listed = [
+        line.split()[0] for line in text.splitlines() if line.startswith("  ") and not line.startswith("   ")
+    ]
+    commands = [name for name in listed if not name.startswith("-") and name != "COMMAND"]
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    primary = {name for name, sub in subparsers.choices.items() if sub.prog.endswith(f" {name}")}
+    assert sorted(commands) == sorted(set(commands)) and set(commands) == primary

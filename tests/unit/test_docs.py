@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
 
 
@@ -42,3 +42,12 @@ def test_the_user_documents_exist() -> None:
         "operations.md",
         "install.md",
     } <= names
+
+
+def test_the_readme_is_a_users_and_keeps_the_two_commands() -> None:
+    """A user reads the README in five minutes; what a contributor needs is in CONTRIBUTING.md."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.split()) <= 1500
+    for command in ("make run ", "make test "):
+        assert f"\n{command}" in readme, command
+    assert "(CONTRIBUTING.md)" in readme

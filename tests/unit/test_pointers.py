@@ -20,7 +20,9 @@ SCANNED = ("llmkube", "tests", "hack", "bench", "docs", "charts", "manifests", "
 
 
 def _documents() -> list[Path]:
-    found = [ROOT / name for name in ("README.md", "Makefile", "Dockerfile", "pyproject.toml")]
+    found = [
+        ROOT / name for name in ("README.md", "CONTRIBUTING.md", "Makefile", "Dockerfile", "pyproject.toml")
+    ]
     for folder in SCANNED:
         found += [
             path
