@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from llmkube.kube.errors import ApiError, NotFound
-from llmkube.usercli.errors import UserError, explain
+from llmkube.usercli.errors import NotFoundError, explain
 from llmkube.usercli.kinds import INFERENCE_SERVICES, MODELS
 from llmkube.usercli.session import Session
 
@@ -24,7 +24,7 @@ async def run_delete(session: Session, args: argparse.Namespace) -> int:
         service_found = True
     except NotFound:
         if args.keep_model:
-            raise UserError(f'InferenceService "{name}" not found in namespace "{namespace}"') from None
+            raise NotFoundError(f'InferenceService "{name}" not found in namespace "{namespace}"') from None
     except ApiError as error:
         raise explain(error, f'deleting InferenceService "{name}"') from error
     if args.keep_model:
@@ -41,7 +41,7 @@ async def run_delete(session: Session, args: argparse.Namespace) -> int:
         await session.client.delete(MODELS, model_name, namespace)
     except NotFound:
         if not service_found:
-            raise UserError(
+            raise NotFoundError(
                 f'no InferenceService or Model "{name}" found in namespace "{namespace}"'
             ) from None
         print(f'Model "{model_name}" not found in namespace "{namespace}"', file=sys.stderr)

@@ -7,10 +7,15 @@ class UserError(Exception):
     """Something the user can act on; the message says what and, where it helps, how."""
 
 
+class NotFoundError(UserError):
+    """A name the cluster does not have: or the kinds themselves missing, which the command
+    runner asks discovery about before it says so (crds_check.py)."""
+
+
 def explain(error: ApiError, what: str) -> UserError:
     """An API error in the user's terms: which object, and why (decided by the error's type)."""
     if isinstance(error, NotFound):
-        return UserError(f"{what} not found")
+        return NotFoundError(f"{what} not found")
     if isinstance(error, Forbidden):
         return UserError(f"not allowed: {error.message}")
     if isinstance(error, Unauthorized):

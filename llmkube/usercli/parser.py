@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from llmkube.api.enums import CacheType, GPUVendor, Priority, Runtime
 from llmkube.kube.errors import ApiError
-from llmkube.usercli.errors import UserError, explain
+from llmkube.usercli.errors import NotFoundError, UserError, explain
 from llmkube.usercli.kinds import MODEL_KINDS, SERVICE_KINDS
 
 if TYPE_CHECKING:
@@ -50,8 +50,10 @@ def run_command(command: Command) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         # The client (aiohttp, structlog) is loaded here, when a user command runs: building the
         # parser, as every `llmkube` start does, stays light (the controller decides what to load).
+        from llmkube.kube.errors import NotFound
         from llmkube.kube.rest.config import ConfigError
         from llmkube.kube.rest.transport import TransportError
+        from llmkube.usercli.crds_check import crds_not_installed, missing_crds
         from llmkube.usercli.session import open_session
         from llmkube.usercli.unreachable import Unreachable
 
@@ -61,6 +63,16 @@ def run_command(command: Command) -> Callable[[argparse.Namespace], int]:
                     return await command(session, args)
                 except TransportError as error:
                     raise Unreachable(session.config.host, error) from error
+                except (UserError, ApiError) as error:
+                    # A 404 may be the kinds themselves missing: discovery says which it is.
+                    not_found = isinstance(error, (NotFound, NotFoundError)) or isinstance(
+                        error.__cause__, NotFound
+                    )
+                    if not_found and (missing := await missing_crds(session)):
+                        raise UserError(
+                            crds_not_installed(session.config.host, args.context, missing)
+                        ) from error
+                    raise
 
         try:
             return asyncio.run(main())

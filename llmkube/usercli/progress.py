@@ -1,22 +1,31 @@
 """Waiting for a deployment to become Ready, with a progress line a person can follow.
 
 The decision of what the pair of objects says (ready, failed, still going, and why) is a pure
-function of the two objects; the loop polls them, shows the line (a spinner on a terminal, one
-printed line per change in a pipe or a log) and stops on Ready, Failed or the deadline.
+function of the two objects; the loop follows them with a watch each (no polling: a line per
+change, as the server sends it), shows the line (a spinner on a terminal, one printed line per
+change in a pipe or a log) and stops on Ready, Failed or the deadline. When nothing has written a
+status to either object for a while, it says the controller is not acting on them: that looked
+like `Pending` for ever.
 """
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal
 
 from rich.console import Console
 
-from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj
 from llmkube.usercli import views
 from llmkube.usercli.kinds import INFERENCE_SERVICES, MODELS
 from llmkube.usercli.session import Session
+from llmkube.usercli.watching import changes, list_with_version
+
+#: seconds without any status on the Model or the service before the controller is said not to act
+CONTROLLER_SILENT_AFTER = 15.0
 
 Outcome = Literal["ready", "failed", "waiting"]
 
@@ -62,11 +71,43 @@ def assess(model: Obj | None, isvc: Obj | None) -> Progress:
     return Progress("waiting", line)
 
 
-async def _get(session: Session, resource: object, name: str) -> Obj | None:
+def controller_silent(model: Obj | None, isvc: Obj | None, waited: float, after: float) -> bool:
+    """Nothing has written a status to either object in `after` seconds: no controller acts on
+    them (a running controller writes the Model's status within a second of its creation)."""
+    return waited >= after and not (model or {}).get("status") and not (isvc or {}).get("status")
+
+
+def controller_silent_message(name: str, after: float) -> str:
+    return (
+        f'Nothing has written a status to Model or InferenceService "{name}" in {after:.0f}s: the llmkube '
+        "controller is not acting on them. Is it running? kubectl get pods -A -l "
+        "app.kubernetes.io/name=llmkube,app.kubernetes.io/component=controller (docs/troubleshooting.md)"
+    )
+
+
+async def _follow(
+    session: Session, resource: Resource, name: str, into: "asyncio.Queue[tuple[Resource, Obj | None]]"
+) -> None:
+    """The object now, then each version the server sends (None once it is deleted)."""
+    selector = f"metadata.name={name}"
+    items, version = await list_with_version(session, resource, session.namespace, field_selector=selector)
+    await into.put((resource, items[0] if items else None))
+    async for kind, obj in changes(session, resource, session.namespace, version, field_selector=selector):
+        await into.put((resource, None if kind == "DELETED" else obj))
+
+
+@contextlib.asynccontextmanager
+async def _followed(
+    session: Session, names: dict[Resource, str]
+) -> AsyncIterator["asyncio.Queue[tuple[Resource, Obj | None]]"]:
+    queue: asyncio.Queue[tuple[Resource, Obj | None]] = asyncio.Queue()
+    tasks = [asyncio.create_task(_follow(session, resource, name, queue)) for resource, name in names.items()]
     try:
-        return await session.client.get(resource, name, session.namespace)  # type: ignore[arg-type]
-    except NotFound:
-        return None
+        yield queue
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def wait_until_ready(
@@ -76,27 +117,42 @@ async def wait_until_ready(
     console: Console,
     *,
     within: float,
-    interval: float = 1.0,
+    silent_after: float = CONTROLLER_SILENT_AFTER,
 ) -> tuple[Progress, Obj | None]:
-    """Poll until Ready or Failed or `within` seconds; returns the last assessment and service."""
-    deadline = time.monotonic() + within
+    """Follow both objects until Ready or Failed or `within` seconds; returns the last assessment
+    and service."""
     started = time.monotonic()
+    deadline = started + within
     last_line = ""
-    isvc: Obj | None = None
+    objects: dict[Resource, Obj | None] = {MODELS: None, INFERENCE_SERVICES: None}
     progress = Progress("waiting", "")
+    told_silent = False
     with console.status("waiting for the service to become Ready", spinner="dots") as spinner:
-        while True:
-            try:
-                model = await _get(session, MODELS, model_name)
-                isvc = await _get(session, INFERENCE_SERVICES, name)
-                progress = assess(model, isvc)
-            except ApiError as error:
-                progress = Progress("waiting", f"(the API server answered: {error.message or error})")
-            elapsed = views.human_duration(time.monotonic() - started)
-            spinner.update(f"{progress.line}  [dim]{elapsed}[/dim]")
-            if progress.line != last_line:  # every change stays on screen (and in a log)
-                console.print(f"{progress.line}  [dim]({elapsed})[/dim]")
-                last_line = progress.line
-            if progress.outcome != "waiting" or time.monotonic() >= deadline:
-                return progress, isvc
-            await asyncio.sleep(interval)
+        async with _followed(session, {MODELS: model_name, INFERENCE_SERVICES: name}) as updates:
+            while True:
+                progress = assess(objects[MODELS], objects[INFERENCE_SERVICES])
+                now = time.monotonic()
+                elapsed = views.human_duration(now - started)
+                spinner.update(f"{progress.line}  [dim]{elapsed}[/dim]")
+                if progress.line != last_line:  # every change stays on screen (and in a log)
+                    console.print(f"{progress.line}  [dim]({elapsed})[/dim]")
+                    last_line = progress.line
+                if not told_silent and controller_silent(
+                    objects[MODELS], objects[INFERENCE_SERVICES], now - started, silent_after
+                ):
+                    console.print(f"[yellow]{controller_silent_message(name, silent_after)}[/yellow]")
+                    told_silent = True
+                if progress.outcome != "waiting" or now >= deadline:
+                    return progress, objects[INFERENCE_SERVICES]
+                # Woken by the next change, the silence check, the deadline, or the spinner's second.
+                wake = deadline if told_silent else min(deadline, started + silent_after)
+                wake = min(wake, now + 1.0)  # the elapsed time on the spinner (no request: a local wake)
+                try:
+                    async with asyncio.timeout(max(0.0, wake - now)):
+                        update = await updates.get()
+                except TimeoutError:
+                    continue
+                if isinstance(update, Exception):
+                    raise update
+                resource, obj = update
+                objects[resource] = obj
