@@ -6,6 +6,7 @@ colleague's `kubectl apply`) is reported as a conflict instead of being taken ov
 """
 
 import argparse
+import asyncio
 import sys
 from typing import Any
 
@@ -21,6 +22,7 @@ from llmkube.usercli import render
 from llmkube.usercli.catalog.entries import CatalogEntry, deploy_options, find_entry
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.fit import check_memory_fit, report
+from llmkube.usercli.hub import resolve_model_file
 from llmkube.usercli.kinds import FIELD_MANAGER, INFERENCE_SERVICES, MODELS
 from llmkube.usercli.manifests import DeployError, DeployOptions, build_manifests
 from llmkube.usercli.progress import wait_until_ready
@@ -53,6 +55,7 @@ def options_from_args(args: argparse.Namespace, namespace: str) -> DeployOptions
         priority=args.priority,
         quantization=args.quantization,
         sha256=args.sha256,
+        files=tuple(getattr(args, "file", None) or ()),
         port=args.port,
         extra_args=tuple(args.extra_arg or ()),
         env=tuple(args.env or ()),
@@ -101,13 +104,16 @@ async def apply(session: Session, resource: Resource, obj: Obj, *, dry_run: bool
 
 
 def print_offline(args: argparse.Namespace) -> int:
-    """`--dry-run` (client): the objects, without a cluster."""
+    """`--dry-run` (client): the objects, without a cluster (a Hugging Face repository's file list
+    is still read from the Hub: it decides the file)."""
+    args = asyncio.run(resolve_model_file(args))
     model, isvc = manifests_from_args(args, args.namespace or "default")
     render.dump([model, isvc], args.output if args.output in ("json", "yaml") else "yaml")
     return 0
 
 
 async def run_deploy(session: Session, args: argparse.Namespace) -> int:
+    args = await resolve_model_file(args)
     model, isvc = manifests_from_args(args, session.namespace)
     structured = args.output in ("json", "yaml")
     if args.dry_run == "client":

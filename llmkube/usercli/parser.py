@@ -176,7 +176,8 @@ def _deploy(sub: Any) -> None:
     p.add_argument(
         "source",
         help="model source: https://.../file.gguf, /path, file://..., pvc://claim/path, hf://org/repo, "
-        "org/repo, s3://bucket/key, or an id of the catalog (llmkube catalog list)",
+        "org/repo, org/repo:Q4_K_M (a GGUF repository and the quantization to serve), s3://bucket/key, or "
+        "an id of the catalog (llmkube catalog list)",
     )
     p.add_argument("--name", help="name of both objects (default: made from the source's file name)")
     p.add_argument("--runtime", choices=RUNTIMES, help="serving runtime (default: llamacpp)")
@@ -207,7 +208,18 @@ def _deploy(sub: Any) -> None:
     p.add_argument(
         "--priority", choices=PRIORITIES, help="GPU queue and preemption priority (default: normal)"
     )
-    p.add_argument("--quantization", help="informational quantization label, e.g. Q4_K_M")
+    p.add_argument(
+        "--quantization",
+        help="the quantization to serve from a Hugging Face repository of GGUF files (as org/repo:Q4_K_M), "
+        "else an informational label",
+    )
+    p.add_argument(
+        "--file",
+        action="append",
+        metavar="PATH",
+        help="the file of the repository to serve (repeatable: shards, the first loaded); default: the "
+        "GGUF file of the quantization asked for, or the only one",
+    )
     p.add_argument("--sha256", help="expected SHA-256 of the model file")
     p.add_argument("--port", type=int, help="port the endpoint listens on (default: 8080)")
     p.add_argument("--extra-arg", action="append", metavar="ARG", help="extra runtime argument (repeatable)")
