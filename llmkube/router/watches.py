@@ -27,7 +27,9 @@ log = structlog.get_logger("llmkube.router.watches")
 MODEL_ROUTERS = Resource(c.GROUP, c.VERSION, c.ROUTER_PLURAL, c.ROUTER_KIND)
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 #: what an endpoint needs of a slice
-_SLICE_CACHE = keep_only(("addressType",), ("ports",), ("endpoints",))
+#: what the router reads of a slice (plan/router/endpoints.py): its addresses and ports, and the
+#: labels, which carry the serving mode of its Service (embeddings and rerank are routed by it)
+SLICE_CACHE = keep_only(("metadata", "labels"), ("addressType",), ("ports",), ("endpoints",))
 
 
 class RouterWatches:
@@ -96,7 +98,7 @@ class RouterWatches:
                 ENDPOINT_SLICES,
                 namespace=self.state.namespace,
                 label_selector=f"{SERVICE_NAME_LABEL}={service}",
-                transform=_SLICE_CACHE,
+                transform=SLICE_CACHE,
                 read_timeout=self.read_timeout,
             )
             informer.add_handler(self._slice_handler(service, informer))

@@ -162,7 +162,10 @@ def test_a_drained_rollout_finishes_the_streams_in_flight(
             within=60,
             what="the Draining condition",
         )
-        during = http(node_cluster, url, chat_request())  # once: not refused, not retried
+        # Once: not refused, not retried. kube-proxy may still send it to the draining pod (the new
+        # pod's endpoint reaches it later on a loaded machine), whose slots are all busy with the
+        # streams: it waits for one, as a client of a draining pod does, and is answered.
+        during = http(node_cluster, url, chat_request(), timeout=240)
         streams = [future.result(timeout=240) for _, future in started]
     assert during.status == 200 and during.json()["usage"]["completion_tokens"] > 0
     assert draining["reason"] == "WaitingForRequests" and old["metadata"]["name"] in draining["message"], (

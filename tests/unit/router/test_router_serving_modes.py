@@ -56,3 +56,44 @@ def test_a_rerank_request_is_parsed_as_one() -> None:
     assert parsed.endpoint == "rerank"  # type: ignore[union-attr]
     assert parsed.stream is False  # type: ignore[union-attr]
     assert parsed.prompt_text() == "q\na\nb"  # type: ignore[union-attr]
+
+
+def test_what_the_router_reads_of_a_slice_survives_its_cache() -> None:
+    """The router caches its slices trimmed (watches.SLICE_CACHE): every reader of a slice sees
+    the same through the trimmed copy as through the slice the API server sends (the mode label
+    was dropped once, and every embeddings request got a 502)."""
+    from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints
+    from llmkube.router.watches import SLICE_CACHE
+
+    served = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "embed-x1",
+            "namespace": "ai",
+            "uid": "u",
+            "resourceVersion": "7",
+            "labels": {MODE_LABEL: "embedding", "kubernetes.io/service-name": "embed"},
+            "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2026-12-07T00:00:00Z"},
+            "managedFields": [{"manager": "endpointslice-controller"}],
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": [
+            {
+                "addresses": ["10.0.0.7"],
+                "conditions": {"ready": True},
+                "targetRef": {"kind": "Pod", "name": "embed-7"},
+            },
+            {
+                "addresses": ["10.0.0.8"],
+                "conditions": {"ready": False},
+                "targetRef": {"kind": "Pod", "name": "embed-8"},
+            },
+        ],
+    }
+    cached = SLICE_CACHE(served)
+    for reader in (serving_mode, ready_endpoints, endpoint_names):
+        assert reader([cached]) == reader([served]), reader.__name__
+    assert serving_mode([cached]) == "embedding" and ready_endpoints([cached])
+    assert "managedFields" not in cached["metadata"] and "annotations" not in cached["metadata"]
