@@ -45,3 +45,13 @@ def test_every_pointer_names_a_file_that_exists() -> None:
             if not any((base / pointer).exists() for base in bases):
                 stale.append(f"{document.relative_to(ROOT)}: {pointer}")
     assert stale == []
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """pytest imports test modules by their base name (rootdir-relative imports): a second
+    `test_x.py` anywhere under tests/ stops the whole suite at collection, in whichever pass meets
+    both. Caught here, in the first seconds of the unit tests."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
