@@ -16,8 +16,7 @@ from llmkube.kube.cache.store import Change
 from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import ENDPOINT_SLICES, Resource
 from llmkube.kube.rest.client import ApiClient
-from llmkube.plan.router.config import RouterConfig
-from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints
+from llmkube.plan.router import RouterConfig, endpoint_names, ready_endpoints
 from llmkube.router.state import RouterState
 
 __all__ = ["MODEL_ROUTERS", "SERVICE_NAME_LABEL", "RouterWatches"]

@@ -7,5 +7,42 @@ again by a stream writer: 4.4 ms of the router's CPU per 200-token stream agains
 relay, and a time to first byte 1.3 ms longer than going direct with 64 streams open
 (bench/bench_router.py). Here a chunk is a callback from the backend's connection to the client's:
 parsed in C, looked at for its usage, framed and written, with no task switch. What decides (rules,
-budgets, retries) stays in llmkube.router.proxy and llmkube.plan.router; this package knows nothing
-of routing."""
+budgets, retries) is llmkube.plan.router's, performed by llmkube.router; this package knows nothing
+of routing (import-linter holds it).
+
+Its face (below) is imported name by name when first used: the command line reads the server's
+`Limits` without loading the server."""
+
+from typing import TYPE_CHECKING
+
+from llmkube.faces import lazy_face
+
+if TYPE_CHECKING:  # the type checker reads the face here (pyproject.toml: implicit_reexport)
+    from llmkube.router.http.budget import ByteBudget
+    from llmkube.router.http.client import (
+        Answer,
+        AnswerBroken,
+        AnswerSilent,
+        ConnectFailed,
+        ConnectionBroken,
+        InvalidHeader,
+        Origin,
+        Pool,
+        Resolve,
+        Sink,
+    )
+    from llmkube.router.http.limits import Limits
+    from llmkube.router.http.messages import BodyBusy, BodyError, Headers, Request
+    from llmkube.router.http.server import ErrorBody, Handler, HttpServer, Responder, ServerStats
+else:
+    __all__, __getattr__ = lazy_face(
+        __name__,
+        {
+            "budget": "ByteBudget",
+            "limits": "Limits",
+            "messages": "BodyBusy BodyError Headers Request",
+            "server": "ErrorBody Handler HttpServer Responder ServerStats",
+            "client": "Answer AnswerBroken AnswerSilent ConnectFailed ConnectionBroken "
+            "InvalidHeader Origin Pool Resolve Sink",
+        },
+    )
