@@ -31,9 +31,12 @@ if TYPE_CHECKING:  # the type checker reads the face here (pyproject.toml: impli
         Resolve,
         Sink,
     )
+    from llmkube.router.http.connection import ErrorBody
     from llmkube.router.http.limits import Limits
     from llmkube.router.http.messages import BodyBusy, BodyError, Headers, Request
-    from llmkube.router.http.server import ErrorBody, Handler, HttpServer, Responder, ServerStats
+    from llmkube.router.http.responder import Handler, Responder
+    from llmkube.router.http.server import HttpServer
+    from llmkube.router.http.stats import ServerStats
 else:
     __all__, __getattr__ = lazy_face(
         __name__,
@@ -41,7 +44,10 @@ else:
             "budget": "ByteBudget",
             "limits": "Limits",
             "messages": "BodyBusy BodyError Headers Request",
-            "server": "ErrorBody Handler HttpServer Responder ServerStats",
+            "server": "HttpServer",
+            "connection": "ErrorBody",
+            "responder": "Handler Responder",
+            "stats": "ServerStats",
             "client": "Answer AnswerBroken AnswerSilent ConnectFailed ConnectionBroken "
             "InvalidHeader Origin Pool Resolve Sink",
         },
