@@ -18,19 +18,17 @@ from typing import TYPE_CHECKING
 from llmkube.faces import lazy_face
 
 if TYPE_CHECKING:  # the type checker reads the face here (pyproject.toml: implicit_reexport)
-    from llmkube.router.http.budget import ByteBudget
-    from llmkube.router.http.client import (
+    from llmkube.router.http.backend import (
         Answer,
         AnswerBroken,
         AnswerSilent,
         ConnectFailed,
         ConnectionBroken,
-        InvalidHeader,
         Origin,
-        Pool,
-        Resolve,
         Sink,
     )
+    from llmkube.router.http.budget import ByteBudget
+    from llmkube.router.http.client import InvalidHeader, Pool, Resolve
     from llmkube.router.http.connection import ErrorBody
     from llmkube.router.http.limits import Limits
     from llmkube.router.http.messages import BodyBusy, BodyError, Headers, Request
@@ -48,7 +46,7 @@ else:
             "connection": "ErrorBody",
             "responder": "Handler Responder",
             "stats": "ServerStats",
-            "client": "Answer AnswerBroken AnswerSilent ConnectFailed ConnectionBroken "
-            "InvalidHeader Origin Pool Resolve Sink",
+            "backend": "Answer AnswerBroken AnswerSilent ConnectFailed ConnectionBroken Origin Sink",
+            "client": "InvalidHeader Pool Resolve",
         },
     )
