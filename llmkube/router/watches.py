@@ -16,7 +16,7 @@ from llmkube.kube.cache.store import Change
 from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import ENDPOINT_SLICES, Resource
 from llmkube.kube.rest.client import ApiClient
-from llmkube.plan.router import RouterConfig, endpoint_names, ready_endpoints
+from llmkube.plan.router import RouterConfig, endpoint_names, ready_endpoints, serving_mode
 from llmkube.router.state import RouterState
 
 __all__ = ["MODEL_ROUTERS", "SERVICE_NAME_LABEL", "RouterWatches"]
@@ -25,8 +25,9 @@ log = structlog.get_logger("llmkube.router.watches")
 
 MODEL_ROUTERS = Resource(c.GROUP, c.VERSION, c.ROUTER_PLURAL, c.ROUTER_KIND)
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-#: what an endpoint needs of a slice
-_SLICE_CACHE = keep_only(("addressType",), ("ports",), ("endpoints",))
+#: what the router reads of a slice (plan/router/endpoints.py): its addresses and ports, and the
+#: labels, which carry the serving mode of its Service (embeddings and rerank are routed by it)
+SLICE_CACHE = keep_only(("metadata", "labels"), ("addressType",), ("ports",), ("endpoints",))
 
 
 class RouterWatches:
@@ -95,7 +96,7 @@ class RouterWatches:
                 ENDPOINT_SLICES,
                 namespace=self.state.namespace,
                 label_selector=f"{SERVICE_NAME_LABEL}={service}",
-                transform=_SLICE_CACHE,
+                transform=SLICE_CACHE,
                 read_timeout=self.read_timeout,
             )
             informer.add_handler(self._slice_handler(service, informer))
@@ -112,7 +113,7 @@ class RouterWatches:
         endpoints = ready_endpoints(slices)
         if endpoints != self.state.endpoints.get(service):
             log.info("endpoints", service=service, ready=len(endpoints))
-        self.state.set_endpoints(service, endpoints, names=endpoint_names(slices))
+        self.state.set_endpoints(service, endpoints, names=endpoint_names(slices), mode=serving_mode(slices))
 
     async def stop(self) -> None:
         await asyncio.gather(

@@ -127,6 +127,7 @@ async def test_cpu_service_goes_pending_creating_ready(
 
     assert {k: v for k, v in ready.items() if k not in ("conditions", "lastUpdated")} == {
         "phase": "Ready",
+        "mode": "chat",  # the serving mode resolved from spec.mode (chat by default), as the reference
         "replicas": 1,
         "readyReplicas": 1,
         "desiredReplicas": 1,

@@ -39,7 +39,16 @@ EXPECTED_PHASES = {
     "pending": "Pending",  # its Model is not Ready
 }
 EXPECTED_MODELS = {"hf": "Ready", "cuda": "Ready", "claim": "Failed"}
-ISVC_PHASES = ("Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed")
+ISVC_PHASES = (
+    "Pending",
+    "Creating",
+    "Progressing",
+    "Ready",
+    "WaitingForGPU",
+    "Stopped",
+    "Failed",
+    "Suspended",
+)
 MODEL_PHASES = ("Pending", "Downloading", "Copying", "Ready", "Failed")
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # the type checker reads the face here (pyproject.toml: impli
     )
     from llmkube.plan.router.credential_hosts import credential_host_issues
     from llmkube.plan.router.detector import Detection, detect
-    from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints
+    from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints, serving_mode
     from llmkube.plan.router.errors import Refused
     from llmkube.plan.router.headers import forwarded, presented_key, request_id, returned
     from llmkube.plan.router.latency import RollingP95
@@ -118,7 +118,7 @@ else:
             "strategy": "Attempts",
             "matching": "Decision served_models",
             "detector": "Detection detect",
-            "endpoints": "endpoint_names ready_endpoints",
+            "endpoints": "endpoint_names ready_endpoints serving_mode",
             "providers": "auth_headers upstream_url",
             "timeouts": "header_timeout",
             "audit": "AuditRecord audit_line",

@@ -8,9 +8,11 @@ reads is bounded by what it has admitted:
 2. `admit_body`, the body's bytes: its size against the spec's limit, what parsing it would cost
    against its allowance and the body budget every request in flight shares, then the body parsed.
 3. `admit`, the parsed request: its classification (the header, or what the detector found), the
-   rule it falls under, what its key may use, the budgets that apply and whether they have room for
-   its estimate, the backends to try in order and the shadows, and how long it may wait for an
-   InferenceService backend between the pods of a rollout when nothing can serve it now.
+   rule it falls under (narrowed to the backends of the serving mode its endpoint needs: an
+   embeddings or rerank request goes to an InferenceService of that mode), what its key may use,
+   the budgets that apply and whether they have room for its estimate, the backends to try in
+   order and the shadows, and how long it may wait for an InferenceService backend between the
+   pods of a rollout when nothing can serve it now.
 
 Each returns a value: the router's own answer (`Refused`, or a `Refusal` with what the audit line
 says of the request), or what the router then does: the rate token to take, the bytes of the body
@@ -29,8 +31,8 @@ from llmkube.plan.router.config import TASK_COMPLEXITY_HEADER, WEIGHTED, ApiKey,
 from llmkube.plan.router.detector import Detection
 from llmkube.plan.router.errors import Refused
 from llmkube.plan.router.hold import endpoint_wait
-from llmkube.plan.router.matching import Decision, Features, decide
-from llmkube.plan.router.requests import Endpoint, ParsedRequest, parse_request, too_costly
+from llmkube.plan.router.matching import Decision, Features, decide, for_endpoint
+from llmkube.plan.router.requests import NOT_GENERATING, Endpoint, ParsedRequest, parse_request, too_costly
 from llmkube.plan.router.strategy import Attempts, attempts, next_draw
 from llmkube.plan.router.value import value
 
@@ -49,6 +51,10 @@ class View(Protocol):
 
     def endpoint_count(self, backend: Backend) -> int:
         """Ready endpoints of an InferenceService backend."""
+        ...
+
+    def mode(self, backend: Backend) -> str:
+        """The serving mode (chat, embedding, rerank) its Service's label says ("": not known)."""
         ...
 
     def p95(self) -> Mapping[str, float]:
@@ -214,7 +220,13 @@ def admit(
     else:
         classification, detected = ("pii" if found.found else ""), tuple(sorted(found.kinds))
     complexity = headers.get(TASK_COMPLEXITY_HEADER, "").strip().lower()
-    decision = decide(config, Features(parsed.model, classification, complexity, headers))
+    # /v1/embeddings and /v1/rerank go to backends of that serving mode; chat stays off them.
+    decision = for_endpoint(
+        config,
+        decide(config, Features(parsed.model, classification, complexity, headers)),
+        parsed.endpoint,
+        lambda name: _mode(config, view, name),
+    )
     client = key.name if key is not None else None
     body = parsed.body if config.audit.include_body else None
     known = (client, parsed.model, parsed.stream, body, classification or None, detected, decision.rule_name)
@@ -268,11 +280,16 @@ def plan_attempts(
     return attempts(config, decision, usable, draw=draw or 0.0, p95=view.p95() if slo else {})
 
 
+def _mode(config: RouterConfig, view: View, name: str) -> str:
+    backend = config.backend(name)
+    return view.mode(backend) if backend is not None else ""
+
+
 def _estimate(
     config: RouterConfig, decision: Decision, parsed: ParsedRequest, applicable: Applicable
 ) -> Hold:
     tokens = reservation_estimate(
-        len(parsed.prompt_text()), parsed.max_tokens, answers=parsed.endpoint != "embeddings"
+        len(parsed.prompt_text()), parsed.max_tokens, answers=parsed.endpoint not in NOT_GENERATING
     )
     # The backend is not chosen yet: the dearest of the route's prices.
     price = max(

@@ -32,6 +32,7 @@ from llmkube.plan.router.audit import AuditRecord, audit_line
 from llmkube.plan.router.budgets import reservation_estimate
 from llmkube.plan.router.config import Backend
 from llmkube.plan.router.errors import Refused
+from llmkube.plan.router.requests import NOT_GENERATING
 from llmkube.plan.router.usage import Usage, delivered, estimate, usage_of_body
 from llmkube.plan.router.value import value
 
@@ -240,7 +241,7 @@ def _left(admission: Admission, seen: Observed) -> Usage | None:
     if seen.working is not None:
         hold = admission.hold
         reserved = (hold.tokens if hold is not None else 0) or reservation_estimate(
-            prompt, parsed.max_tokens, answers=parsed.endpoint != "embeddings"
+            prompt, parsed.max_tokens, answers=parsed.endpoint not in NOT_GENERATING
         )
     return delivered(seen.streamed, prompt, seen.events, reserved=reserved)
 

@@ -45,6 +45,9 @@ class _View:
     def endpoint_count(self, backend: Backend) -> int:
         return 1
 
+    def mode(self, backend: Backend) -> str:
+        return ""
+
     def p95(self) -> Mapping[str, float]:
         return {}
 
