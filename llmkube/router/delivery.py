@@ -12,10 +12,13 @@ relayed, what happened noted in its `Trace`.
 * Once a byte has reached the client nothing is retried: a stream that breaks is cut off, so the
   client sees a broken stream, not a spliced one.
 * Each attempt gives its endpoint a verdict (llmkube.plan.router.quarantine): a failure quarantines
-  it, an answer ends a quarantine, a client that leaves says nothing about it."""
+  it, an answer ends a quarantine, a client that leaves says nothing about it.
+* A client that leaves while an attempt is under way leaves that backend in the `Trace` as the one
+  working on its request: it is charged for the answer (llmkube.plan.router.outcome, `GONE`)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import structlog
@@ -146,6 +149,7 @@ class Delivery:
         state.request_began(target)
         upstream: Answer | None = None
         verdict: bool | None = None  # None: no verdict (the client left)
+        left = False  # the client went away while this backend had its request
         trace.working = backend
         try:
             if url is not None:
@@ -179,11 +183,15 @@ class Delivery:
                     raise
                 trace.answered = trace.stream = None
                 return False  # the client has not had a byte yet: the next attempt may serve it
+        except asyncio.CancelledError:
+            left = True  # the server cancels a request whose client went away
+            raise
         finally:
-            if trace.stream is None:
-                # Only a stream being relayed keeps its backend as the one working on the request:
-                # a client that leaves it is charged what it was sent; one that leaves a whole
-                # answer, or between attempts, is charged nothing.
+            if trace.stream is None and not left:
+                # The backend stays the one working on the request when the client left while it
+                # made or sent the answer (a stream: it is charged what it was sent; a whole answer:
+                # what it was admitted for, as how far the backend got is not known), so hanging up
+                # never makes an answer free; an attempt that ended otherwise hands the request on.
                 trace.working = None
             state.request_ended(target)
             now = state.clock()

@@ -13,8 +13,9 @@ How it ended decides the rest:
   was cut (it sees a broken stream, not a short one). Nothing is charged.
 * `GONE`: the client left. It is charged what it was sent: the backend's usage when it came, else
   its prompt and a token per event of a stream; while the backend delivery names as `working`
-  (llmkube.router.delivery: the one whose stream was being relayed) had it, what it was admitted
-  for; else nothing.
+  (llmkube.router.delivery: the one making or sending its answer when it left) had a whole answer
+  in hand, what it was admitted for (how far the backend got before it was let go is not known);
+  with no backend working on it (before the first attempt, between two), nothing.
 * `UNSERVED`: no attempt served it: 502 naming each backend and what happened to it (504 when they
   all timed out), or 503 when nothing could be tried (fail-closed for a sensitive request or rule).
 * `FAILED`: a defect of the router: a 500 in OpenAI's shape when the client had nothing yet, else
@@ -85,8 +86,8 @@ class Observed:
     tried: Sequence[str] = ()
     failures: Sequence[Failed] = ()
     answered: Answered | None = None
-    #: the backend working on it when it ended (llmkube.router.delivery: the one whose stream was
-    #: being relayed); a client leaving then is charged what it was sent
+    #: the backend working on it when it ended (llmkube.router.delivery: the one making or sending
+    #: its answer when the client left); a client leaving then is charged for that answer
     working: Backend | None = None
     #: a whole answer's body (None: a stream, or no answer)
     body: bytes | None = None

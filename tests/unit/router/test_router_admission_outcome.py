@@ -106,8 +106,11 @@ ANSWER_BODY = orjson.dumps({"usage": {"prompt_tokens": 7, "completion_tokens": 3
         ("answered-stream", 200, "ok", Usage(prompt=12, completion=5, reported=False), None),
         # The backend's answer broke after the client had bytes of it: nothing charged.
         ("reset", 200, "upstream_reset", None, None),
-        # The client left while no stream was being relayed (a whole answer): nothing charged.
-        ("gone-whole", 499, "client_gone", None, None),
+        # The client left while a backend made its whole answer: what it was admitted for (its
+        # prompt's 12 tokens and max_tokens 10), as how far the backend got is not known.
+        ("gone-whole", 499, "client_gone", Usage(prompt=12, completion=10, reported=False), None),
+        # The client left while no backend had it (between two attempts): nothing charged.
+        ("gone-between", 499, "client_gone", None, None),
         # The client left a stream: what it was sent.
         ("gone-stream", 499, "client_gone", Usage(prompt=12, completion=4, reported=False), None),
         # Nothing served: every attempt timed out (504), or nothing could be tried (503).
@@ -132,7 +135,8 @@ def test_each_way_a_request_ends_comes_to_its_status_charge_and_answer(
         ),
         "answered-stream": Observed(ANSWERED, tried=("a",), answered=answered, events=5, started=True),
         "reset": Observed(RESET, tried=("a",), answered=answered, events=2, started=True),
-        "gone-whole": Observed(GONE, tried=("a",)),
+        "gone-whole": Observed(GONE, tried=("a",), working=backend),
+        "gone-between": Observed(GONE, tried=("a",), failures=(Failed("a", "5xx", "500"),)),
         "gone-stream": Observed(
             GONE, tried=("a",), answered=answered, working=backend, events=4, started=True
         ),
