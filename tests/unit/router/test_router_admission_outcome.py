@@ -25,8 +25,9 @@ from llmkube.plan.router.outcome import (
     Ticket,
     outcome_of,
 )
+from llmkube.plan.router.requests import Endpoint
 from llmkube.plan.router.usage import Usage
-from tests.unit.router.router_factories import config, local
+from tests.unit.router.router_factories import config, local, rule
 
 CHAT = "chat"
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -34,10 +35,12 @@ BODY = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x" 
 
 
 class _View:
-    """The router's state as admission reads it: every backend usable, nothing measured."""
+    """The router's state as admission reads it: every backend usable, nothing measured, the
+    serving modes `modes` says (by Service)."""
 
-    def __init__(self) -> None:
+    def __init__(self, modes: Mapping[str, str] | None = None) -> None:
         self.budgets = Budgets()
+        self.modes = modes or {}
 
     def usable(self, backend: Backend) -> bool:
         return True
@@ -46,7 +49,7 @@ class _View:
         return 1
 
     def mode(self, backend: Backend) -> str:
-        return ""
+        return self.modes.get(backend.service or "", "")
 
     def p95(self) -> Mapping[str, float]:
         return {}
@@ -76,6 +79,43 @@ def test_a_body_admitted_holds_its_parse_and_its_copy() -> None:
     body = admit_body(BODY, CHAT, limit=1 << 20, budget=1 << 20, free=1 << 20)
     assert isinstance(body, Body)
     assert body.holds == parse_cost(BODY) + len(BODY) and body.parsed.model == "m"
+
+
+MODED = config(
+    local("chat"),
+    local("embed"),
+    local("rank"),
+    rules=[rule("qwen", "chat", "embed", match={"models": ["qwen*"]})],
+    defaultRoute="chat",
+)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "body", "modes", "order"),
+    [
+        ("embeddings", {"model": "qwen3", "input": "x"}, {"embed": "embedding"}, ("embed",)),
+        # The default route has no embedding backend: the router's own.
+        ("embeddings", {"model": "other", "input": "x"}, {"embed": "embedding"}, ("embed",)),
+        ("rerank", {"model": "other", "query": "q", "documents": ["a"]}, {"rank": "rerank"}, ("rank",)),
+        # A chat request stays off the rule's embedding backend.
+        (
+            "chat",
+            {"model": "qwen3", "messages": [{"role": "user", "content": "x"}]},
+            {"embed": "embedding"},
+            ("chat",),
+        ),
+        # No backend says its mode (external ones, Services without the label): the rule stands.
+        ("embeddings", {"model": "qwen3", "input": "x"}, {}, ("chat", "embed")),
+    ],
+)
+def test_admission_sends_each_endpoint_to_the_backends_of_its_serving_mode(
+    endpoint: Endpoint, body: dict[str, object], modes: dict[str, str], order: tuple[str, ...]
+) -> None:
+    admitted_body = admit_body(orjson.dumps(body), endpoint, limit=1 << 20, budget=1 << 20, free=1 << 20)
+    assert isinstance(admitted_body, Body)
+    admitted = admit(MODED, admitted_body.parsed, {}, _View(modes), 0.0)
+    assert isinstance(admitted, Admission)
+    assert admitted.decision.backends == order and tuple(admitted.attempts.order) == order
 
 
 def _admission() -> Admission:
