@@ -13,7 +13,7 @@ from pathlib import Path
 
 import structlog
 
-from llmkube.plan.router.config import Audit
+from llmkube.plan.router import Audit
 
 log = structlog.get_logger("llmkube.router.audit")
 

@@ -30,7 +30,7 @@ def router_settings(args: argparse.Namespace, *, loop: str = "asyncio") -> "Rout
     """What `llmkube router ARGS` runs with (the tests run a router pod's own arguments through it).
     Raises ValueError naming the flag."""
     from llmkube.plan.allowed_hosts import parse_allowed_hosts
-    from llmkube.router.http.limits import Limits
+    from llmkube.router.http import Limits
     from llmkube.router.process import RouterSettings
 
     namespace = _namespace(args)

@@ -5,7 +5,7 @@ import argparse
 import os
 
 from llmkube.flags import add_kubeconfig_flag, add_logging_flags
-from llmkube.router.http.limits import Limits
+from llmkube.router.http import Limits
 
 
 def add_router_flags(parser: argparse.ArgumentParser) -> None:

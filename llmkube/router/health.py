@@ -10,9 +10,8 @@ import asyncio
 
 import structlog
 
-from llmkube.plan.router.config import Backend, RouterConfig
-from llmkube.plan.router.providers import upstream_url
-from llmkube.router.http.client import AnswerBroken, ConnectionBroken
+from llmkube.plan.router import Backend, RouterConfig, upstream_url
+from llmkube.router.http import AnswerBroken, ConnectionBroken
 from llmkube.router.state import RouterState
 from llmkube.router.upstream import Upstreams
 

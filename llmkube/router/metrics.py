@@ -19,8 +19,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from llmkube.router.http.budget import ByteBudget
-from llmkube.router.http.server import ServerStats
+from llmkube.router.http import ByteBudget, ServerStats
 
 __all__ = ["RouterMetrics", "StateView"]
 

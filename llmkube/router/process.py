@@ -21,13 +21,12 @@ from llmkube.kube.exposition import exposition_chunks
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.config import load_client_config
 from llmkube.plan.allowed_hosts import AllowedHost
-from llmkube.plan.router.config import RouterConfig
+from llmkube.plan.router import RouterConfig, errors
 from llmkube.router.audit import AuditSink
 from llmkube.router.health import Prober
-from llmkube.router.http.budget import ByteBudget
-from llmkube.router.http.server import HttpServer, Limits
+from llmkube.router.http import ByteBudget, HttpServer, Limits
 from llmkube.router.metrics import RouterMetrics
-from llmkube.router.proxy import Proxy, error_body
+from llmkube.router.proxy import Proxy
 from llmkube.router.secrets import SecretFiles
 from llmkube.router.state import RouterState
 from llmkube.router.upstream import Upstreams
@@ -64,6 +63,11 @@ class RouterSettings:
 
 def metrics_page() -> bytes:
     return b"".join(exposition_chunks(prometheus_client.REGISTRY))
+
+
+def error_body(status: int, message: str) -> tuple[str, bytes]:
+    """What the server answers by itself (a malformed request, a head too large), in OpenAI's shape."""
+    return "application/json", errors.for_http(status, message).body()
 
 
 def http_server(proxy: Proxy, limits: Limits | None = None) -> HttpServer:

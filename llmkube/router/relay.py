@@ -1,21 +1,15 @@
-"""An answer's body on its way: a stream from the backend's connection to the client's, chunk by
-chunk, in the backend connection's callbacks (no task wakes per chunk), with its usage followed; and
-a shadow's answer, read to its end and dropped."""
+"""A stream on its way: from the backend's connection to the client's, chunk by chunk, in the
+backend connection's callbacks (no task wakes per chunk), with its usage followed."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import TYPE_CHECKING
 
-from llmkube.plan.router.usage import StreamUsage, Usage, usage_of_body
-from llmkube.router.http.client import Answer, AnswerBroken, AnswerSilent
-from llmkube.router.http.messages import Headers
+from llmkube.plan.router import StreamUsage
+from llmkube.router.http import Answer, AnswerBroken, AnswerSilent, Headers, Responder
+from llmkube.router.trace import Trace
 
-if TYPE_CHECKING:
-    from llmkube.router.proxy import Exchange
-
-__all__ = ["ClientGone", "Discard", "StreamRelay", "UpstreamReset"]
+__all__ = ["ClientGone", "StreamRelay", "UpstreamReset"]
 
 
 class StreamRelay:
@@ -24,12 +18,15 @@ class StreamRelay:
     several) goes to the client in one write once it has been through the usage follower, as it
     arrived: nothing is held back for later. `run()` waits for the stream's end."""
 
-    __slots__ = ("done", "exchange", "follower", "headers", "held", "pending", "responder", "upstream")
+    __slots__ = ("done", "follower", "headers", "held", "pending", "responder", "status", "trace", "upstream")
 
-    def __init__(self, exchange: Exchange, upstream: Answer, headers: Headers, follower: StreamUsage) -> None:
-        self.exchange = exchange
-        self.responder = exchange.responder
+    def __init__(
+        self, responder: Responder, upstream: Answer, headers: Headers, follower: StreamUsage, trace: Trace
+    ) -> None:
+        self.responder = responder
+        self.trace = trace
         self.upstream = upstream
+        self.status = upstream.status
         self.headers = headers
         self.follower = follower
         #: what the current read of the backend's connection has brought so far
@@ -47,9 +44,9 @@ class StreamRelay:
         await self.done
 
     def _start(self, first: bytes) -> None:
-        self.responder.start(self.exchange.record.status, self.headers, first)
+        self.responder.start(self.status, self.headers, first)
         if first:
-            self.exchange.first_byte = time.perf_counter() - self.exchange.started
+            self.trace.sent_first_byte()
 
     def _taken(self) -> bytes:
         pending = self.pending
@@ -80,8 +77,8 @@ class StreamRelay:
         elif not responder.send(data):
             self.done.set_exception(ClientGone())
             return
-        elif self.exchange.first_byte is None:
-            self.exchange.first_byte = time.perf_counter() - self.exchange.started
+        elif self.trace.first_byte is None:
+            self.trace.sent_first_byte()
         if responder.writing_paused and not self.held:
             # The client's buffer is full: read no more from the backend until it drains.
             self.held = True
@@ -99,8 +96,8 @@ class StreamRelay:
         if not self.responder.started:
             self._start(last)
             last = b""
-        elif last and self.exchange.first_byte is None:
-            self.exchange.first_byte = time.perf_counter() - self.exchange.started
+        elif last:
+            self.trace.sent_first_byte()
         self.responder.end(last)
         self.done.set_result(None)
 
@@ -108,46 +105,6 @@ class StreamRelay:
         if not self.done.done():
             detail = "the stream went silent" if isinstance(error, AnswerSilent) else str(error)
             self.done.set_exception(UpstreamReset(detail))
-
-
-class Discard:
-    """A shadow's answer: read to its end and dropped, but for its usage (a stream's is followed as
-    it goes, an answer is kept, up to a bound, for its own)."""
-
-    __slots__ = ("done", "follower", "kept", "size", "stream", "usage")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, *, stream: bool) -> None:
-        self.stream = stream
-        self.follower = StreamUsage(strip_injected=False)
-        self.size = 0
-        self.kept: list[bytes] = []
-        self.usage: Usage | None = None
-        self.done: asyncio.Future[None] = loop.create_future()
-
-    def body(self, data: bytes) -> None:
-        self.size += len(data)
-        if self.stream:
-            self.follower.feed(data)
-        elif self.size <= SHADOW_BODY_KEPT:
-            self.kept.append(data)
-
-    def flush(self) -> None:
-        pass
-
-    def end(self) -> None:
-        if not self.stream:
-            self.usage = usage_of_body(b"".join(self.kept))
-        if not self.done.done():
-            self.done.set_result(None)
-
-    def failed(self, error: AnswerBroken) -> None:
-        if not self.done.done():
-            self.done.set_exception(error)
-
-
-#: a shadow's non-streamed answer is kept this far to read its usage (an answer is small; an
-#: embedding's vectors beyond this are counted, not kept)
-SHADOW_BODY_KEPT = 1 << 20
 
 
 class ClientGone(Exception):

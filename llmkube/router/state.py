@@ -13,13 +13,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmkube.plan.allowed_hosts import AllowedHost
-from llmkube.plan.router.budgets import Budgets
-from llmkube.plan.router.config import Backend, RouterConfig, compile_config
-from llmkube.plan.router.credential_hosts import credential_host_issues
-from llmkube.plan.router.latency import RollingP95
-from llmkube.plan.router.quarantine import Quarantine
-from llmkube.plan.router.strategy import next_draw
-from llmkube.plan.router.validation import Issue, errors, validate
+from llmkube.plan.router import (
+    Backend,
+    Budgets,
+    Issue,
+    Quarantine,
+    RollingP95,
+    RouterConfig,
+    compile_config,
+    credential_host_issues,
+    validate,
+)
 
 Clock = Callable[[], float]
 
@@ -87,7 +91,7 @@ class RouterState:
         # under it must not send the key it has mounted to a host the admin did not allow.
         issues += credential_host_issues(spec, self.external_hosts)
         self.deleted = False
-        if errors(issues):
+        if any(issue.severity == "error" for issue in issues):
             self.loaded = Loaded(generation, issues, refused=True)
             return self.loaded
         config = compile_config(spec, name=self.name, namespace=self.namespace, generation=generation)
@@ -160,9 +164,9 @@ class RouterState:
         for gone in self.endpoints.pop(service, ()):
             self.quarantine.forget(gone)
 
-    def mode_of(self, config: RouterConfig, name: str) -> str:
-        backend = config.backend(name)
-        return self.modes.get(backend.service or "", "") if backend is not None else ""
+    def mode(self, backend: Backend) -> str:
+        """The serving mode of an InferenceService backend's Service ("": external, or unlabelled)."""
+        return self.modes.get(backend.service or "", "") if not backend.external else ""
 
     def endpoints_of(self, backend: Backend) -> tuple[str, ...]:
         return self.endpoints.get(backend.service or "", ()) if not backend.external else ()
@@ -183,9 +187,8 @@ class RouterState:
         else:
             del self.in_flight[endpoint]  # the gauge of an idle endpoint is its absence
 
-    def endpoint_counts(self, config: RouterConfig) -> dict[str, int]:
-        """The ready endpoints of each InferenceService backend, by backend name."""
-        return {b.name: len(self.endpoints_of(b)) for b in config.backends.values() if not b.external}
+    def endpoint_count(self, backend: Backend) -> int:
+        return len(self.endpoints_of(backend))
 
     def usable(self, backend: Backend) -> bool:
         now = self.clock()
@@ -208,11 +211,14 @@ class RouterState:
             tracker = self.latency[backend] = RollingP95()
         tracker.add(seconds, self.clock())
 
-    def next_draw(self, rule: str) -> float:
-        """The next draw of `rule`'s weighted choice (plan/router/strategy.py next_draw)."""
+    def last_draw(self, rule: str) -> float:
+        """The weighted rule's last draw (plan/router/strategy.py next_draw follows it): a rule not
+        drawn yet starts at a random point, so each router replica keeps its own sequence."""
         previous = self.draws.get(rule)
-        draw = self.draws[rule] = random.random() if previous is None else next_draw(previous)
-        return draw
+        return random.random() if previous is None else previous
+
+    def keep_draw(self, rule: str, draw: float) -> None:
+        self.draws[rule] = draw
 
     def next_turn(self) -> int:
         self.turn += 1

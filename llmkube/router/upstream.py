@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from llmkube.plan.router import egress
-from llmkube.router.http.client import Answer, Origin, Pool, Resolve
+from llmkube.router.http import Answer, Origin, Pool, Resolve
 
 __all__ = [
     "EXTERNAL_KEEPALIVE_SECONDS",

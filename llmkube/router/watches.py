@@ -16,8 +16,7 @@ from llmkube.kube.cache.store import Change
 from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import ENDPOINT_SLICES, Resource
 from llmkube.kube.rest.client import ApiClient
-from llmkube.plan.router.config import RouterConfig
-from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints, serving_mode
+from llmkube.plan.router import RouterConfig, endpoint_names, ready_endpoints, serving_mode
 from llmkube.router.state import RouterState
 
 __all__ = ["MODEL_ROUTERS", "SERVICE_NAME_LABEL", "RouterWatches"]
@@ -26,7 +25,6 @@ log = structlog.get_logger("llmkube.router.watches")
 
 MODEL_ROUTERS = Resource(c.GROUP, c.VERSION, c.ROUTER_PLURAL, c.ROUTER_KIND)
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-#: what an endpoint needs of a slice
 #: what the router reads of a slice (plan/router/endpoints.py): its addresses and ports, and the
 #: labels, which carry the serving mode of its Service (embeddings and rerank are routed by it)
 SLICE_CACHE = keep_only(("metadata", "labels"), ("addressType",), ("ports",), ("endpoints",))

@@ -1,18 +1,19 @@
 """The audit line of one request: one JSON object, always the same keys (null when unknown), so a
 log pipeline can index them. The body only when `auditLog.includeRequestBody` asks for it; a
-client's key is named by the key of the Secret that holds it, never by its value."""
+client's key is named by the key of the Secret that holds it, never by its value. The record is made
+once a request is over (llmkube.plan.router.outcome)."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from llmkube.plan.router.usage import Usage
+from llmkube.plan.router.value import value
 
 
-@dataclass
+@value
 class AuditRecord:
     router: str
     namespace: str
@@ -35,7 +36,7 @@ class AuditRecord:
     cost_usd: float | None = None
     latency_ms: float | None = None
     ttft_ms: float | None = None
-    tried: list[str] = field(default_factory=list)
+    tried: Sequence[str] = ()
     shadows: Sequence[str] = ()
     budget: str | None = None
     #: how long the request waited for an InferenceService backend's first ready endpoint
@@ -70,7 +71,7 @@ def audit_line(record: AuditRecord, now: datetime | None = None, *, include_body
         "cost_usd": round(record.cost_usd, 8) if record.cost_usd is not None else None,
         "latency_ms": round(record.latency_ms, 3) if record.latency_ms is not None else None,
         "ttft_ms": round(record.ttft_ms, 3) if record.ttft_ms is not None else None,
-        "tried": record.tried,
+        "tried": list(record.tried),
         "shadows": list(record.shadows),
         "budget": record.budget,
         "waited_ms": round(record.waited_ms, 3) if record.waited_ms is not None else None,

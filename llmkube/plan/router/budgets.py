@@ -242,6 +242,10 @@ class Budgets:
         refused = self.check(applicable, now)
         if refused is not None:
             return refused
+        return self.hold(applicable, tokens, usd)
+
+    def hold(self, applicable: Sequence[tuple[Budget, str]], tokens: int, usd: float) -> Reservation:
+        """Hold `tokens` and `usd` against every budget of a request that `check` admitted."""
         counters = []
         for budget, key in applicable:
             counter = (budget.name, self._counter(budget, key))

@@ -1,5 +1,7 @@
 """Which rule a request falls under: the first whose every declared condition holds (an absent
-condition holds for every request), else the defaultRoute, else none (503)."""
+condition holds for every request), else the defaultRoute, else none (503); the backends of the
+serving mode an endpoint needs (`for_endpoint`); and the model names the rules serve
+(`served_models`)."""
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -64,6 +66,20 @@ def decide(config: RouterConfig, features: Features) -> Decision:
     if config.default_route:
         return Decision(None, (config.default_route,))
     return NO_ROUTE
+
+
+def served_models(config: RouterConfig) -> list[tuple[str, str]]:
+    """The model names a client can send (`GET /v1/models`), each with its owner: each literal of a
+    rule's `models` (owned by the rule's first backend), then the defaultRoute's backend, which takes
+    any other name."""
+    seen: dict[str, str] = {}
+    for rule in config.rules:
+        for glob in rule.models:
+            if glob.literal and rule.backends:
+                seen.setdefault(glob.pattern, rule.backends[0])
+    if config.default_route:
+        seen.setdefault(config.default_route, config.default_route)
+    return list(seen.items())
 
 
 #: the serving mode (v0.9 InferenceService spec.mode) each endpoint needs

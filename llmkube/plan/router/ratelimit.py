@@ -18,20 +18,24 @@ class RateLimits:
     def __init__(self) -> None:
         self._buckets: dict[str, _Bucket] = {}
 
+    def due(self, key: str, per_minute: int, now: float) -> float | None:
+        """What `take` would answer now, counting nothing: None when the key's rate allows one more
+        request, else the seconds until it does."""
+        bucket = self._buckets.get(key)
+        level = float(per_minute) if bucket is None else self._level(bucket, per_minute, now)
+        return None if level >= 1.0 else (1.0 - level) / (per_minute / 60.0)
+
     def take(self, key: str, per_minute: int, now: float) -> float | None:
         """Count one request of `key`: None when its rate allows it, else the seconds until it does."""
-        rate = per_minute / 60.0
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = _Bucket(float(per_minute), now)
-        bucket.level = min(float(per_minute), bucket.level + (now - bucket.at) * rate)
-        bucket.at = now
+        bucket.level, bucket.at = self._level(bucket, per_minute, now), now
         if bucket.level >= 1.0:
             bucket.level -= 1.0
             return None
-        return (1.0 - bucket.level) / rate
+        return (1.0 - bucket.level) / (per_minute / 60.0)
 
-    def forget_except(self, keys: set[str]) -> None:
-        """Drop the buckets of keys the spec no longer names."""
-        for key in [k for k in self._buckets if k not in keys]:
-            del self._buckets[key]
+    @staticmethod
+    def _level(bucket: _Bucket, per_minute: int, now: float) -> float:
+        return min(float(per_minute), bucket.level + (now - bucket.at) * (per_minute / 60.0))

@@ -75,7 +75,8 @@ class ParsedRequest:
         return self.prompt_text()[:prefix].encode()
 
 
-def too_costly(size: int, cost: int) -> Refused:
+def too_costly(size: int, cost: int, *, close: bool = False) -> Refused:
+    """`close`: the connection ends after the answer (a body refused at the door)."""
     return Refused(
         413,
         f"The request body holds too many JSON values for its size ({size} bytes): arrays, objects "
@@ -83,6 +84,7 @@ def too_costly(size: int, cost: int) -> Refused:
         f"{parse_allowance(size) >> 20} MiB for a body of that size.",
         code="request_too_large",
         outcome="too_large",
+        close=close,
     )
 
 

@@ -1,5 +1,5 @@
-"""What goes over the wire, both ways: headers, a request as the server hands it to the handler, and
-the bytes of a message head.
+"""What goes over the wire, both ways: headers, a request as the server hands it to the handler (and
+as its connection reads it: `Incoming`), and the bytes of a message head.
 
 Header names and values are `str`, decoded from bytes as UTF-8 with surrogate escapes (as aiohttp
 did): lossless, so a header passed on is the very bytes received. llhttp has already refused any
@@ -8,6 +8,7 @@ name or value with a CR, LF or NUL in it, so nothing received can split a head i
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -18,6 +19,7 @@ __all__ = [
     "BodyBusy",
     "BodyError",
     "Headers",
+    "Incoming",
     "Request",
     "date_header",
     "decode",
@@ -135,3 +137,44 @@ def date_header() -> bytes:
     if _date[0] != now:
         _date = (now, b"Date: " + email.utils.formatdate(now, usegmt=True).encode() + b"\r\n")
     return _date[1]
+
+
+class Incoming:
+    """A request as the connection reads it: its head is whole, its body comes (or is skipped)."""
+
+    __slots__ = (
+        "body",
+        "chunks",
+        "continued",
+        "expects_continue",
+        "keep_alive",
+        "request",
+        "reserved",
+        "size",
+    )
+
+    def __init__(self, request: Request, body: asyncio.Future[bytes | None], *, keep_alive: bool) -> None:
+        self.request = request
+        self.body = body
+        self.keep_alive = keep_alive
+        self.chunks: list[bytes] = []
+        self.size = 0
+        #: bytes of the server's body budget this request holds (given back once it is answered)
+        self.reserved = 0
+        self.expects_continue = False
+        self.continued = False
+
+    @property
+    def whole(self) -> bool:
+        """All of the body is in, and was kept (the connection can go on to the next request)."""
+        body = self.body
+        return body.done() and not body.cancelled() and body.exception() is None and body.result() is not None
+
+    def finish(self, body: bytes | None) -> None:
+        if not self.body.done():
+            self.body.set_result(body)
+
+    def fail(self, error: BodyError) -> None:
+        if not self.body.done():
+            self.body.set_exception(error)
+            self.body.exception()  # a handler that never reads the body needs not be told

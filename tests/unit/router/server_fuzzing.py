@@ -10,9 +10,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from llmkube.router.http.connection import Connection
 from llmkube.router.http.limits import Limits
 from llmkube.router.http.messages import Request
-from llmkube.router.http.server import HttpServer, Responder, _Connection
+from llmkube.router.http.server import HttpServer, Responder
 
 LIMITS = Limits(max_head_bytes=1024, max_headers=16, body_budget=1 << 16)
 
@@ -56,7 +57,7 @@ async def _echo(request: Request, responder: Responder) -> None:
 
 async def feed(pieces: Sequence[bytes]) -> None:
     server = HttpServer(_echo, body_limit=lambda: 4096, limits=LIMITS)
-    connection = _Connection(server)
+    connection = Connection(server)
     transport = _Transport()
     connection.connection_made(transport)  # type: ignore[arg-type]
     for piece in pieces:

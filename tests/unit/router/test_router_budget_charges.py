@@ -205,3 +205,46 @@ async def test_api_keys_name_their_team_their_rules_and_their_rate(tmp_path: Pat
             assert {team for team in teams if team is not None} == {"blue", "carol"}, teams
     finally:
         await upstream.stop()
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "prompt", "completion"),
+    [
+        # "user\nhi" is 7 characters: 2 tokens, and the answer's cap of 40.
+        (CHAT, _chat(max_tokens=40), 2, 40),
+        # "once upon a time", 16 characters: 4 tokens, and the default cap when none is set.
+        ("/v1/completions", {"model": "m", "prompt": "once upon a time"}, 4, 256),
+        # Answers that are not generated text: the prompt alone ("some text to embed", 18: 5;
+        # "q\na\nbc", 6: 2).
+        ("/v1/embeddings", {"model": "m", "input": "some text to embed"}, 5, 0),
+        ("/v1/rerank", {"model": "m", "query": "q", "documents": ["a", "bc"]}, 2, 0),
+    ],
+)
+async def test_a_client_that_leaves_before_a_whole_answer_is_charged_what_it_was_admitted_for(
+    tmp_path: Path, path: str, body: dict[str, Any], prompt: int, completion: int
+) -> None:
+    """Before: a client that hung up while the backend made a non-streamed answer was charged
+    nothing (the backend's work was free, and a budget never ran out for clients that hang up)."""
+    upstream = await Upstream(name="alpha", delay=5.0).start()
+    try:
+        async with running_proxy("hang-up", tmp_path) as running:
+            running.load(_spec({"name": "cap", "scope": "router", "maxTokens": 1000, "windowSeconds": 600}))
+            running.endpoints("alpha", f"127.0.0.1:{upstream.port}")
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=0.5)) as session:
+                with pytest.raises(TimeoutError):
+                    await post(session, running.url + path, body)  # and it hangs up
+            for _ in range(50):
+                if running.audit_lines and upstream.in_flight == 0:
+                    break
+                await asyncio.sleep(0.1)
+            assert upstream.requests == 1 and upstream.in_flight == 0  # the backend was let go
+            line = orjson.loads(running.audit_lines[-1])
+            assert (line["status"], line["outcome"], line["tried"]) == (499, "client_gone", ["alpha"])
+            used = (line["prompt_tokens"], line["completion_tokens"], line["tokens_estimated"])
+            assert used == (prompt, completion, True)
+            budgets = running.state.budgets
+            assert budgets.held("cap") == (0.0, 0.0)
+            left = budgets.remaining(budgets.budgets[0], running.state.clock())
+            assert left == (1000 - prompt - completion, None)  # spent, not only held
+    finally:
+        await upstream.stop()
