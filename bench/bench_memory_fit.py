@@ -24,9 +24,9 @@ from pathlib import Path
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
-from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
 from llmkube.plan.inferenceservice.memory_fit import MIB, PROCESS_MARGIN, estimate_memory
 from llmkube.plan.model.size import format_size
+from llmkube.sources import read_gguf_metadata
 from llmkube.testing.llama_gguf import Shape, write_llama_gguf
 
 MODELS = {

@@ -56,24 +56,14 @@ from llmkube.api.constants import (
 )
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import GGUFMetadata, Model
-from llmkube.controllers.model_egress import ClusterAddresses
-from llmkube.controllers.modelsource.egress import GuardedResolver
-from llmkube.controllers.modelsource.ggufheader import HeaderError, read_gguf_metadata
-from llmkube.controllers.resources import (
-    ENDPOINT_SLICES,
-    INFERENCE_SERVICES,
-    MANAGED_SELECTOR,
-    MODELS,
-    NODES,
-    SERVICES,
-)
+from llmkube.kinds import INFERENCE_SERVICES, MANAGED_SELECTOR, MODELS
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.kube.cache.store import Change, by_field
 from llmkube.kube.control.controller import Result
 from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.queue.ratelimit import ItemExponentialRateLimiter
-from llmkube.kube.resource import CONFIG_MAPS
+from llmkube.kube.resource import CONFIG_MAPS, ENDPOINT_SLICES, NODES, SERVICES
 from llmkube.kube.rest.transport import TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.manager import Manager
@@ -101,6 +91,7 @@ from llmkube.plan.inferenceservice.metal import (
 from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP, metal_service_key
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.inferenceservice.objects import controlled_by
+from llmkube.sources import ClusterAddresses, GuardedResolver, HeaderError, read_gguf_metadata
 
 log = structlog.get_logger("llmkube.agent")
 T = TypeVar("T", InferenceService, Model)

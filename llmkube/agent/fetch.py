@@ -46,8 +46,6 @@ from yarl import URL
 
 from llmkube.agent.host import free_bytes
 from llmkube.api.model import Model
-from llmkube.controllers.modelsource.confined import EscapesRoots, open_beneath_roots
-from llmkube.controllers.modelsource.egress import PolicySource, TooManyRedirects, open_checked, refused
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.agent.download import (
     AnswerHead,
@@ -77,6 +75,14 @@ from llmkube.plan.model.local_roots import is_beneath
 from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT, RemoteSource, remote_source
 from llmkube.plan.model.size import format_size
 from llmkube.plan.model.source import SourceKind, cache_key, classify_source, local_path, sanitize_filename
+from llmkube.sources import (
+    EscapesRoots,
+    PolicySource,
+    TooManyRedirects,
+    open_beneath_roots,
+    open_checked,
+    refused,
+)
 
 log = structlog.get_logger("llmkube.agent.fetch")
 

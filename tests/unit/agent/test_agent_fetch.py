@@ -27,10 +27,10 @@ import pytest
 from llmkube.agent import fetch
 from llmkube.agent.fetch import FetchFailed, Fetching, ModelFile, ModelStore
 from llmkube.api.model import Model
-from llmkube.controllers.modelsource.egress import GuardedResolver
 from llmkube.plan.agent.download import MIB, DownloadLimits
 from llmkube.plan.model.egress import EgressPolicy, parse_allowed_hosts
 from llmkube.plan.model.source import cache_key
+from llmkube.sources import GuardedResolver
 from llmkube.testing.hfhub import HubState, running_hub
 
 LOOPBACK = EgressPolicy(allowed=parse_allowed_hosts("127.0.0.1"))

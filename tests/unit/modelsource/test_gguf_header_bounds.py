@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from llmkube.api.model import GGUFMetadata
-from llmkube.controllers.modelsource.ggufheader import (
+from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT, TRUNCATION_MARKER
+from llmkube.sources.ggufheader import (
     MAX_HEADER_BYTES,
     HeaderTooLargeError,
     IncompleteHeaderError,
@@ -18,7 +19,6 @@ from llmkube.controllers.modelsource.ggufheader import (
     read_gguf_fields,
     read_gguf_metadata,
 )
-from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT, TRUNCATION_MARKER
 from llmkube.testing.hostile_gguf import (
     HOSTILE,
     MIB,

@@ -5,7 +5,7 @@ from pathlib import Path
 import gguf
 import pytest
 
-from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
+from llmkube.sources import read_gguf_metadata
 from llmkube.testing.tiny_gguf import (
     CHAT_TEMPLATE,
     CONTROL_TOKENS,
