@@ -46,6 +46,7 @@ SERVICE_ACCOUNT = "llmkube-controller"
 #: manifests/<path> copied to charts/llmkube/files/<path>
 CHART_FILES = (
     "admission/inferenceservice_policy.yaml",
+    "admission/inferenceservice_tenancy_policy.yaml",
     "admission/secret_references_policy.yaml",
     "admission/modelrouter_policy.yaml",
     "admission/agent_endpointslices_policy.yaml",

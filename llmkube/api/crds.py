@@ -1,10 +1,12 @@
 """The CustomResourceDefinitions, built from code (never edited by hand in manifests/crd).
 
-InferenceService: its schema *is* the API contract, converted to the structural form
-(`schema_convert.to_structural`). Model: its schema is written here, the reference operator's
-v0.8.7 Model with our compatible additions, and a test keeps it in step with the pydantic types in
-`llmkube.api.model`. ModelRouter: its schema is in `modelrouter_schema`, kept in step with
-`llmkube.api.modelrouter` the same way.
+InferenceService: its schema is the API contract, converted to the structural form
+(`schema_convert.to_structural`), with the fields the reference added in v0.9 merged in
+(`isvc_additions`: a strict superset, every contract path unchanged). Model: its schema is written
+here, the reference operator's v0.8.7 Model with its v0.9 GPU fields and our compatible
+additions, and a test keeps it in step with the pydantic types in `llmkube.api.model`.
+ModelRouter: its schema is in `modelrouter_schema`, kept in step with `llmkube.api.modelrouter`
+the same way.
 """
 
 import json
@@ -12,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 from llmkube.api import constants as c
+from llmkube.api.isvc_additions import QUALIFIED_KEY_PATTERN, kube_schemas, with_additions
 from llmkube.api.schema_convert import Schema, to_structural
 
 CONTRACT_FILE = "inferenceservice.schema.json"
@@ -82,13 +85,18 @@ def _crd(
     }
 
 
+def inferenceservice_schema() -> Schema:
+    """The CRD's schema: the contract (structural form) and the v0.9 additions."""
+    return with_additions(to_structural(contract_schema()))
+
+
 def inferenceservice_crd() -> dict[str, Any]:
     return _crd(
         kind=c.ISVC_KIND,
         plural=c.ISVC_PLURAL,
         singular=c.ISVC_SINGULAR,
         short_names=c.ISVC_SHORT_NAMES,
-        schema=to_structural(contract_schema()),
+        schema=inferenceservice_schema(),
         scale=True,
         columns=[
             _column("Phase", ".status.phase"),
@@ -168,8 +176,42 @@ def model_schema() -> Schema:
             ),
             "layers": _i("Layers to offload (--n-gpu-layers); -1, 0 or unset mean all (99).", minimum=-1),
             "sharding": sharding,
+            "resourceName": _s(
+                "The extended resource to request for the GPUs instead of the vendor's (e.g. "
+                "amd.com/gpu, squat.ai/dri-render); GPU nodes tainted with it are tolerated.",
+                pattern=QUALIFIED_KEY_PATTERN,
+            ),
+            "tolerationKey": _s(
+                "The taint key GPU pods tolerate (<key>=present:NoSchedule) instead of the resource name.",
+                pattern=QUALIFIED_KEY_PATTERN,
+            ),
+            "runtime": _s(
+                "The GPU compute backend: vulkan or rocm (llama.cpp's image built for it).",
+                enum=["vulkan", "rocm"],
+            ),
+            "resourceClaims": {
+                "type": "array",
+                "description": "Dynamic Resource Allocation claims for the GPUs (instead of resourceName): "
+                "each names a ResourceClaim or a ResourceClaimTemplate of the Model's namespace; "
+                "needs a cluster that serves resource.k8s.io.",
+                "maxItems": 16,
+                "items": kube_schemas()["PodResourceClaim"],
+                "x-kubernetes-validations": [
+                    {
+                        "rule": "self.all(c, has(c.resourceClaimName) != has(c.resourceClaimTemplateName))",
+                        "message": "each claim needs exactly one of resourceClaimName and "
+                        "resourceClaimTemplateName",
+                    }
+                ],
+            },
         },
     )
+    gpu["x-kubernetes-validations"] = [
+        {
+            "rule": "!(has(self.resourceName) && has(self.resourceClaims) && self.resourceClaims.size() > 0)",
+            "message": "resourceClaims and resourceName are mutually exclusive: use one or the other",
+        }
+    ]
     hardware = _o(
         "Hardware the model is meant for.",
         {

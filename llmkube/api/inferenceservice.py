@@ -6,6 +6,7 @@ tolerations, probes, security contexts) stay plain dicts: the API server validat
 """
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import Field
 
@@ -14,12 +15,23 @@ from llmkube.api.constants import API_VERSION, ISVC_KIND
 from llmkube.api.enums import (
     AttentionBackend,
     CacheType,
+    GPUSharingMode,
     MetricType,
+    ModelCachePersistence,
     Phase,
     Priority,
     RopeScalingType,
     Runtime,
     ServiceType,
+    ServingMode,
+    SGLangAttentionBackend,
+    SGLangKVCacheDtype,
+    SGLangLogLevel,
+    SGLangReasoningParser,
+    SGLangSpeculativeAlgorithm,
+    SGLangToolCallParser,
+    SLOIndicator,
+    SpeculativeDecodingType,
     TGIDtype,
     TGIQuantize,
     VLLMDtype,
@@ -52,10 +64,34 @@ class AutoscalingSpec(ApiModel):
     metrics: list[MetricSpec] | None = None
 
 
+class GatewayReference(ApiModel):
+    name: str
+    namespace: str | None = None
+
+
+class GatewaySpec(ApiModel):
+    """The reference's Envoy AI Gateway exposure (v0.9): accepted, no effect here."""
+
+    enabled: bool | None = None
+    gateway_ref: GatewayReference
+    model_name: str | None = None
+
+
 class EndpointSpec(ApiModel):
     port: int | None = Field(default=8080, ge=1, le=65535)
     path: str | None = "/v1/chat/completions"
     type: ServiceType | None = "ClusterIP"
+    #: v0.9: the node port to pin (NodePort and LoadBalancer Services)
+    node_port: int | None = Field(default=None, ge=30000, le=32767)
+    gateway: GatewaySpec | None = None
+
+
+class GPUSharingSpec(ApiModel):
+    """The reference's GPU sharing tiers (v0.9): accepted, no effect here."""
+
+    mode: GPUSharingMode | None = "exclusive"
+    profile: str | None = None
+    memory_limit_gi_b: int | None = Field(default=None, ge=1, le=INT32_MAX, alias="memoryLimitGiB")
 
 
 class InferenceResources(ApiModel):
@@ -66,6 +102,11 @@ class InferenceResources(ApiModel):
     memory: str | None = None
     host_memory: str | None = None
     gpu_memory: str | None = None
+    #: v0.9: node disk, requests and limits of ephemeral-storage
+    ephemeral_storage: str | None = Field(
+        default=None, pattern=r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+    )
+    gpu_sharing: GPUSharingSpec | None = None
 
 
 class RopeScalingSpec(ApiModel):
@@ -118,6 +159,91 @@ class TGIConfig(ApiModel):
     hf_token_secret_ref: SecretKeySelector | None = None
 
 
+class SpeculativeDecodingSpec(ApiModel):
+    """v0.9: llama.cpp's speculative decoding (--spec-type and its draft weights)."""
+
+    type: SpeculativeDecodingType
+    draft_model_ref: str | None = None
+    draft_model: str | None = Field(default=None, min_length=1, max_length=253)
+    n_draft_max: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    p_min: float | None = Field(default=None, ge=0, le=1)
+
+
+class ModelCacheSpec(ApiModel):
+    """v0.9: where this service caches its weights (an existing claim, or none at all)."""
+
+    persistence: ModelCachePersistence | None = None
+    claim_name: str | None = Field(default=None, min_length=1, max_length=253)
+
+
+class SGLangSpeculativeConfig(ApiModel):
+    enabled: bool | None = None
+    algorithm: SGLangSpeculativeAlgorithm | None = None
+    draft_model_path: str | None = None
+    num_steps: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    eagle_top_k: int | None = Field(default=None, ge=1, le=INT32_MAX, alias="eagleTopK")
+    num_draft_tokens: int | None = Field(default=4, ge=1, le=INT32_MAX)
+    accept_threshold_single: float | None = Field(default=None, ge=0, le=1)
+    accept_threshold_acc: float | None = Field(default=None, ge=0, le=1)
+
+
+class SGLangLoRAAdapter(ApiModel):
+    name: str = Field(min_length=1)
+    path: str = Field(min_length=1)
+
+
+class SGLangConfig(ApiModel):
+    tensor_parallel_size: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    expert_parallel_size: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    data_parallel_size: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    context_length: int | None = Field(default=None, ge=128, le=INT32_MAX)
+    mem_fraction_static: float | None = Field(default=None, ge=0.1, le=0.99)
+    chunked_prefill_size: int | None = Field(default=None, ge=512, le=INT32_MAX)
+    max_running_requests: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    quantization: str | None = None
+    kv_cache_dtype: SGLangKVCacheDtype | None = "auto"
+    kv_cache_custom_dtype: str | None = None
+    attention_backend: SGLangAttentionBackend | None = None
+    enable_prefix_caching: bool | None = None
+    tool_call_parser: SGLangToolCallParser | None = None
+    reasoning_parser: SGLangReasoningParser | None = None
+    chat_template: str | None = None
+    speculative: SGLangSpeculativeConfig | None = None
+    lora_modules: list[str] | None = None
+    max_lora_rank: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    lora_target_modules: list[str] | None = None
+    lora_adapters: list[SGLangLoRAAdapter] | None = None
+    log_level: SGLangLogLevel | None = None
+    trust_remote_code: bool | None = None
+    skip_tokenizer_init: bool | None = None
+    hf_token_secret_ref: SecretKeySelector | None = None
+
+
+class DisruptionSpec(ApiModel):
+    """The reference's Karpenter annotation management (v0.9): accepted, no effect here."""
+
+    protect_startup: bool | None = True
+    protect_always: bool | None = None
+
+
+class RolloutPolicySpec(ApiModel):
+    """v0.9: wait for idle replicas before replacing them (llmkube's drain)."""
+
+    wait_for_idle: bool | None = None
+    idle_timeout_seconds: int | None = Field(default=300, ge=0)
+    force: bool | None = None
+
+
+class SLOSpec(ApiModel):
+    """The reference's Pyrra ServiceLevelObjective (v0.9): accepted, no effect here."""
+
+    name: str | None = None
+    objective: str = Field(pattern=r"^[0-9]+(\.[0-9]+)?$")
+    window: str | None = Field(default="28d", pattern=r"^[0-9]+[mhdw]$")
+    indicator: SLOIndicator | None = "availability"
+    latency_threshold: str | None = Field(default=None, pattern=r"^[0-9]+(\.[0-9]+)?$")
+
+
 class InferenceServiceSpec(ApiModel):
     model_ref: str
     runtime: Runtime | None = "llamacpp"
@@ -166,6 +292,27 @@ class InferenceServiceSpec(ApiModel):
     eviction_protection: bool | None = None
     pod_security_context: KubeObject | None = None
     security_context: KubeObject | None = None
+    # -- v0.9 (llmkube/api/isvc_additions.py; docs/compatibility.md says what each does here) -----
+    mode: ServingMode | None = None
+    suspend: bool | None = None
+    revision_history_limit: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    topology_spread_constraints: list[KubeObject] | None = None
+    affinity: KubeObject | None = None
+    speculative_decoding: SpeculativeDecodingSpec | None = None
+    turbo_quant_bits: Literal[3, 6, 8] | None = None
+    paged_ssd_cache_dir: str | None = Field(default=None, alias="pagedSSDCacheDir")
+    hot_cache_max_size: str | None = None
+    paged_ssd_cache_max_size: str | None = Field(default=None, alias="pagedSSDCacheMaxSize")
+    extra_volumes: list[KubeObject] | None = None
+    extra_volume_mounts: list[KubeObject] | None = None
+    bind_address: str | None = None
+    model_cache: ModelCacheSpec | None = None
+    sglang_config: SGLangConfig | None = None
+    disruption: DisruptionSpec | None = None
+    rollout_policy: RolloutPolicySpec | None = None
+    slo: SLOSpec | None = None
+    max_pod_lifetime_seconds: int | None = Field(default=None, ge=1, le=2**63 - 1)
+    max_pod_lifetime_idle_timeout_seconds: int | None = Field(default=None, ge=0, le=2**63 - 1)
 
 
 class InferenceServiceStatus(ApiModel):
@@ -182,6 +329,10 @@ class InferenceServiceStatus(ApiModel):
     scheduling_message: str | None = None
     waiting_for: str | None = None
     last_updated: datetime | None = None
+    # -- v0.9 ---------------------------------------------------------------------------------------
+    mode: str | None = None
+    acceleration: KubeObject | None = None
+    gateway: KubeObject | None = None
 
 
 class InferenceService(ApiModel):

@@ -10,9 +10,18 @@ from typing import Literal
 
 from pydantic import Field
 
-from llmkube.api.base import ApiModel
+from llmkube.api.base import ApiModel, KubeObject
 from llmkube.api.constants import API_VERSION, MODEL_KIND
-from llmkube.api.enums import Accelerator, GPUVendor, ModelFormat, ModelPhase, RefreshPolicy, ShardingStrategy
+from llmkube.api.enums import (
+    Accelerator,
+    GPURuntime,
+    GPUVendor,
+    ModelFormat,
+    ModelPhase,
+    RefreshPolicy,
+    ShardingStrategy,
+)
+from llmkube.api.isvc_additions import QUALIFIED_KEY_PATTERN
 from llmkube.api.meta import Condition, ObjectMeta
 
 # http(s)://, file://, pvc://, hf://, s3://, an absolute path without whitespace, or a HuggingFace repo id.
@@ -36,6 +45,15 @@ class GPUSpec(ApiModel):
     vendor: GPUVendor | None = "nvidia"
     layers: int | None = Field(default=None, ge=-1)
     sharding: ShardingSpec | None = None
+    # -- v0.9 ---------------------------------------------------------------------------------------
+    #: the extended resource to request instead of the vendor's (amd.com/gpu, squat.ai/dri-render)
+    resource_name: str | None = Field(default=None, pattern=QUALIFIED_KEY_PATTERN)
+    #: the taint key GPU pods tolerate instead of the resource name
+    toleration_key: str | None = Field(default=None, pattern=QUALIFIED_KEY_PATTERN)
+    #: the GPU compute backend: the llama.cpp image built for it
+    runtime: GPURuntime | None = None
+    #: DRA claims (corev1.PodResourceClaim) instead of an extended resource
+    resource_claims: list[KubeObject] | None = Field(default=None, max_length=16)
 
 
 class HardwareSpec(ApiModel):

@@ -64,6 +64,7 @@ POD_CACHE: Transform = keep_only(
     ("status", "conditions"),
     ("status", "containerStatuses"),
     ("status", "initContainerStatuses"),
+    ("status", "startTime"),  # spec.maxPodLifetimeSeconds (plan/inferenceservice/lifetime.py)
 )
 
 

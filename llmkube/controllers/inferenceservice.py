@@ -30,6 +30,7 @@ from llmkube.controllers.cache_transforms import (
 from llmkube.controllers.gpu_queue import CachedGpuQueue
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.isvc_indexes import (
+    BY_DRAFT_MODEL,
     BY_GPUS_NEVER_FIT,
     BY_MODEL,
     BY_PRIORITY_CLASS,
@@ -92,7 +93,7 @@ from llmkube.kube.control.predicates import (
     labels_changed,
 )
 from llmkube.kube.control.status_writer import StatusWriter
-from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, namespace_terminating
+from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, TooManyRequests, namespace_terminating
 from llmkube.kube.resource import EVENTS, SECRETS, Resource
 from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
@@ -156,6 +157,7 @@ class InferenceServiceController:
         # Each kept as JSON bytes (kube/cache/store.py): parsed on read, a quarter of the memory.
         self.services = host.informer(INFERENCE_SERVICES, compact=True)
         self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
+        self.services.add_index(BY_DRAFT_MODEL, by_field("spec", "speculativeDecoding", "draftModelRef"))
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)
         self.services.add_index(BY_RUNTIME_CLASS, runtime_class_index)
@@ -255,7 +257,8 @@ class InferenceServiceController:
 
     def _services_of_model(self, model: Obj) -> list[ObjectKey]:
         meta = model.get("metadata") or {}
-        return self._keys(BY_MODEL, f"{meta.get('namespace')}/{meta.get('name')}")
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        return [*self._keys(BY_MODEL, key), *self._keys(BY_DRAFT_MODEL, key)]
 
     def _services_in_namespace(self, obj: Obj) -> list[ObjectKey]:
         namespace = (obj.get("metadata") or {}).get("namespace") or ""
@@ -431,6 +434,7 @@ class InferenceServiceController:
             service_cache_claim=self.service_claims.store.get_object(
                 namespace, service_cache_claim_name(name)
             ),
+            draft_model=self._model(namespace, draft) if (draft := _draft_model_ref(isvc)) else None,
         )
 
     async def _converge(
@@ -474,7 +478,28 @@ class InferenceServiceController:
                 except NotFound:
                     pass  # already gone: that is what we wanted
                 self.host.applier.forget(resource, ref.name, ref.namespace)
+        for pod_name in plan.evictions:
+            await self._evict(namespace, pod_name)
         return changed_deployment
+
+    async def _evict(self, namespace: str, name: str) -> None:
+        """Evict a pod past its lifetime (plan/inferenceservice/lifetime.py). A PodDisruptionBudget
+        that forbids it now (429) or a pod already gone is not an error: the next look tries again."""
+        eviction = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        with writing("Pod", None):
+            try:
+                await self.host.client.request(
+                    "POST", PODS.object_path(name, namespace, "eviction"), body=eviction
+                )
+                log.info("pod evicted", namespace=namespace, name=name, reason="maxPodLifetimeSeconds")
+            except NotFound:
+                pass
+            except TooManyRequests:
+                log.info("eviction refused for now", namespace=namespace, name=name)
 
     async def _apply(
         self,
@@ -601,3 +626,8 @@ def _recorded_key(service: Obj | None) -> str | None:
     annotations = ((service or {}).get("metadata") or {}).get("annotations") or {}
     value = annotations.get(SERVER_KEY_ANNOTATION)
     return value if isinstance(value, str) else None
+
+
+def _draft_model_ref(isvc: InferenceService) -> str:
+    decoding = isvc.spec.speculative_decoding
+    return decoding.draft_model_ref or "" if decoding is not None else ""

@@ -11,6 +11,8 @@ from llmkube.plan.inferenceservice.scheduling import UNSCHEDULABLE
 
 # Indexes on the InferenceService cache.
 BY_MODEL = "modelRef"
+#: spec.speculativeDecoding.draftModelRef (v0.9): a Model a service reads beside its own
+BY_DRAFT_MODEL = "draftModelRef"
 BY_SERVICE_NAME = "serviceName"
 BY_PRIORITY_CLASS = "priorityClass"
 BY_RUNTIME_CLASS = "runtimeClass"

@@ -56,16 +56,23 @@ from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.resource import EVENTS
 from llmkube.kube.rest.transport import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
+from llmkube.plan.model import (
+    MAX_STATUS_BYTES,
+    ActionKind,
+    ClearFacts,
+    ModelAction,
+    ModelFacts,
+    ModelPlanConfig,
+    is_refused_status,
+    model_events,
+    status_after_refusal,
+    status_changed,
+)
 from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, FORCE_ANNOTATION, services_to_confirm
-from llmkube.plan.model.decision import ActionKind, ModelAction, ModelPlanConfig
 from llmkube.plan.model.downloader import NAME as DOWNLOADER
 from llmkube.plan.model.egress import EgressConfig
-from llmkube.plan.model.events import model_events
-from llmkube.plan.model.facts import ClearFacts, ModelFacts
 from llmkube.plan.model.prefetch import CACHE_CLAIM
-from llmkube.plan.model.refused_status import MAX_STATUS_BYTES, is_refused_status, status_after_refusal
 from llmkube.plan.model.source import REMOTE_KINDS, SourceKind, classify_source, parse_pvc_source
-from llmkube.plan.model.status import status_changed
 from llmkube.plan.tenancy import namespace_policy
 from llmkube.sources import ClusterAddresses, GuardedResolver
 

@@ -117,6 +117,14 @@ PERMISSIONS: tuple[Permission, ...] = (
         subresource="log",
     ),
     Permission(
+        PODS,
+        ("create",),
+        Scope.WATCHED,
+        "evictions of a service's pod past spec.maxPodLifetimeSeconds (one at a time; "
+        "PodDisruptionBudgets hold)",
+        subresource="eviction",
+    ),
+    Permission(
         ENDPOINT_SLICES,
         ("list", "watch"),
         Scope.WATCHED,

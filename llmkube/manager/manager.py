@@ -44,6 +44,7 @@ import prometheus_client
 import structlog
 
 from llmkube.kube.apply.applier import Applier
+from llmkube.kube.apply.recent_applies import recent_key
 from llmkube.kube.blocking import DaemonThreadExecutor
 from llmkube.kube.cache.informer import Informer
 from llmkube.kube.cache.transform import Transform
@@ -180,9 +181,18 @@ class Manager:
                 read_timeout=self.config.watch_read_timeout,
             )
             self._informers[key] = informer
+            self._follow_for_applier(resource, informer)
         elif transform is not None and informer.transform is not transform:
             raise ValueError(f"the informer for {resource} already caches with another transform")
         return informer
+
+    def _follow_for_applier(self, resource: Resource, informer: Informer) -> None:
+        """Tell the applier of every change the cache sees, so that it can skip re-creating an
+        object whose create has not reached the cache yet, and only that (recent_applies.py)."""
+        recent = self.applier.recent
+        name = str(resource)
+        recent.follow(name)
+        informer.add_key_listener(lambda key: recent.seen(recent_key(name, key)))
 
     def add_controller(
         self,

@@ -13,6 +13,12 @@ rule, before anything is applied (docs/security.md):
   `--allowed-priority-classes`; `system-*` never; at most the namespace's ceiling (the label
   `inference.llmkube.dev/max-priority`, else `--default-max-priority`);
 - Service types: `ClusterIP` unless `--allowed-service-types` lists more;
+- volumes a spec adds (v0.9 `extraVolumes`): the types of Pod Security "restricted" (configMap,
+  csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected, secret) unless
+  `--allowed-volume-types` lists more; a projected ServiceAccount token only when it lists
+  `serviceAccountToken`; hostPath as below, whatever the list says;
+- placement (v0.9 `affinity`, and `nodeSelector`): never on control-plane nodes unless
+  `--allow-control-plane-placement`;
 - host paths: a local model source becomes a hostPath volume, allowed only for a path inside
   `--model-local-roots` and only in a namespace labelled
   `inference.llmkube.dev/local-model-sources=allowed`. The check runs on the finished pod template,
@@ -38,6 +44,25 @@ ALLOWED_PRIORITY_CLASSES_FLAG = "--allowed-priority-classes"
 DEFAULT_MAX_PRIORITY_FLAG = "--default-max-priority"
 ALLOWED_SERVICE_TYPES_FLAG = "--allowed-service-types"
 LOCAL_ROOTS_FLAG = "--model-local-roots"
+ALLOWED_VOLUME_TYPES_FLAG = "--allowed-volume-types"
+CONTROL_PLANE_FLAG = "--allow-control-plane-placement"
+#: the volume types Pod Security "restricted" allows: what a spec may add unless the admin says more
+RESTRICTED_VOLUME_TYPES = frozenset(
+    {
+        "configMap",
+        "csi",
+        "downwardAPI",
+        "emptyDir",
+        "ephemeral",
+        "persistentVolumeClaim",
+        "projected",
+        "secret",
+    }
+)
+#: the pseudo-type that allows a projected ServiceAccount token in `--allowed-volume-types`
+SERVICE_ACCOUNT_TOKEN = "serviceAccountToken"
+#: the node labels that mark a control-plane node (kubeadm's, and the older master role)
+CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 
 @dataclass(frozen=True)
@@ -52,6 +77,10 @@ class TenancyPolicy:
     allowed_service_types: frozenset[str] = frozenset({"ClusterIP"})
     #: directories local model sources may come from (normalized; none: local sources refused)
     local_source_roots: tuple[str, ...] = field(default=())
+    #: volume types extraVolumes may use (and `serviceAccountToken` for projected tokens)
+    allowed_volume_types: frozenset[str] = RESTRICTED_VOLUME_TYPES
+    #: whether affinity and nodeSelector may select control-plane nodes
+    allow_control_plane: bool = False
 
 
 @dataclass(frozen=True)

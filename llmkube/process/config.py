@@ -127,12 +127,24 @@ def tenancy_policy(args: argparse.Namespace, roots: tuple[str, ...]) -> "Tenancy
         raise ValueError(
             f"--allowed-priority-classes: {', '.join(reserved)}: system-* classes are never allowed"
         )
+    from llmkube.api.isvc_additions import kube_schemas
+    from llmkube.plan.tenancy import SERVICE_ACCOUNT_TOKEN
+
+    volume_types = frozenset(_listed(args.allowed_volume_types))
+    known = {*kube_schemas()["Volume"]["properties"], SERVICE_ACCOUNT_TOKEN} - {"name"}
+    if unknown_types := sorted(volume_types - known):
+        raise ValueError(
+            f"--allowed-volume-types: {', '.join(unknown_types)}: not a volume type (e.g. emptyDir, nfs, "
+            f"{SERVICE_ACCOUNT_TOKEN})"
+        )
     return TenancyPolicy(
         max_pod_security=args.max_pod_security,
         allowed_priority_classes=frozenset(classes),
         default_max_priority=args.default_max_priority,
         allowed_service_types=frozenset(service_types),
         local_source_roots=roots,
+        allowed_volume_types=volume_types,
+        allow_control_plane=bool(args.allow_control_plane_placement),
     )
 
 

@@ -197,6 +197,27 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="Service types spec.endpoint.type may ask for: ClusterIP, NodePort, LoadBalancer "
         "(default ClusterIP) [LLMKUBE_ALLOWED_SERVICE_TYPES]",
     )
+    parser.add_argument(
+        "--allowed-volume-types",
+        # plan/tenancy.py's RESTRICTED_VOLUME_TYPES (a test keeps them one list), not imported: the
+        # parser is built on every start.
+        default=env(
+            "LLMKUBE_ALLOWED_VOLUME_TYPES",
+            "configMap,csi,downwardAPI,emptyDir,ephemeral,persistentVolumeClaim,projected,secret",
+        ),
+        metavar="TYPE[,TYPE...]",
+        help="volume types spec.extraVolumes may use (default: Pod Security restricted's: "
+        "configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected, secret); "
+        "serviceAccountToken allows projected ServiceAccount tokens; hostPath is judged by "
+        "--model-local-roots whatever this says [LLMKUBE_ALLOWED_VOLUME_TYPES]",
+    )
+    parser.add_argument(
+        "--allow-control-plane-placement",
+        action="store_true",
+        default=env("LLMKUBE_ALLOW_CONTROL_PLANE_PLACEMENT", "") == "true",
+        help="let spec.affinity and spec.nodeSelector select control-plane nodes (default: refused) "
+        "[LLMKUBE_ALLOW_CONTROL_PLANE_PLACEMENT=true]",
+    )
     add_source_egress_flags(parser, "the controller")
     parser.add_argument(
         "--model-copy-bytes-per-second",

@@ -47,10 +47,11 @@ from llmkube.plan.router.config import (
 from llmkube.plan.router.detector import detect
 from llmkube.plan.router.errors import Refused
 from llmkube.plan.router.hold import endpoint_wait
-from llmkube.plan.router.matching import Decision, Features, decide
+from llmkube.plan.router.matching import Decision, Features, decide, for_endpoint
 from llmkube.plan.router.providers import auth_headers, upstream_url
 from llmkube.plan.router.ratelimit import RateLimits
 from llmkube.plan.router.requests import (
+    NOT_GENERATING,
     PATHS,
     Endpoint,
     ParsedRequest,
@@ -417,11 +418,19 @@ class Proxy:
         record.body = parsed.body if config.audit.include_body else None
         headers = exchange.headers = request.lower_headers
         classification = await self._classify(config, parsed, headers, record, len(raw))
-        decision = exchange.decision = decide(
+        decision = exchange.decision = for_endpoint(
             config,
-            Features(
-                parsed.model, classification, headers.get(TASK_COMPLEXITY_HEADER, "").strip().lower(), headers
+            decide(
+                config,
+                Features(
+                    parsed.model,
+                    classification,
+                    headers.get(TASK_COMPLEXITY_HEADER, "").strip().lower(),
+                    headers,
+                ),
             ),
+            parsed.endpoint,
+            lambda name: self.state.mode_of(config, name),
         )
         record.rule = decision.rule_name
         if not decision.backends:
@@ -619,7 +628,7 @@ class Proxy:
         if not exchange.applicable:
             return None
         tokens = reservation_estimate(
-            len(parsed.prompt_text()), parsed.max_tokens, answers=parsed.endpoint != "embeddings"
+            len(parsed.prompt_text()), parsed.max_tokens, answers=parsed.endpoint not in NOT_GENERATING
         )
         # The backend is not chosen yet: the dearest of the route's prices.
         price = max(
@@ -657,7 +666,7 @@ class Proxy:
             reserved=(
                 exchange.reservation.tokens
                 or reservation_estimate(
-                    prompt_chars, parsed.max_tokens, answers=parsed.endpoint != "embeddings"
+                    prompt_chars, parsed.max_tokens, answers=parsed.endpoint not in NOT_GENERATING
                 )
             )
             if working is not None

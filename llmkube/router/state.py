@@ -60,6 +60,8 @@ class RouterState:
         self.endpoints: dict[str, tuple[str, ...]] = {}
         #: service -> {host:port -> pod name}: how the metrics name endpoints
         self.endpoint_names: dict[str, dict[str, str]] = {}
+        #: service -> its serving mode (chat, embedding, rerank; "" unknown), from its slices' labels
+        self.modes: dict[str, str] = {}
         #: per endpoint (host:port, or an external backend's name): requests in flight
         self.in_flight: dict[str, int] = {}
         self.turn = 0
@@ -111,9 +113,11 @@ class RouterState:
     # -- endpoints ------------------------------------------------------------------------------
 
     def set_endpoints(
-        self, service: str, endpoints: tuple[str, ...], *, names: dict[str, str] | None = None
+        self, service: str, endpoints: tuple[str, ...], *, names: dict[str, str] | None = None, mode: str = ""
     ) -> None:
-        """A Service's ready endpoints (`host:port`), and the pods they are (for the metrics)."""
+        """A Service's ready endpoints (`host:port`), the pods they are (for the metrics), and the
+        serving mode its labels say (embeddings and rerank requests are routed by it)."""
+        self.modes[service] = mode
         before = self.endpoints.get(service, ())
         self.endpoints[service] = endpoints
         self.endpoint_names[service] = {e: names[e] for e in endpoints if names and e in names}
@@ -152,8 +156,13 @@ class RouterState:
 
     def drop_service(self, service: str) -> None:
         self.endpoint_names.pop(service, None)
+        self.modes.pop(service, None)
         for gone in self.endpoints.pop(service, ()):
             self.quarantine.forget(gone)
+
+    def mode_of(self, config: RouterConfig, name: str) -> str:
+        backend = config.backend(name)
+        return self.modes.get(backend.service or "", "") if backend is not None else ""
 
     def endpoints_of(self, backend: Backend) -> tuple[str, ...]:
         return self.endpoints.get(backend.service or "", ()) if not backend.external else ()

@@ -17,7 +17,7 @@ from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import ENDPOINT_SLICES, Resource
 from llmkube.kube.rest.client import ApiClient
 from llmkube.plan.router.config import RouterConfig
-from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints
+from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints, serving_mode
 from llmkube.router.state import RouterState
 
 __all__ = ["MODEL_ROUTERS", "SERVICE_NAME_LABEL", "RouterWatches"]
@@ -113,7 +113,7 @@ class RouterWatches:
         endpoints = ready_endpoints(slices)
         if endpoints != self.state.endpoints.get(service):
             log.info("endpoints", service=service, ready=len(endpoints))
-        self.state.set_endpoints(service, endpoints, names=endpoint_names(slices))
+        self.state.set_endpoints(service, endpoints, names=endpoint_names(slices), mode=serving_mode(slices))
 
     async def stop(self) -> None:
         await asyncio.gather(

@@ -28,6 +28,7 @@ PHASE_STYLES = {
     "Copying": "cyan",
     "WaitingForGPU": "yellow",
     "Stopped": "dim",
+    "Suspended": "dim",
     "Failed": "bold red",
 }
 # Width of output that is not a terminal: lines are not wrapped, like kubectl's.

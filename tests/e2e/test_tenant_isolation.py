@@ -242,6 +242,37 @@ FORBIDDEN_SPECS = {
         {"probeOverrides": {"readiness": {"httpGet": {"host": "169.254.169.254", "path": "/", "port": 80}}}},
         "spec.probeOverrides.readiness",
     ),
+    # The v0.9 fields: the same rules, the same status.
+    "host-volume": (
+        {"extraVolumes": [{"name": "etc", "hostPath": {"path": "/etc"}}]},
+        "spec.extraVolumes",
+    ),
+    "nfs-volume": (
+        {"extraVolumes": [{"name": "n", "nfs": {"server": "nfs.example", "path": "/"}}]},
+        "spec.extraVolumes[0].nfs",
+    ),
+    "sa-token": (
+        {"extraVolumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]},
+        "spec.extraVolumes[0].projected.sources[0].serviceAccountToken",
+    ),
+    "control-plane": (
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            }
+        },
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]",
+    ),
 }
 
 

@@ -166,7 +166,7 @@ def refusal(attempt: Callable[[], object]) -> tuple[int, str, str]:
     except RestError as refused:
         assert isinstance(refused.body, dict), refused
         message = str(refused.body.get("message", ""))
-        assert "ValidatingAdmissionPolicy 'llmkube-agent-endpointslices'" in message, message
+        assert "ValidatingAdmissionPolicy 'llmkube-agent-endpointslice" in message, message
         return refused.status, str(refused.body.get("reason")), message.partition(DENIED)[2]
     raise AssertionError("allowed")
 
@@ -179,19 +179,27 @@ def not_metal(namespace: str, slice_name: str, service: str) -> str:
     )
 
 
-def not_agents_to_change(namespace: str, slice_name: str, service: str) -> str:
+def not_agents(namespace: str, slice_name: str, verb: str) -> str:
     return (
+        f"EndpointSlice {namespace}/{slice_name} is not a host agent's slice (labelled "
+        "llmkube.ai/managed-by=metal-agent, endpointslice.kubernetes.io/managed-by=agent.llmkube.ai and "
+        f"llmkube.ai/agent): a host agent may not {verb} it"
+    )
+
+
+def not_agents_to_change(namespace: str, slice_name: str, service: str) -> set[str]:
+    """A slice that is not an agent's, changed into one: both policies refuse it (the labels one, the
+    old slice not an agent's; the listing one, its Service not listed), either may answer."""
+    return {
+        not_agents(namespace, slice_name, "change"),
         f"EndpointSlice {namespace}/{slice_name} (Service {namespace}/{service}) is not a host agent's "
         f"slice of a Service llmkube made for a metal InferenceService (ConfigMap {SYSTEM}/"
-        f"{METAL_SERVICES_CONFIGMAP}): a host agent may not change it"
-    )
+        f"{METAL_SERVICES_CONFIGMAP}): a host agent may not change it",
+    }
 
 
 def not_agents_to_delete(namespace: str, slice_name: str, service: str) -> str:
-    return (
-        f"EndpointSlice {namespace}/{slice_name} (Service {namespace}/{service}) is not a host agent's "
-        "slice: a host agent may not delete it"
-    )
+    return not_agents(namespace, slice_name, "delete")
 
 
 async def test_the_agent_creates_changes_and_deletes_the_slice_of_a_metal_service(metal: Metal) -> None:
@@ -252,11 +260,9 @@ async def test_kube_systems_dns_service_is_refused(metal: Metal) -> None:
     )
     # The DNS Service's own slice, taken over (the agent's labels and endpoint) or deleted: refused.
     takeover = agent_slice("kube-system", "kube-dns", uid, name="kube-dns-abcde")
-    assert refusal(lambda: write(agent, takeover)) == (
-        403,
-        "Forbidden",
-        not_agents_to_change("kube-system", "kube-dns-abcde", "kube-dns"),
-    )
+    status, reason, message = refusal(lambda: write(agent, takeover))
+    assert (status, reason) == (403, "Forbidden")
+    assert message in not_agents_to_change("kube-system", "kube-dns-abcde", "kube-dns"), message
     assert refusal(lambda: delete(agent, "kube-system", "kube-dns-abcde")) == (
         403,
         "Forbidden",
@@ -293,7 +299,7 @@ async def test_the_api_servers_own_service_is_refused(metal: Metal) -> None:
             }
         )
     ours = agent_slice("default", "kubernetes", uid, name="kubernetes")
-    assert refusal(lambda: write(agent, ours))[2] == not_agents_to_change(
+    assert refusal(lambda: write(agent, ours))[2] in not_agents_to_change(
         "default", "kubernetes", "kubernetes"
     )
     assert refusal(lambda: delete(agent, "default", "kubernetes"))[2] == not_agents_to_delete(
@@ -346,9 +352,9 @@ async def test_a_slice_without_the_agents_labels_is_refused(metal: Metal) -> Non
         assert refusal(lambda s=unlabelled: write(metal.cluster.agent, s)) == (
             403,
             "Forbidden",
-            f"EndpointSlice {namespace}/demo-host-a (Service {namespace}/demo): a host agent may write only "
-            "slices labelled llmkube.ai/managed-by=metal-agent, endpointslice.kubernetes.io/managed-by="
-            "agent.llmkube.ai and llmkube.ai/agent=<its name>",
+            f"EndpointSlice {namespace}/demo-host-a: a host agent may write only slices labelled "
+            "llmkube.ai/managed-by=metal-agent, endpointslice.kubernetes.io/managed-by=agent.llmkube.ai "
+            "and llmkube.ai/agent=<its name>",
         ), label
     # The EndpointSlice controller's label: the cluster would take the slice over.
     theirs = {**labels, "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}
@@ -430,4 +436,46 @@ async def test_without_the_configmap_every_agent_write_is_refused_until_the_cont
         await eventually(lambda: listed(admin).get("metal-a.demo") == uid, what="the ConfigMap made again")
         await eventually(lambda: write(agent, agent_slice("metal-a", "demo", uid)), what="the write allowed")
         delete(agent, "metal-a", "demo-host-a")
-        assert controller.mutating_requests(SYSTEM) == 1  # created once, with the metal Services
+        configmap_writes = sum(
+            count
+            for asked, count in controller.requests.api_requests.items()
+            if asked.resource == "configmaps" and asked.verb in ("patch", "update")
+        )
+        assert configmap_writes == 1  # created once (by server-side apply), with the metal Services
+
+
+async def test_without_the_configmap_nobody_elses_slices_are_touched(cluster: Cluster) -> None:
+    """The API server reads a binding's parameter before its matchConditions: had the listing
+    policy matched every EndpointSlice, a missing ConfigMap (a fresh install, before its first metal
+    service) would refuse the EndpointSlice controller's writes and every Service of the cluster
+    would lose its endpoints. Its binding selects agents' slices only: an admin (as the
+    EndpointSlice controller does) creates, changes and deletes a Service's slice with the
+    ConfigMap gone, while the agent is still refused."""
+    admin = cluster.admin
+    create_services(admin, "metal-a")
+    if admin.get_or_none("v1", "ConfigMap", METAL_SERVICES_CONFIGMAP, SYSTEM) is not None:
+        admin.delete("v1", "ConfigMap", METAL_SERVICES_CONFIGMAP, SYSTEM)
+    await eventually(
+        lambda: admin.get_or_none("v1", "ConfigMap", METAL_SERVICES_CONFIGMAP, SYSTEM) is None,
+        what="the ConfigMap gone",
+    )
+    ordinary = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "web-abcde",
+            "namespace": "metal-a",
+            "labels": {
+                "kubernetes.io/service-name": "web",
+                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+            },
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.1.0.7"]}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }
+    await eventually(lambda: admin.apply(ordinary), what="an ordinary slice created")
+    admin.apply({**ordinary, "endpoints": [{"addresses": ["10.1.0.8"]}]})
+    admin.delete("discovery.k8s.io/v1", "EndpointSlice", "web-abcde", "metal-a")
+    with pytest.raises(RestError):
+        write(cluster.agent, agent_slice("metal-a", "demo", "0f5e0d4a-0000-4000-8000-000000000000"))

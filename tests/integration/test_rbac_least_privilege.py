@@ -7,7 +7,8 @@ owned objects created, changed and deleted (HPA turned off, a switch to metal), 
 objects (its Role made of what the controller holds), the model cache claim, a prefetch Job created
 and deleted, a pvc:// Model's claim read, a downloader's log read, Events created and patched as a
 series, the PriorityClasses created and repaired (an immutable value: delete + create), the ConfigMap
-of metal Services created and an entry added by hand undone, leader election. Then:
+of metal Services created and an entry added by hand undone, a pod past its lifetime evicted,
+leader election. Then:
 
 * no request was refused (403), and
 * the verbs it used, by (verb, group, resource), are exactly those the list in
@@ -355,6 +356,36 @@ async def read_a_download_log(admin: KubeRest, namespace: str, requests: Request
     admin.delete("v1", "Pod", "fetching-0", ns)
 
 
+async def evict_a_pod_past_its_lifetime(admin: KubeRest, namespace: str, requests: RequestLog) -> None:
+    """A service with spec.maxPodLifetimeSeconds whose one replica is ready and has run longer: the
+    controller evicts it (pods/eviction create). No controller-manager or kubelet here: the
+    Deployment's status and the pod are written by hand."""
+    ns = namespace
+    admin.create(isvc("aged", modelRef="remote", maxPodLifetimeSeconds=60), namespace=ns)
+    await eventually(lambda: exists(admin, "apps/v1", "Deployment", "aged", ns), what="Deployment aged")
+    deployment_status = {"status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}}
+    admin.request(
+        "PATCH",
+        admin.path_for("apps/v1", "Deployment", ns, "aged") + "/status",
+        deployment_status,
+        content_type=MERGE,
+    )
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "aged-0", "labels": {"inference.llmkube.dev/service": "aged"}},
+        "spec": {"containers": [{"name": "server", "image": "busybox"}]},
+    }
+    admin.create(pod, namespace=ns)
+    started = {"status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}}
+    admin.request("PATCH", admin.path_for("v1", "Pod", ns, "aged-0") + "/status", started, content_type=MERGE)
+
+    def evicted() -> bool:
+        return ("create", "", "pods/eviction") in requests.used()
+
+    await eventually(evicted, what="the pod past its lifetime evicted")
+
+
 @pytest.mark.parametrize("running", list(INSTALLS), indirect=True)
 async def test_the_controller_uses_exactly_what_its_rbac_grants(
     running: Running, cluster: LocalCluster
@@ -362,6 +393,7 @@ async def test_the_controller_uses_exactly_what_its_rbac_grants(
     await exercise_every_permission(cluster.admin(), running.namespace)
     requests = running.controller.requests
     await read_a_download_log(cluster.admin(), running.namespace, requests)
+    await evict_a_pod_past_its_lifetime(cluster.admin(), running.namespace, requests)
     await running.controller.stop()  # the lease release (an update) counts too
 
     refused = {code: n for (_, code), n in requests.request_counts.items() if code == "403"}

@@ -49,6 +49,20 @@ REFERENCES = {
         "image": "i",
         "personaPlexConfig": {"hfTokenSecretRef": {"name": secret, "key": "t"}},
     },
+    # v0.9
+    "sglang": lambda secret: {
+        "runtime": "sglang",
+        "sglangConfig": {"hfTokenSecretRef": {"name": secret, "key": "t"}},
+    },
+    "secret-volume": lambda secret: {"extraVolumes": [{"name": "v", "secret": {"secretName": secret}}]},
+    "projected-secret": lambda secret: {
+        "extraVolumes": [{"name": "v", "projected": {"sources": [{"secret": {"name": secret}}]}}]
+    },
+    "csi-publish-secret": lambda secret: {
+        "extraVolumes": [
+            {"name": "v", "csi": {"driver": "d.example", "nodePublishSecretRef": {"name": secret}}}
+        ]
+    },
 }
 
 

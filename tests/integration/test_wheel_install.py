@@ -83,8 +83,9 @@ def test_the_installed_package_reads_its_bundle_not_a_checkout(fresh_env: Path, 
     package, root, count = out
     assert package.startswith(str(fresh_env)), "the test must exercise the installed wheel"
     assert root.endswith("llmkube/_bundled")
-    # the namespace; ServiceAccount, ClusterRole + binding, leader Role + binding, 2 user roles; the writer
-    assert int(count) == 1 + 7 + 2
+    # the namespace; ServiceAccount, ClusterRole + binding, leader Role + binding, own-namespace Role +
+    # binding, 2 user roles; the writer
+    assert int(count) == 1 + 9 + 2
 
 
 @pytest.fixture

@@ -7,7 +7,10 @@ Plans:
   completion and one streamed completion;
 - `{"mode": "load", "base": URL, "models": [...], "concurrency": N, "seconds": S, "max_tokens": T}`:
   N workers send requests for S seconds, alternating models and streaming, each prompt different
-  (so the router's prefix affinity spreads them over a backend's pods); a last `summary` line."""
+  (so the router's prefix affinity spreads them over a backend's pods); a last `summary` line;
+- `{"mode": "embed", "base": URL, "model": M, "input": [...]}`: one POST /v1/embeddings (an
+  `embeddings` line: status, backend, how many vectors of how many dimensions), then one chat
+  completion for the same model (a `result` line)."""
 
 import itertools
 import json
@@ -142,11 +145,43 @@ def load(plan: dict[str, Any], lock: threading.Lock) -> None:
     emit({"kind": "summary", "sent": sent[0]}, lock)
 
 
+def embed(plan: dict[str, Any], lock: threading.Lock) -> None:
+    body = json.dumps({"model": plan["model"], "input": plan["input"]}).encode()
+    request = urllib.request.Request(
+        plan["base"] + "/v1/embeddings",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    out: dict[str, Any] = {
+        "kind": "embeddings",
+        "status": None,
+        "backend": None,
+        "count": 0,
+        "dims": [],
+        "error": "",
+    }
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            out["status"] = response.status
+            out["backend"] = response.headers.get("X-Llmkube-Backend")
+            answer = json.loads(response.read())
+            vectors = [item["embedding"] for item in answer["data"]]
+            out["count"] = len(vectors)
+            out["dims"] = sorted({len(v) for v in vectors})
+            out["finite"] = all(isinstance(x, float) for v in vectors for x in v)
+    except urllib.error.HTTPError as error:
+        out["status"] = error.code
+        out["error"] = error.read().decode(errors="replace")[:500]
+    emit(out, lock)
+    emit(complete(plan["base"], plan["model"], False, "Hello, who are you?", 8), lock)
+
+
 def main() -> None:
     plan = json.loads(sys.argv[-1])
     lock = threading.Lock()
     emit({"kind": "start", "at": time.time()}, lock)
-    {"each": each, "load": load}[plan["mode"]](plan, lock)
+    {"each": each, "load": load, "embed": embed}[plan["mode"]](plan, lock)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,8 @@ class Applier:
         digest = body_digest(body)
         if observed is not None and self.recent.already_applied(key, digest, _version(observed)):
             return ApplyResult(ApplyOutcome.UNCHANGED, observed)  # ours is on its way to the cache
+        if observed is None and (created := self.recent.created(key, digest)) is not None:
+            return ApplyResult(ApplyOutcome.UNCHANGED, created)  # our create is on its way to the cache
         based_on = [_version(observed)]
         prelude: list[str] = []
         if observed is not None:
@@ -124,6 +126,8 @@ class Applier:
             self.recent.record(key, digest, based_on, _version(stored))
             return ApplyResult(ApplyOutcome.RECREATED, stored, prelude + reasons)
         self.recent.record(key, digest, based_on, _version(stored))
+        if observed is None:
+            self.recent.record_create(key, digest, stored)
         outcome = ApplyOutcome.CREATED if status == 201 else ApplyOutcome.UPDATED
         log.debug("applied", resource=str(resource), key=_key(body), outcome=outcome.value, reasons=reasons)
         return ApplyResult(outcome, stored, prelude + reasons)

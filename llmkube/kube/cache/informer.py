@@ -56,6 +56,8 @@ class Informer:
         self.transform = transform
         self._clock = clock or RealClock()
         self._handlers: list[ChangeHandler] = []
+        #: told the store key of every change, and nothing else (no object is parsed for them)
+        self._key_listeners: list[Callable[[str], None]] = []
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.reflector = Reflector(
@@ -80,6 +82,10 @@ class Informer:
         if self.has_synced():
             for obj in self.store.objects():
                 self._call(handler, Change("ADDED", None, obj, initial=True))
+
+    def add_key_listener(self, listener: Callable[[str], None]) -> None:
+        """Register a listener told the key (``namespace/name``) of each change from now on."""
+        self._key_listeners.append(listener)
 
     def add_index(self, name: str, func: IndexFunc) -> None:
         self.store.add_index(name, func)
@@ -124,6 +130,8 @@ class Informer:
         initial = not self.has_synced()
         pending = self.store.replace_listed(listed, initial=initial)
         self._synced.set()
+        for change_of in pending:
+            self._tell_key(change_of.key)
         if not self._handlers:
             return
         # Parsed one at a time as handed out (a compact store's objects are JSON bytes until then).
@@ -142,7 +150,15 @@ class Informer:
         else:
             previous = self.store.upsert(obj)
             change = Change("ADDED" if previous is None else "MODIFIED", previous, obj)
+        self._tell_key(object_key(obj))
         self._dispatch(change)
+
+    def _tell_key(self, key: str) -> None:
+        for listener in self._key_listeners:
+            try:
+                listener(key)
+            except Exception:
+                self._log.exception("key listener failed", key=key)
 
     def _dispatch(self, change: Change) -> None:
         for handler in self._handlers:

@@ -60,6 +60,10 @@ class WorkloadInputs:
     config: OperatorConfig
     #: the preStop hook that drains a pod before it stops (`inference.llmkube.dev/rollout: drain`)
     drain: DrainHook | None = None
+    #: the taint key GPU pods tolerate (the Model's tolerationKey, else the resource name)
+    toleration_key: str = ""
+    #: the Model's DRA claims (pod resourceClaims), named by the container instead of `gpu_resource`
+    resource_claims: tuple[KubeObject, ...] = ()
 
 
 def recreates(gpu_count: int) -> bool:
@@ -111,6 +115,7 @@ def deployment_intent(inputs: WorkloadInputs) -> KubeObject:
         "spec": compact(
             {
                 "replicas": inputs.replicas,
+                "revisionHistoryLimit": spec.revision_history_limit,
                 "selector": {"matchLabels": selector_labels(name)},
                 "strategy": RECREATE_STRATEGY if recreates(inputs.gpu_count) else ROLLING_UPDATE_STRATEGY,
                 "template": {"metadata": template_metadata, "spec": pod_spec(inputs)},
@@ -125,14 +130,21 @@ def pod_spec(inputs: WorkloadInputs) -> KubeObject:
     # The user's tolerations and nodeSelector apply to every service, GPU or not (the reference
     # operator dropped them for CPU services).
     # (Tolerations are an atomic list, not keyed: a toleration listed twice is legal.)
-    tolerations = [gpu_toleration(inputs.gpu_resource)] if inputs.gpu_count > 0 else []
+    gpu_taint = inputs.toleration_key or inputs.gpu_resource
+    tolerations = [gpu_toleration(gpu_taint)] if inputs.gpu_count > 0 or inputs.resource_claims else []
     tolerations += spec.tolerations or []
     return compact(
         {
             "securityContext": pod_security_context(spec, inputs.config, inputs.runtime),
             "initContainers": list(inputs.storage.init_containers),
             "containers": [main_container(inputs)],
-            "volumes": [*inputs.storage.volumes, *writable_volumes(inputs.runtime.writable_dirs)],
+            # The user's volumes after ours (v0.9 extraVolumes; held to the admin's volume rules:
+            # plan/inferenceservice/policy.py).
+            "volumes": [
+                *inputs.storage.volumes,
+                *writable_volumes(inputs.runtime.writable_dirs),
+                *(spec.extra_volumes or []),
+            ],
             # No runtime talks to the Kubernetes API (plan/inferenceservice/hardening.py).
             "automountServiceAccountToken": False,
             "priorityClassName": inputs.priority_class_name,
@@ -142,6 +154,10 @@ def pod_spec(inputs: WorkloadInputs) -> KubeObject:
             "enableServiceLinks": False if inputs.runtime.name == "vllm" else None,
             "tolerations": tolerations,
             "nodeSelector": spec.node_selector,
+            # v0.9 passthroughs, held to the admin's placement rules (policy.py).
+            "affinity": spec.affinity,
+            "topologySpreadConstraints": spec.topology_spread_constraints,
+            "resourceClaims": list(inputs.resource_claims),
             # The hook's wait, then the server's own stop (else the server's default of 30 s).
             "terminationGracePeriodSeconds": inputs.drain.grace_seconds if inputs.drain else None,
         }
@@ -196,16 +212,21 @@ def main_container(inputs: WorkloadInputs) -> KubeObject:
             ],
             "resources": container_resources(
                 spec.resources,
-                inputs.gpu_count,
+                0 if inputs.resource_claims else inputs.gpu_count,
                 inputs.gpu_resource,
                 memory_limit(spec.resources, inputs.isvc.metadata.annotations).quantity,
+                claims=[claim["name"] for claim in inputs.resource_claims if claim.get("name")],
             ),
-            "volumeMounts": [*inputs.storage.mounts, *writable_mounts(runtime.writable_dirs)],
+            "volumeMounts": [
+                *inputs.storage.mounts,
+                *writable_mounts(runtime.writable_dirs),
+                *(spec.extra_volume_mounts or []),
+            ],
             "securityContext": security,
             # A crashing server's last log lines land in its status (lastState.terminated.message),
             # where the controller reads why it stopped without any right to read logs.
             "terminationMessagePolicy": "FallbackToLogsOnError",
             "lifecycle": inputs.drain.lifecycle() if inputs.drain else None,
-            **container_probes(runtime.probe, inputs.port, spec.probe_overrides),
+            **container_probes(runtime.probe, inputs.port, spec.probe_overrides, runtime.probe_paths),
         }
     )

@@ -1,7 +1,11 @@
 """Drain before a pod goes: it takes no new requests, finishes those it holds, then stops.
 
 Opt-in per service with the annotation `inference.llmkube.dev/rollout: drain` (and
-`inference.llmkube.dev/rollout-drain-timeout`: seconds, or `90s`, `5m`, `1h`). Kubernetes already
+`inference.llmkube.dev/rollout-drain-timeout`: seconds, or `90s`, `5m`, `1h`), or with the
+reference's v0.9 `spec.rolloutPolicy` (`waitForIdle: true`, `idleTimeoutSeconds`, default 300;
+`force: true` turns it off): the reference defers the new template until the replicas are idle,
+llmkube lets each old pod finish its requests before it stops, which is what that asks for.
+The annotations win where both are given. Kubernetes already
 stops sending new connections to a pod that is being deleted, and keeps the established ones; what
 it lacks is a server that waits for its requests before it exits. So the pod gets a preStop hook
 (run by the kubelet in the server's container, only while the pod terminates, bounded by the
@@ -50,6 +54,8 @@ Strategy = Literal["RollingUpdate", "Recreate"]
 #: resources for longer: the new pods serve meanwhile.
 DEFAULT_TIMEOUT: Mapping[Strategy, int] = {"Recreate": 120, "RollingUpdate": 300}
 MAX_TIMEOUT = 3600
+#: rolloutPolicy.idleTimeoutSeconds when unset or 0 (the reference's)
+DEFAULT_IDLE_TIMEOUT = 300
 #: Before the hook's first reading: kube-proxy has stopped sending the pod new connections by then.
 ROLLING_SETTLE_SECONDS = 2
 RECREATE_SETTLE_SECONDS = 5
@@ -82,8 +88,18 @@ class DrainPolicy:
         return self.timeout if self.timeout is not None else DEFAULT_TIMEOUT[strategy]
 
 
-def drain_policy(annotations: Mapping[str, str] | None) -> DrainPolicy:
+def drain_policy(annotations: Mapping[str, str] | None, rollout: Any = None) -> DrainPolicy:
+    """`rollout`: the spec's rolloutPolicy (v0.9), read when the annotations say nothing."""
     annotations = annotations or {}
+    if (
+        rollout is not None
+        and ROLLOUT_ANNOTATION not in annotations
+        and DRAIN_TIMEOUT_ANNOTATION not in annotations
+    ):
+        if rollout.force or not rollout.wait_for_idle:
+            return DrainPolicy(enabled=False)
+        seconds = rollout.idle_timeout_seconds or DEFAULT_IDLE_TIMEOUT
+        return DrainPolicy(enabled=True, timeout=min(seconds, MAX_TIMEOUT))
     problems: list[tuple[str, str]] = []
     raw_mode = annotations.get(ROLLOUT_ANNOTATION)
     enabled = False
@@ -117,16 +133,24 @@ def drain_policy(annotations: Mapping[str, str] | None) -> DrainPolicy:
 
 
 def drain_warnings(
-    annotations: Mapping[str, str] | None, runtime: str, in_flight_metrics: Sequence[str]
+    annotations: Mapping[str, str] | None,
+    runtime: str,
+    in_flight_metrics: Sequence[str],
+    rollout: Any = None,
 ) -> list[tuple[str, str]]:
     """What validation reports as warnings: values not understood, and a drain asked of a runtime
     whose server counts no requests (the hook could never tell when it is done)."""
-    policy = drain_policy(annotations)
+    policy = drain_policy(annotations, rollout)
     found = list(policy.problems)
+    if rollout is not None and rollout.idle_timeout_seconds and rollout.idle_timeout_seconds > MAX_TIMEOUT:
+        found.append(
+            ("spec.rolloutPolicy.idleTimeoutSeconds", f"more than {MAX_TIMEOUT} s: {MAX_TIMEOUT} s applies")
+        )
     if policy.enabled and not in_flight_metrics:
+        asked = annotations is not None and ROLLOUT_ANNOTATION in annotations
         found.append(
             (
-                _annotation_path(ROLLOUT_ANNOTATION),
+                _annotation_path(ROLLOUT_ANNOTATION) if asked else "spec.rolloutPolicy.waitForIdle",
                 f'runtime "{runtime}" exports no count of requests in flight: its pods are not drained',
             )
         )

@@ -31,7 +31,25 @@ def gpu_vendor(model: Model) -> GPUVendor:
 
 
 def gpu_resource_name(model: Model, config: OperatorConfig) -> str:
+    """The Model's `hardware.gpu.resourceName` (v0.9: any extended resource, e.g. amd.com/gpu or a
+    DRI render node), else the admin's name for the vendor, else the vendor's own."""
+    gpu = model.spec.hardware.gpu if model.spec.hardware else None
+    if gpu is not None and gpu.resource_name:
+        return gpu.resource_name
     return config.gpu_resource(gpu_vendor(model))
+
+
+def gpu_toleration_key(model: Model, resource_name: str) -> str:
+    """The taint key GPU pods tolerate: `hardware.gpu.tolerationKey` (v0.9), else the resource name."""
+    gpu = model.spec.hardware.gpu if model.spec.hardware else None
+    return gpu.toleration_key if gpu is not None and gpu.toleration_key else resource_name
+
+
+def gpu_resource_claims(model: Model) -> list[KubeObject]:
+    """The Model's DRA claims (v0.9 `hardware.gpu.resourceClaims`): the pod's resourceClaims, which
+    its container then names instead of requesting an extended resource."""
+    gpu = model.spec.hardware.gpu if model.spec.hardware else None
+    return [dict(claim) for claim in (gpu.resource_claims or [])] if gpu is not None else []
 
 
 def is_metal(model: Model) -> bool:

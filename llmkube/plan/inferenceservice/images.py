@@ -37,6 +37,9 @@ DEFAULT_RUNTIME_IMAGES: Mapping[str, str] = MappingProxyType(
         "llamacpp-intel": f"{_LLAMACPP}:server-intel-{LLAMACPP_BUILD}",
         "vllm": "vllm/vllm-openai:v0.20.0",
         "tgi": "ghcr.io/huggingface/text-generation-inference:3.3.7",
+        # SGLang's CUDA and ROCm builds (the reference's pins): the ROCm one for AMD GPUs.
+        "sglang": "lmsysorg/sglang:v0.5.15.post1-cu129",
+        "sglang-rocm": "lmsysorg/sglang:v0.5.15-rocm720-mi30x",
     }
 )
 RUNTIME_IMAGE_KEYS = tuple(DEFAULT_RUNTIME_IMAGES)
@@ -54,6 +57,9 @@ def llamacpp_backend(model: Model, gpu_count: int) -> LlamaCppBackend:
     if gpu_count <= 0:
         return "cpu"
     hardware = model.spec.hardware
+    runtime = hardware.gpu.runtime if hardware is not None and hardware.gpu is not None else None
+    if runtime is not None:  # v0.9 `hardware.gpu.runtime`: the compute backend, said outright
+        return runtime
     if hardware is not None and (hardware.accelerator or "").lower() == "vulkan":
         return "vulkan"
     return _BACKEND_OF_VENDOR[gpu_vendor(model)]
@@ -62,9 +68,11 @@ def llamacpp_backend(model: Model, gpu_count: int) -> LlamaCppBackend:
 def image_key(runtime: str, model: Model, gpu_count: int) -> str:
     """The `--runtime-images` key that names this service's default image ("" for a runtime that
     has none: generic and PersonaPlex need `spec.image`)."""
-    if runtime == "llamacpp":
+    if runtime in ("llamacpp", "llamacpp-router"):  # one server binary, one image per backend
         backend = llamacpp_backend(model, gpu_count)
         return "llamacpp" if backend == "cpu" else f"llamacpp-{backend}"
+    if runtime == "sglang" and gpu_count > 0 and gpu_vendor(model) == "amd":
+        return "sglang-rocm"
     return runtime if runtime in DEFAULT_RUNTIME_IMAGES else ""
 
 

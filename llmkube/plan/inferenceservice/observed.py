@@ -6,6 +6,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from llmkube.api.base import KubeObject
+from llmkube.api.model import Model
 from llmkube.plan.inferenceservice.preemption import Preemption
 from llmkube.plan.inferenceservice.queue import GpuQueue
 from llmkube.plan.inferenceservice.scheduling import NodeGpus
@@ -44,3 +45,5 @@ class ObservedState:
     # Metal services: the master key their servers' keys derive from (server_key.py), as the
     # controller read it from its Secret; None when the service is not metal.
     server_key_master: bytes | None = None
+    # v0.9 speculativeDecoding.draftModelRef: the draft Model, as cached (None: none named, or absent).
+    draft_model: Model | None = None

@@ -46,9 +46,16 @@ from llmkube.plan.inferenceservice.drain import (
     drain_policy,
     holds_service,
 )
-from llmkube.plan.inferenceservice.gpu import effective_gpu_count, gpu_resource_name, is_metal
+from llmkube.plan.inferenceservice.gpu import (
+    effective_gpu_count,
+    gpu_resource_claims,
+    gpu_resource_name,
+    gpu_toleration_key,
+    is_metal,
+)
 from llmkube.plan.inferenceservice.hpa import hpa_intent, initial_replicas
 from llmkube.plan.inferenceservice.images import default_image
+from llmkube.plan.inferenceservice.lifetime import RECYCLED, recycling
 from llmkube.plan.inferenceservice.memory_fit import (
     INSUFFICIENT_MEMORY,
     MEMORY_FIT,
@@ -64,7 +71,9 @@ from llmkube.plan.inferenceservice.objects import ObjectRef, controlled_by, obje
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.pod_failures import FAILED_CREATE, diagnose_pod_failure, replica_failure
 from llmkube.plan.inferenceservice.policy import (
+    extra_volume_issues,
     host_path_issues,
+    placement_issues,
     pod_security_issues,
     priority_issues,
     service_type_issues,
@@ -92,6 +101,8 @@ from llmkube.plan.inferenceservice.service_cache import (
     plan_service_cache,
     service_cache_intent,
 )
+from llmkube.plan.inferenceservice.serving_mode import resolve_mode
+from llmkube.plan.inferenceservice.speculative import NO_DRAFT, DraftWeights, plan_draft
 from llmkube.plan.inferenceservice.status import (
     DEGRADED,
     FAILED_REASON,
@@ -111,6 +122,8 @@ from llmkube.plan.inferenceservice.storage import NO_STORAGE, ModelStorage, Stor
 from llmkube.plan.inferenceservice.validation import Issue, ValidationInputs, validate
 from llmkube.plan.tenancy import POLICY_VIOLATION, PolicyIssue
 
+#: where a pod's server listens unless spec.bindAddress says (every IPv4 interface, as before v0.9)
+DEFAULT_BIND_ADDRESS = "0.0.0.0"
 # After deleting a Deployment whose selector changed (the `{app}` selector of the reference operator
 # before 0.8), the new one can only be created once the old one is gone.
 SELECTOR_MIGRATION_REQUEUE_SECONDS = 2.0
@@ -132,6 +145,8 @@ class InferenceServicePlan:
     deletes: tuple[ObjectRef, ...] = ()
     events: tuple[PlannedEvent, ...] = ()
     requeue_after: float | None = None
+    #: pods to evict (by name, in the service's namespace): v0.9 maxPodLifetimeSeconds (lifetime.py)
+    evictions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -277,6 +292,26 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
     )
     if isinstance(storage, StorageProblem):
         issues.append(Issue(storage.field, storage.message, "error"))
+    draft: DraftWeights | StorageProblem = NO_DRAFT
+    if isinstance(storage, ModelStorage) and not metal:
+        draft = plan_draft(
+            spec=spec,
+            runtime=runtime.name,
+            model=model,
+            storage=storage,
+            draft_model=ctx.observed.draft_model,
+            namespace=ctx.namespace,
+            config=ctx.config,
+            service=ctx.name,
+        )
+        if isinstance(draft, StorageProblem):
+            issues.append(Issue(draft.field, draft.message, "error"))
+        else:
+            storage = replace(
+                storage,
+                init_containers=(*storage.init_containers, *draft.init_containers),
+                volumes=(*storage.volumes, *draft.volumes),
+            )
     cache: ServiceCache | None = None
     if isinstance(storage, ModelStorage) and storage.uses_service_cache:
         planned = plan_service_cache(ctx.isvc, model, ctx.config, ctx.observed.service_cache_claim)
@@ -341,7 +376,8 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
         return _invalid(ctx, conditions, [message], events, reason=INSUFFICIENT_MEMORY, metal=metal)
     if metal:
         return _metal_plan(ctx, conditions, events)
-    plan = _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events)
+    draft_path = draft.path if isinstance(draft, DraftWeights) else ""
+    plan = _workload_plan(ctx, model, runtime, storage, gpu_count, conditions, events, draft_path)
     if cache is not None and cache.create:
         plan = replace(plan, service_cache=service_cache_intent(ctx.isvc, cache, ctx.config))
     # What the API server would refuse in the objects themselves, named by the service's fields.
@@ -367,6 +403,8 @@ def _policy_issues(ctx: _Context) -> list[Issue]:
             spec, ctx.priority_class, ctx.priority, ctx.namespace, policy, ctx.observed.namespace
         ),
         *service_type_issues(spec, policy),
+        *extra_volume_issues(spec, policy),
+        *placement_issues(spec, policy),
     ]
     return [Issue(issue.field, issue.message, "error", POLICY_VIOLATION) for issue in found]
 
@@ -472,11 +510,14 @@ def _workload_plan(
     gpu_count: int,
     conditions: list[Condition],
     events: list[PlannedEvent],
+    draft_model_path: str = "",
 ) -> InferenceServicePlan:
     isvc, observed = ctx.isvc, ctx.observed
     spec = isvc.spec
-    autoscaling = spec.autoscaling
-    replicas = _spec_replicas(ctx)
+    # spec.suspend (v0.9): scaled to 0 and no HPA, spec.replicas kept for when it resumes.
+    suspended = bool(spec.suspend)
+    autoscaling = None if suspended else spec.autoscaling
+    replicas = 0 if suspended else _spec_replicas(ctx)
     # replicas: 0 stops the service even with autoscaling (an HPA leaves a zero-replica target alone).
     hpa_owns_replicas = autoscaling is not None and replicas > 0
     port = container_port(spec, runtime)
@@ -488,9 +529,17 @@ def _workload_plan(
         port=port,
         gpu_count=gpu_count,
         mmproj_path=storage.mmproj_path,
+        host=spec.bind_address or DEFAULT_BIND_ADDRESS,
+        draft_model_path=draft_model_path,
     )
     strategy: Strategy = "Recreate" if recreates(gpu_count) else "RollingUpdate"
-    drain = drain_hook(drain_policy(isvc.metadata.annotations), strategy, port, runtime.in_flight_metrics)
+    drain = drain_hook(
+        drain_policy(isvc.metadata.annotations, spec.rollout_policy),
+        strategy,
+        port,
+        runtime.in_flight_metrics,
+    )
+    gpu_resource = gpu_resource_name(model, ctx.config)
     deployment = deployment_intent(
         WorkloadInputs(
             isvc=isvc,
@@ -499,12 +548,14 @@ def _workload_plan(
             storage=storage,
             port=port,
             gpu_count=gpu_count,
-            gpu_resource=gpu_resource_name(model, ctx.config),
+            gpu_resource=gpu_resource,
             image=spec.image or default_image(runtime.name, model, gpu_count, ctx.config.runtime_images),
             priority_class_name=ctx.priority_class,
             replicas=None if hpa_owns_replicas else replicas,
             config=ctx.config,
             drain=drain,
+            toleration_key=gpu_toleration_key(model, gpu_resource),
+            resource_claims=tuple(gpu_resource_claims(model)),
         )
     )
     live = observed.deployment
@@ -514,7 +565,7 @@ def _workload_plan(
     migrate = live is not None and _selector(live) != selector_labels(ctx.name)
     if live is not None and migrate:
         deletes.append(object_ref(live))
-    if autoscaling is None and observed.hpa is not None and _owned(ctx, observed.hpa):
+    if autoscaling is None and observed.hpa is not None and _owned(ctx, observed.hpa):  # or suspended
         deletes.append(object_ref(observed.hpa))
     current = None if migrate else live
     ready = _int_at(current, "status", "readyReplicas")
@@ -544,6 +595,8 @@ def _workload_plan(
             if failure is not None:
                 events.append(PlannedEvent("Warning", FAILED_CREATE, failure.message, DEGRADED))
     phase: Phase = "Failed" if failure else determine_phase(ready, desired, scheduling)
+    if suspended and not failure:
+        phase = "Suspended"
     downloading = downloading_pod(observed.pods) if phase == "Creating" else None
     download = download_progress(downloading, observed.download_log) if downloading else None
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
@@ -564,6 +617,7 @@ def _workload_plan(
         failure_message=failure.message if failure else "",
         rollout=rollout_of(current),
         download=download.message() if download is not None else "",
+        mode=resolve_mode(spec),
     )
     conditions = preempted_conditions(
         conditions,
@@ -578,6 +632,11 @@ def _workload_plan(
     )
     conditions = drained.conditions
     events += drained.events
+    recycle = recycling(
+        observed.pods, spec.max_pod_lifetime_seconds, ready=ready, desired=desired, now=observed.now
+    )
+    if recycle.evict:
+        events.append(PlannedEvent("Normal", RECYCLED, recycle.message))
     status = _status(ctx, conditions, facts)
     if hold is not None and status_changed(isvc.status, status):  # written anyway: with the newest
         status, hold = _status(ctx, conditions, replace(facts, queue_position=position)), None
@@ -595,8 +654,9 @@ def _workload_plan(
             if migrate
             else DOWNLOAD_REQUEUE_SECONDS
             if download is not None
-            else _sooner(hold, drained.requeue_after)
+            else _sooner(hold, drained.requeue_after, recycle.requeue_after)
         ),
+        evictions=(recycle.evict,) if recycle.evict else (),
     )
 
 

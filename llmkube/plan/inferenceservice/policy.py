@@ -1,6 +1,7 @@
 """The checks that hold an InferenceService's plan to what the admin allows (plan/tenancy.py says
-what that is and where it comes from): the spec's PriorityClass and Service type, and, on the
-finished pod template whatever route built it, its host paths and its Pod Security level."""
+what that is and where it comes from): the spec's PriorityClass and Service type, the volumes it
+adds and where it places pods (v0.9 extraVolumes, affinity), and, on the finished pod template
+whatever route built it, its host paths and its Pod Security level."""
 
 import posixpath
 from collections.abc import Mapping, Sequence
@@ -15,10 +16,14 @@ from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES, is_llmkube_
 from llmkube.plan.tenancy import (
     ALLOWED_PRIORITY_CLASSES_FLAG,
     ALLOWED_SERVICE_TYPES_FLAG,
+    ALLOWED_VOLUME_TYPES_FLAG,
+    CONTROL_PLANE_FLAG,
+    CONTROL_PLANE_LABELS,
     DEFAULT_MAX_PRIORITY_FLAG,
     LOCAL_ROOTS_FLAG,
     MAX_POD_SECURITY_FLAG,
     MAX_PRIORITY_LABEL,
+    SERVICE_ACCOUNT_TOKEN,
     NamespacePolicy,
     PolicyIssue,
     TenancyPolicy,
@@ -52,7 +57,7 @@ def host_path_issues(
         if host_path is None:
             continue
         path = str((host_path or {}).get("path") or "")
-        field_name = "model.spec.source" if volume.get("name") == HOST_MODEL_VOLUME else "hostPath"
+        field_name = "model.spec.source" if volume.get("name") == HOST_MODEL_VOLUME else "spec.extraVolumes"
         if not policy.local_source_roots:
             issues.append(
                 PolicyIssue(
@@ -127,11 +132,15 @@ def _origin(path: str, spec: InferenceServiceSpec, deployment: KubeObject) -> st
     """The InferenceService field a pod-template path came from; a volume or container the
     controller made for the model points at the Model's source, anything else of ours says so."""
     volumes = (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("volumes") or []
+    extra = [str(v.get("name") or "") for v in spec.extra_volumes or []]
     for index, volume in enumerate(volumes):
-        if volume.get("name") == HOST_MODEL_VOLUME and path.startswith(
-            f"spec.template.spec.volumes[{index}]"
-        ):
+        prefix = f"spec.template.spec.volumes[{index}]"
+        if not path.startswith(prefix):
+            continue
+        if volume.get("name") == HOST_MODEL_VOLUME:
             return "model.spec.source"
+        if volume.get("name") in extra:  # the user's own (v0.9 extraVolumes)
+            return f"spec.extraVolumes[{extra.index(volume['name'])}]" + path.removeprefix(prefix)
     if path.startswith("spec.template.metadata.annotations"):
         return "spec.podAnnotations" + path.removeprefix("spec.template.metadata.annotations")
     if path.startswith("spec.template.spec.initContainers"):
@@ -204,6 +213,17 @@ def priority_issues(
 
 def service_type_issues(spec: InferenceServiceSpec, policy: TenancyPolicy) -> list[PolicyIssue]:
     wanted = (spec.endpoint.type if spec.endpoint else None) or "ClusterIP"
+    pinned = spec.endpoint.node_port if spec.endpoint else None
+    if pinned is not None and "NodePort" not in policy.allowed_service_types:
+        # A pinned port on every node is what NodePort allows (a LoadBalancer's own is the cloud's).
+        allowed = ", ".join(t for t in SERVICE_TYPES if t in policy.allowed_service_types)
+        return [
+            PolicyIssue(
+                "spec.endpoint.nodePort",
+                f"a node port ({pinned}) is not allowed: this cluster allows {allowed} Services, not "
+                f"NodePort ({ALLOWED_SERVICE_TYPES_FLAG})",
+            )
+        ]
     if wanted in policy.allowed_service_types:
         return []
     allowed = ", ".join(t for t in SERVICE_TYPES if t in policy.allowed_service_types)
@@ -213,4 +233,100 @@ def service_type_issues(spec: InferenceServiceSpec, policy: TenancyPolicy) -> li
             f'Service type "{wanted}" is not allowed: this cluster allows {allowed} '
             f"({ALLOWED_SERVICE_TYPES_FLAG})",
         )
+    ]
+
+
+# --- Volumes a spec adds (v0.9 extraVolumes) ---------------------------------------------------------
+
+
+def volume_type(volume: Mapping[str, Any]) -> str:
+    """The source a Volume names (`emptyDir`, `nfs`, ...): its one key besides `name`."""
+    return next((key for key in volume if key != "name"), "")
+
+
+def extra_volume_issues(spec: InferenceServiceSpec, policy: TenancyPolicy) -> list[PolicyIssue]:
+    """Each extra volume's type must be one the admin allows (hostPath: judged by the local-source
+    rules on the finished pod, `host_path_issues`); a projected ServiceAccount token only where
+    the admin lists `serviceAccountToken`: the runtimes never talk to the API server, so a token
+    in a tenant's pod is a credential of the namespace's ServiceAccount handed to the tenant's code."""
+    issues = []
+    allowed = policy.allowed_volume_types
+    for index, volume in enumerate(spec.extra_volumes or []):
+        field_name = f"spec.extraVolumes[{index}]"
+        kind = volume_type(volume)
+        if kind == "hostPath":
+            continue
+        if kind not in allowed:
+            listed = ", ".join(sorted(allowed - {SERVICE_ACCOUNT_TOKEN})) or "none"
+            issues.append(
+                PolicyIssue(
+                    f"{field_name}.{kind}",
+                    f'volume type "{kind}" is not allowed: this cluster allows {listed} '
+                    f"({ALLOWED_VOLUME_TYPES_FLAG})",
+                )
+            )
+            continue
+        sources = (volume.get("projected") or {}).get("sources") or [] if kind == "projected" else []
+        for position, source in enumerate(sources):
+            if (
+                isinstance(source, Mapping)
+                and "serviceAccountToken" in source
+                and SERVICE_ACCOUNT_TOKEN not in allowed
+            ):
+                issues.append(
+                    PolicyIssue(
+                        f"{field_name}.projected.sources[{position}].serviceAccountToken",
+                        "a projected ServiceAccount token is not allowed: the runtimes need none, and it "
+                        f"would hand the namespace's ServiceAccount to the pod ({ALLOWED_VOLUME_TYPES_FLAG} "
+                        f"lists {SERVICE_ACCOUNT_TOKEN} where it is allowed)",
+                    )
+                )
+    return issues
+
+
+# --- Placement (v0.9 affinity, and nodeSelector) ----------------------------------------------------
+
+
+def _selects_control_plane(requirements: Any) -> bool:
+    """A node selector requirement list that can only match, or prefers, control-plane nodes:
+    one of their role labels with In or Exists (or a value that names them)."""
+    for requirement in requirements or []:
+        if not isinstance(requirement, Mapping) or requirement.get("key") not in CONTROL_PLANE_LABELS:
+            continue
+        if requirement.get("operator") in ("In", "Exists"):
+            return True
+    return False
+
+
+def placement_issues(spec: InferenceServiceSpec, policy: TenancyPolicy) -> list[PolicyIssue]:
+    """Pods on control-plane nodes share them with the API server and etcd: a spec may ask for
+    them (by their role labels, in affinity or nodeSelector) only where the admin allows it."""
+    if policy.allow_control_plane:
+        return []
+    found: list[str] = [
+        f"spec.nodeSelector[{key}]" for key in (spec.node_selector or {}) if key in CONTROL_PLANE_LABELS
+    ]
+    node = (spec.affinity or {}).get("nodeAffinity") or {}
+    required = (node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+        "nodeSelectorTerms"
+    ) or []
+    for index, term in enumerate(required):
+        if isinstance(term, Mapping) and _selects_control_plane(term.get("matchExpressions")):
+            found.append(
+                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                f".nodeSelectorTerms[{index}]"
+            )
+    for index, preferred in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        term = preferred.get("preference") if isinstance(preferred, Mapping) else None
+        if isinstance(term, Mapping) and _selects_control_plane(term.get("matchExpressions")):
+            found.append(
+                f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{index}].preference"
+            )
+    return [
+        PolicyIssue(
+            path,
+            "selects control-plane nodes, which this cluster keeps for its own components "
+            f"({CONTROL_PLANE_FLAG} allows it)",
+        )
+        for path in found
     ]

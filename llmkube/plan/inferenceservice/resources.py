@@ -11,8 +11,14 @@ from llmkube.api.inferenceservice import InferenceResources
 from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 from llmkube.plan.inferenceservice.objects import compact
 
-QUANTITY_FIELDS = ("cpu", "memory", "host_memory", "gpu_memory")
-_JSON_NAMES = {"cpu": "cpu", "memory": "memory", "host_memory": "hostMemory", "gpu_memory": "gpuMemory"}
+QUANTITY_FIELDS = ("cpu", "memory", "host_memory", "gpu_memory", "ephemeral_storage")
+_JSON_NAMES = {
+    "cpu": "cpu",
+    "memory": "memory",
+    "host_memory": "hostMemory",
+    "gpu_memory": "gpuMemory",
+    "ephemeral_storage": "ephemeralStorage",
+}
 
 
 def quantity_errors(resources: InferenceResources | None) -> list[tuple[str, str]]:
@@ -34,10 +40,17 @@ def quantity_errors(resources: InferenceResources | None) -> list[tuple[str, str
 
 
 def container_resources(
-    resources: InferenceResources | None, gpu_count: int, gpu_resource: str, memory_limit: str | None
+    resources: InferenceResources | None,
+    gpu_count: int,
+    gpu_resource: str,
+    memory_limit: str | None,
+    claims: list[str] | None = None,
 ) -> KubeObject:
     """Assumes `quantity_errors(resources)` is empty. `memory_limit` comes from
-    plan/inferenceservice/hardening.py: by default what a server asked for is what it may use."""
+    plan/inferenceservice/hardening.py: by default what a server asked for is what it may use.
+    `ephemeralStorage` (v0.9) is both the request and the limit, as the reference sets it: the
+    scheduler sees the download, and an overrun is this pod's. `claims` are the pod's DRA claims
+    the container uses (the Model's resourceClaims)."""
     limits = {gpu_resource: str(gpu_count)} if gpu_count > 0 else {}
     requests: dict[str, str] = {}
     if resources is not None:
@@ -46,6 +59,12 @@ def container_resources(
         memory = resources.host_memory or resources.memory
         if memory:
             requests["memory"] = canonical_quantity(memory)
+        if resources.ephemeral_storage:
+            requests["ephemeral-storage"] = limits["ephemeral-storage"] = canonical_quantity(
+                resources.ephemeral_storage
+            )
     if memory_limit:
         limits["memory"] = memory_limit
-    return compact({"limits": limits, "requests": requests})
+    return compact(
+        {"limits": limits, "requests": requests, "claims": [{"name": name} for name in claims or []]}
+    )

@@ -17,6 +17,7 @@ from llmkube.plan.inferenceservice.deployment import PORT_NAME
 from llmkube.plan.inferenceservice.drain import HOLD_LABEL, HOLD_VALUE
 from llmkube.plan.inferenceservice.names import managed, selector_labels, service_name
 from llmkube.plan.inferenceservice.objects import object_metadata, owner_reference
+from llmkube.plan.inferenceservice.serving_mode import MODE_LABEL, resolve_mode
 
 DEFAULT_ENDPOINT_PORT = 8080
 DEFAULT_ENDPOINT_PATH = "/v1/chat/completions"
@@ -38,8 +39,15 @@ def service_intent(isvc: InferenceService, *, selector: bool = True, hold: bool 
     """`selector=False` for a metal service: the host agents' EndpointSlices are its endpoints.
     `hold`: a Recreate drain is in progress, so the Service selects no pod (drain.py)."""
     name, spec = isvc.metadata.name or "", isvc.spec
+    # The serving mode, as a label: the EndpointSlices inherit it, and ModelRouters route
+    # /v1/embeddings and /v1/rerank by it (plan/router/matching.py).
+    labels = {**managed(selector_labels(name)), MODE_LABEL: resolve_mode(spec)}
     service_type = spec.endpoint.type if spec.endpoint is not None and spec.endpoint.type else "ClusterIP"
     held = {HOLD_LABEL: HOLD_VALUE} if hold else {}
+    port = {"name": PORT_NAME, "port": endpoint_port(spec), "targetPort": PORT_NAME, "protocol": "TCP"}
+    node_port = spec.endpoint.node_port if spec.endpoint is not None else None
+    if node_port is not None and service_type in ("NodePort", "LoadBalancer"):
+        port["nodePort"] = node_port  # v0.9: a stable port on every node
     selected = {"selector": {**selector_labels(name), **held}} if selector else {}
     return {
         "apiVersion": "v1",
@@ -47,14 +55,12 @@ def service_intent(isvc: InferenceService, *, selector: bool = True, hold: bool 
         "metadata": object_metadata(
             service_name(name),
             isvc.metadata.namespace or "",
-            managed(selector_labels(name)),
+            labels,
             owner_reference(isvc),
         ),
         "spec": {
             "type": service_type,
             **selected,
-            "ports": [
-                {"name": PORT_NAME, "port": endpoint_port(spec), "targetPort": PORT_NAME, "protocol": "TCP"}
-            ],
+            "ports": [port],
         },
     }

@@ -73,6 +73,8 @@ class StatusFacts:
     model_problem: tuple[str, str] | None = None
     # A pod is still fetching the model (plan/inferenceservice/download.py): how far it got.
     download: str = ""
+    #: the serving mode in effect (v0.9 status.mode: chat, embedding or rerank); "" leaves it out
+    mode: str = ""
 
 
 def reason_column(facts: StatusFacts) -> str:
@@ -117,6 +119,7 @@ def build_status(
     }
     return InferenceServiceStatus(
         **queued,
+        **({"mode": facts.mode} if facts.mode else {}),
         **{field: text for field, text in texts.items() if text},  # nothing to say: left out
         phase=facts.phase,
         conditions=summarize(conditions, summary, generation=generation, now=now),
@@ -172,6 +175,10 @@ def phase_conditions(
             PROGRESSING, "True", "WaitingForGPU", f"Queued at position {facts.queue_position} waiting for GPU"
         )
         put(GPU_AVAILABLE, "False", "InsufficientGPU", f"Waiting for GPU resources: {waiting_for}")
+    elif phase == "Suspended":
+        message = "Suspended: spec.suspend is true (spec.replicas is kept for when it resumes)"
+        put(AVAILABLE, "False", "Suspended", message)
+        put(PROGRESSING, "False", "Suspended", message)
     elif phase == "Stopped":
         put(AVAILABLE, "False", "Stopped", "Scaled to zero: spec.replicas is 0")
         put(PROGRESSING, "False", "Stopped", "Scaled to zero: spec.replicas is 0")
@@ -225,8 +232,8 @@ def isvc_summary(
         return Summary(
             ready=False, reason=reason_of(conditions, DEGRADED, FAILED_REASON), message=message, stalled=True
         )
-    if phase == "Stopped":  # scaled to zero, as asked: nothing left to do
-        return Summary(ready=True, reason="Stopped", message=message_of(conditions, AVAILABLE))
+    if phase in ("Stopped", "Suspended"):  # scaled to zero, as asked: nothing left to do
+        return Summary(ready=True, reason=phase, message=message_of(conditions, AVAILABLE))
     # Pending, Creating, WaitingForGPU, Progressing: the condition that tells what is under way.
     detail = (AVAILABLE, PROGRESSING) if phase == "Creating" else (PROGRESSING, AVAILABLE)
     return Summary(ready=False, reason=phase, message=message_of(conditions, *detail))

@@ -11,6 +11,11 @@ a download per pod start. A model known to be larger than the limit is refused (
 evict the pod over and over). Local-path sources keep the namespace cache, which their copy needs.
 `--model-storage=per-service` puts remote sources in cached mode on the service's own claim
 (service_cache.py) instead of the namespace's: the same layout, another claim.
+
+A service's own `modelCache` (v0.9) overrides the operator's choice for it: `claimName` caches in
+that existing claim of its namespace (the same layout; llmkube never creates or changes it), and
+`persistence: Ephemeral` downloads into an emptyDir, bounded by `resources.ephemeralStorage` when
+set (else by `--ephemeral-cache-size-limit`).
 The init container is the model downloader (plan/model/downloader.py): the same container a
 Model's prefetch Job runs, so a prefetched Model is a cache hit here.
 """
@@ -22,7 +27,7 @@ from typing import Literal
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
-from llmkube.apimachinery.quantity import canonical_quantity, parse_quantity
+from llmkube.apimachinery.quantity import QuantityError, canonical_quantity, parse_quantity
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME
 from llmkube.plan.inferenceservice.objects import compact
@@ -40,7 +45,7 @@ from llmkube.plan.model.source import (
     parse_pvc_source,
 )
 
-StorageMode = Literal["none", "pvc", "cache", "service", "emptydir"]
+StorageMode = Literal["none", "pvc", "cache", "service", "claim", "emptydir"]
 
 PVC_SOURCE_MOUNT = "/model-source"
 HOST_MODEL_FILE = "/host-model/model.gguf"
@@ -56,6 +61,8 @@ class ModelStorage:
     init_containers: tuple[KubeObject, ...] = ()
     mounts: tuple[KubeObject, ...] = ()  # the main container's volume mounts
     mmproj_path: str = ""  # the multimodal projector beside it (spec.mmproj); "" for none
+    #: the directory the Model's files are staged in, as the main container sees it ("" for none)
+    files_root: str = ""
 
     @property
     def uses_cache_pvc(self) -> bool:
@@ -92,6 +99,7 @@ def _pvc_storage(model: Model) -> ModelStorage | StorageProblem:
     return ModelStorage(
         mode="pvc",
         model_path=posixpath.join(base, plan.primary) if plan else base,
+        files_root=base,
         mmproj_path=posixpath.join(base, plan.mmproj) if plan and plan.mmproj else "",
         volumes=(
             {"name": "model-source", "persistentVolumeClaim": {"claimName": pvc.claim, "readOnly": True}},
@@ -124,11 +132,28 @@ def plan_storage(
         return _pvc_storage(model)
     status = model.status
     key = status.cache_key if status and status.cache_key else ""
-    ephemeral = config.model_storage == "ephemeral" and kind is not SourceKind.LOCAL
+    chosen = spec.model_cache
+    user_claim = chosen.claim_name if chosen and chosen.claim_name else ""
+    asked_ephemeral = bool(chosen and chosen.persistence == "Ephemeral")
+    ephemeral = (
+        asked_ephemeral or (config.model_storage == "ephemeral" and not user_claim)
+    ) and kind is not SourceKind.LOCAL
     cached = bool(key) and bool(config.model_cache_path) and not ephemeral
-    own_claim = cached and config.model_storage == "per-service" and kind is not SourceKind.LOCAL
-    if ephemeral and (too_large := _over_ephemeral_limit(model, config)):
-        return too_large
+    own_claim = (
+        cached and config.model_storage == "per-service" and kind is not SourceKind.LOCAL and not user_claim
+    )
+    limit = (
+        spec.resources.ephemeral_storage
+        if asked_ephemeral and spec.resources and spec.resources.ephemeral_storage
+        else config.ephemeral_cache_size_limit
+    )
+    if ephemeral:
+        try:
+            parse_quantity(limit)
+        except QuantityError:
+            return StorageProblem("spec.resources.ephemeralStorage", f'invalid quantity "{limit}"')
+        if too_large := _over_ephemeral_limit(model, limit):
+            return too_large
     if kind is SourceKind.LOCAL and not cached:
         return StorageProblem(
             "model.spec.source",
@@ -149,13 +174,13 @@ def plan_storage(
         gguf_name = status.gguf.model_name if status and status.gguf and kind is SourceKind.LOCAL else None
         single = posixpath.basename(path) or canonical_basename(model.metadata.name or "", gguf_name)
         volume_name = "model-cache"
-        claim = service_cache_claim_name(service) if own_claim else CACHE_PVC_NAME
+        claim = user_claim or (service_cache_claim_name(service) if own_claim else CACHE_PVC_NAME)
         volumes: list[KubeObject] = [{"name": volume_name, "persistentVolumeClaim": {"claimName": claim}}]
     else:
         cache_dir = MODELS_MOUNT
         single = f"{namespace}-{model.metadata.name or 'model'}.gguf"
         volume_name = "model-storage"
-        empty_dir = {"sizeLimit": canonical_quantity(config.ephemeral_cache_size_limit)} if ephemeral else {}
+        empty_dir = {"sizeLimit": canonical_quantity(limit)} if ephemeral else {}
         volumes = [{"name": volume_name, "emptyDir": empty_dir}]
     init_mounts: list[KubeObject] = [{"name": volume_name, "mountPath": MODELS_MOUNT}]
     if config.ca_cert_configmap:
@@ -196,27 +221,29 @@ def plan_storage(
         custom_ca=bool(config.ca_cert_configmap),
     )
     return ModelStorage(
-        mode=("service" if own_claim else "cache") if cached else "emptydir",
+        mode=("claim" if user_claim else "service" if own_claim else "cache") if cached else "emptydir",
         model_path=model_path,
         mmproj_path=mmproj_path,
+        files_root=cache_dir,
         volumes=tuple(volumes),
         init_containers=(init_container,),
         mounts=({"name": volume_name, "mountPath": MODELS_MOUNT, "readOnly": True},),
     )
 
 
-def _over_ephemeral_limit(model: Model, config: OperatorConfig) -> StorageProblem | None:
-    """A model whose size the Model controller measured (status.size) above the emptyDir's limit."""
+def _over_ephemeral_limit(model: Model, limit: str) -> StorageProblem | None:
+    """A model whose size the Model controller measured (status.size) above the emptyDir's limit
+    (`limit`: the service's resources.ephemeralStorage, else --ephemeral-cache-size-limit)."""
     size = parse_size(model.status.size if model.status else None)
     if size is None:
         return None  # not measured yet: the kubelet's limit still bounds the pod
-    if size <= parse_quantity(config.ephemeral_cache_size_limit).value:
+    if size <= parse_quantity(limit).value:
         return None
     return StorageProblem(
         "model.status.size",
         f"the model is {model.status.size if model.status else size}, more than the ephemeral "
-        f"cache holds ({config.ephemeral_cache_size_limit}, --ephemeral-cache-size-limit): "
-        "raise the limit or use the namespace cache (--model-storage=namespace)",
+        f"cache holds ({limit}: spec.resources.ephemeralStorage, else --ephemeral-cache-size-limit): "
+        "raise the limit or use a cache (spec.modelCache, --model-storage)",
     )
 
 

@@ -27,6 +27,7 @@ from llmkube.plan.inferenceservice.runtimes import RuntimeDefaults
 Severity = Literal["error", "warning"]
 
 _LLAMACPP = frozenset({"llamacpp"})
+_SERVERS = frozenset({"llamacpp", "llamacpp-router", "vllm", "tgi", "sglang"})
 # Runtime-specific fields and the runtimes that honour them; set on any other runtime, they are
 # ignored, and the user is told so.
 RUNTIME_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
@@ -50,11 +51,30 @@ RUNTIME_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "batchSize": _LLAMACPP,
         "uBatchSize": _LLAMACPP,
         "parallelSlots": frozenset({"llamacpp", "vllm", "tgi"}),
-        "extraArgs": frozenset({"llamacpp", "vllm", "tgi"}),
+        "extraArgs": _SERVERS,
         "args": frozenset({"generic"}),
         "vllmConfig": frozenset({"vllm"}),
         "tgiConfig": frozenset({"tgi"}),
         "personaPlexConfig": frozenset({"personaplex"}),
+        # v0.9
+        "sglangConfig": frozenset({"sglang"}),
+        "bindAddress": _SERVERS,
+        "mode": frozenset({"llamacpp", "llamacpp-router", "vllm", "sglang"}),
+    }
+)
+#: v0.9 fields that only the reference's oMLX host runtime reads, and features of the reference
+#: llmkube does not have: accepted (a v0.9 manifest applies), reported as having no effect.
+NO_EFFECT_FIELDS: Mapping[str, str] = MappingProxyType(
+    {
+        "turboQuantBits": "only the reference's oMLX host runtime reads it",
+        "pagedSSDCacheDir": "only the reference's oMLX host runtime reads it",
+        "hotCacheMaxSize": "only the reference's oMLX host runtime reads it",
+        "pagedSSDCacheMaxSize": "only the reference's oMLX host runtime reads it",
+        "disruption": "llmkube manages no Karpenter annotation (set karpenter.sh/do-not-disrupt in "
+        "podAnnotations)",
+        "slo": "llmkube creates no Pyrra ServiceLevelObjective",
+        "maxPodLifetimeIdleTimeoutSeconds": "a recycled pod's drain (rolloutPolicy.idleTimeoutSeconds) "
+        "bounds the wait",
     }
 )
 
@@ -119,6 +139,7 @@ def _errors(inputs: ValidationInputs) -> list[Issue]:
     if not inputs.priority_class_exists:
         field = "spec.priorityClassName"
         found.append(Issue(field, f'PriorityClass "{inputs.priority_class_name}" does not exist', "error"))
+    found += _v09_errors(spec)
     if inputs.metal:
         return found  # no workload of ours: image, autoscaling and the cache PVC do not apply
     found += _runtime_class_errors(spec.runtime_class_name, inputs.runtime_classes)
@@ -145,6 +166,12 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
         for field, runtimes in RUNTIME_FIELDS.items()
         if runtime not in runtimes and _is_set(data.get(field))
     ]
+    found += [
+        Issue(f"spec.{field}", f"has no effect here: {why}", "warning")
+        for field, why in NO_EFFECT_FIELDS.items()
+        if _is_set(data.get(field))
+    ]
+    found += _v09_warnings(spec)
     if runtime == "llamacpp":
         # On the metal path a host agent runs the server on its own hardware (Metal: flash attention
         # on by default); the controller knows no GPU count there, and the agent decides.
@@ -165,7 +192,9 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
     found += _non_positive_sizes(inputs.isvc.spec, runtime)
     if not inputs.metal:  # a host agent stops its own servers
         annotations = inputs.isvc.metadata.annotations
-        drains = drain_warnings(annotations, runtime, inputs.runtime.in_flight_metrics)
+        drains = drain_warnings(
+            annotations, runtime, inputs.runtime.in_flight_metrics, inputs.isvc.spec.rollout_policy
+        )
         found += [Issue(path, message, "warning") for path, message in drains]
     autoscaling = spec.autoscaling
     low = autoscaling.min_replicas or 1 if autoscaling is not None else 1
@@ -199,6 +228,25 @@ def _warnings(inputs: ValidationInputs) -> list[Issue]:
     return found
 
 
+def _v09_warnings(spec: InferenceServiceSpec) -> list[Issue]:
+    found: list[Issue] = []
+    endpoint, resources = spec.endpoint, spec.resources
+    if endpoint is not None and endpoint.gateway is not None:
+        message = "has no effect here: llmkube generates no Envoy AI Gateway routes (use a ModelRouter)"
+        found.append(Issue("spec.endpoint.gateway", message, "warning"))
+    if resources is not None and resources.gpu_sharing is not None:
+        message = "has no effect here: llmkube keeps no GPU quota accounting (GPUs are whole devices)"
+        found.append(Issue("spec.resources.gpuSharing", message, "warning"))
+    if spec.model_cache is not None and spec.skip_model_init:
+        found.append(
+            Issue("spec.modelCache", "is ignored with skipModelInit: nothing is downloaded", "warning")
+        )
+    if spec.suspend and spec.autoscaling is not None:
+        message = "is not applied while spec.suspend is true (the HorizontalPodAutoscaler is removed)"
+        found.append(Issue("spec.autoscaling", message, "warning"))
+    return found
+
+
 def _non_positive_sizes(spec: InferenceServiceSpec, runtime: str) -> list[Issue]:
     """Sizes a runtime passes on only when positive (the schema cannot say so): zero or less is
     dropped from the command line, and the user is told."""
@@ -219,6 +267,46 @@ def _non_positive_sizes(spec: InferenceServiceSpec, runtime: str) -> list[Issue]
         for path, value in sizes
         if value is not None and value <= 0
     ]
+
+
+def _v09_errors(spec: InferenceServiceSpec) -> list[Issue]:
+    """The v0.9 fields' mistakes the schema cannot say: a node port on a Service without one, a
+    mount of no volume, a cache claim that is no claim name of this namespace."""
+    found: list[Issue] = []
+    endpoint = spec.endpoint
+    if (
+        endpoint is not None
+        and endpoint.node_port is not None
+        and endpoint.type not in ("NodePort", "LoadBalancer")
+    ):
+        message = f'{endpoint.node_port} needs endpoint.type NodePort or LoadBalancer (not "{endpoint.type}")'
+        found.append(Issue("spec.endpoint.nodePort", message, "error"))
+    claim = spec.model_cache.claim_name if spec.model_cache else None
+    if claim and (problems := dns1123_subdomain_errors(claim)):
+        message = f'"{claim}" is not a claim of this namespace: {"; ".join(problems)}'
+        found.append(Issue("spec.modelCache.claimName", message, "error"))
+    volumes = {str(v.get("name") or "") for v in spec.extra_volumes or []}
+    for index, mount in enumerate(spec.extra_volume_mounts or []):
+        name = str(mount.get("name") or "")
+        if name not in volumes and name not in BUILT_IN_VOLUMES:
+            found.append(
+                Issue(
+                    f"spec.extraVolumeMounts[{index}].name",
+                    f'"{name}" names no volume of extraVolumes',
+                    "error",
+                )
+            )
+    for index, volume in enumerate(spec.extra_volumes or []):
+        if str(volume.get("name") or "") in BUILT_IN_VOLUMES:
+            message = f'"{volume.get("name")}" is a volume the controller makes: choose another name'
+            found.append(Issue(f"spec.extraVolumes[{index}].name", message, "error"))
+    return found
+
+
+#: the volumes the controller itself may put in a pod (storage, hardening, the CA bundle)
+BUILT_IN_VOLUMES = frozenset(
+    {"model-source", "model-cache", "model-storage", "host-model", "custom-ca-cert", "tmp", "data"}
+)
 
 
 def _runtime_class_errors(name: str | None, known: frozenset[str] | None) -> list[Issue]:

@@ -22,15 +22,23 @@ by the reconcile that records Cleared, a failed one stays with its log until the
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from llmkube.api import constants as c
 from llmkube.api.base import KubeObject
 from llmkube.api.model import CacheClearStatus, Model, ModelStatus
-from llmkube.plan.model.decision import ModelPlanConfig, PrefetchPlan
+from llmkube.plan.model.decision import (
+    PREFETCH_PROGRESS_REQUEUE,
+    ActionKind,
+    ModelDecision,
+    ModelPlanConfig,
+    PrefetchPlan,
+    Requeue,
+)
 from llmkube.plan.model.downloader import MODELS_MOUNT, RESOURCES
 from llmkube.plan.model.facts import ClearFacts, PrefetchJob
+from llmkube.plan.model.inputs import PlanInputs
 from llmkube.plan.model.prefetch import CACHE_CLAIM, CONTAINER_SECURITY, model_job
 from llmkube.plan.model.source import SourceKind, classify_source
 
@@ -218,6 +226,25 @@ def plan_cache_clear(
     # is deleted. No later reconcile may be counted on: nothing of the Job changes after Complete,
     # a status write wakes no reconcile, and the Model's next requeue is its revalidation.
     return ClearDecision(answered("Cleared", message, name), PrefetchPlan(deletes=others))
+
+
+def with_cache_clear(decision: ModelDecision, inputs: PlanInputs) -> ModelDecision:
+    """The source's own decision with the cache clear's part, once that decision is made: its
+    record in the status, its Job, and no prefetch Job while the files are being removed."""
+    if decision.action.kind is not ActionKind.NONE or decision.waiting:
+        return decision
+    jobs = inputs.facts.prefetch_jobs
+    clear = plan_cache_clear(
+        inputs.model, decision.status, inputs.facts.clear, jobs, inputs.now, inputs.config
+    )
+    if clear.status is decision.status and not clear.jobs.deletes and clear.jobs.job is None:
+        return decision
+    prefetch, requeue = decision.prefetch, decision.requeue
+    if clear.holds_prefetch:
+        prefetch = PrefetchPlan(deletes=tuple((job.name, job.uid) for job in jobs), foreground=True)
+        if requeue.backoff or requeue.after is None or requeue.after > PREFETCH_PROGRESS_REQUEUE:
+            requeue = Requeue(after=PREFETCH_PROGRESS_REQUEUE)
+    return replace(decision, status=clear.status, prefetch=prefetch, cache_clear=clear.jobs, requeue=requeue)
 
 
 def refilled(status: ModelStatus, now: datetime, job: str) -> ModelStatus:

@@ -208,6 +208,26 @@ def msg_upstream_changed(source: str) -> str:
     return f"Upstream source {go_quote(source)} differs from the cached copy"
 
 
+def _set(
+    conditions: Sequence[Condition] | None,
+    type_: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime,
+    generation: int | None,
+) -> list[Condition]:
+    return set_condition(
+        conditions,
+        type_=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        now=now,
+        observed_generation=generation,
+    )
+
+
 def _flip_false_if_present(
     conditions: Sequence[Condition],
     type_: str,
@@ -239,15 +259,7 @@ def mark_ready(
 ) -> list[Condition]:
     """Available=True; a Progressing or Degraded left by an earlier attempt becomes False/Superseded."""
     message = bounded_message(message)  # it names sources and quotes their servers
-    result = set_condition(
-        conditions,
-        type_=AVAILABLE,
-        status="True",
-        reason=reason,
-        message=message,
-        now=now,
-        observed_generation=generation,
-    )
+    result = _set(conditions, AVAILABLE, "True", reason, message, now, generation)
     for type_ in (PROGRESSING, DEGRADED):
         result = _flip_false_if_present(result, type_, SUPERSEDED, superseded_message, now, generation)
     return result
@@ -268,15 +280,7 @@ def mark_progressing(
     exists); a retried copy is not such evidence, so its Degraded stays until the outcome is known.
     """
     message = bounded_message(message)  # it names sources and quotes their servers
-    result = set_condition(
-        conditions,
-        type_=PROGRESSING,
-        status="True",
-        reason=reason,
-        message=message,
-        now=now,
-        observed_generation=generation,
-    )
+    result = _set(conditions, PROGRESSING, "True", reason, message, now, generation)
     result = _flip_false_if_present(result, AVAILABLE, reason, message, now, generation)
     if clear_degraded:
         result = _flip_false_if_present(result, DEGRADED, reason, message, now, generation)
@@ -293,15 +297,7 @@ def mark_failed(
 ) -> list[Condition]:
     """Degraded=True; Available and Progressing (if ever written) False for the same reason."""
     message = bounded_message(message)  # it names sources and quotes their servers
-    result = set_condition(
-        conditions,
-        type_=DEGRADED,
-        status="True",
-        reason=reason,
-        message=message,
-        now=now,
-        observed_generation=generation,
-    )
+    result = _set(conditions, DEGRADED, "True", reason, message, now, generation)
     for type_ in (AVAILABLE, PROGRESSING):
         result = _flip_false_if_present(result, type_, reason, message, now, generation)
     return result
@@ -318,15 +314,7 @@ def mark_source_drifted(
     status: ConditionStatus = "True" if drifted else "False"
     reason, message = (UPSTREAM_CHANGED, msg_upstream_changed(source)) if drifted else (IN_SYNC, MSG_IN_SYNC)
     message = bounded_message(message)
-    return set_condition(
-        conditions,
-        type_=SOURCE_DRIFTED,
-        status=status,
-        reason=reason,
-        message=message,
-        now=now,
-        observed_generation=generation,
-    )
+    return _set(conditions, SOURCE_DRIFTED, status, reason, message, now, generation)
 
 
 def model_summary(phase: str, conditions: Sequence[Condition] | None) -> Summary:

@@ -1,10 +1,15 @@
-"""Drift detection: has the upstream source changed since the cache was filled?"""
+"""Drift detection: has the upstream source changed since the cache was filled? And what a
+status says of it: the fingerprint it keeps, `SourceDrifted`, when it was last revalidated."""
 
 import enum
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from llmkube.api.model import ModelStatus
+from llmkube.plan.conditions.standard import remove_condition
+from llmkube.plan.model import conditions as cond
 from llmkube.plan.model.facts import ProbeOutcome
+from llmkube.plan.model.inputs import PlanInputs
 
 
 class DriftKind(enum.Enum):
@@ -62,3 +67,38 @@ def decide_drift(stored_etag: str | None, stored_length: int | None, probe: Prob
         return DriftOutcome(DriftKind.IN_SYNC, probed_etag or stored_etag, probed_length or stored_length)
     # Keep the old fingerprint: drift stays reported until the cache is re-filled.
     return DriftOutcome(DriftKind.DRIFTED, stored_etag, stored_length)
+
+
+def with_drift(status: ModelStatus, probe: ProbeOutcome, inputs: PlanInputs) -> tuple[ModelStatus, DriftKind]:
+    """The status with a probe's verdict recorded (unless it told nothing), and the verdict."""
+    outcome = decide_drift(status.source_e_tag, status.source_content_length, probe)
+    if not outcome.revalidated:
+        return status, outcome.kind
+    conditions = cond.mark_source_drifted(
+        status.conditions,
+        drifted=outcome.kind is DriftKind.DRIFTED,
+        source=inputs.source,
+        now=inputs.now,
+        generation=inputs.generation,
+    )
+    updated = status.model_copy(
+        update={
+            "source_e_tag": outcome.etag,
+            "source_content_length": outcome.content_length,
+            "last_revalidated": inputs.now,
+            "conditions": conditions,
+        }
+    )
+    return updated, outcome.kind
+
+
+def without_drift(status: ModelStatus) -> ModelStatus:
+    """PVC, HuggingFace and metal-local sources cannot be probed: they carry no drift state."""
+    return status.model_copy(
+        update={
+            "source_e_tag": None,
+            "source_content_length": None,
+            "last_revalidated": None,
+            "conditions": remove_condition(status.conditions, cond.SOURCE_DRIFTED),
+        }
+    )

@@ -33,12 +33,6 @@ class FileSetProblem:
         return f"{self.field}: {self.message}"
 
 
-def stages_files(spec: ModelSpec) -> bool:
-    """Whether the Model names files to stage (else its source is the one file, or a repository
-    the runtime resolves)."""
-    return bool(spec.files) or bool(spec.mmproj)
-
-
 def path_problem(path: str) -> str | None:
     """What makes `path` unusable as a path relative to the source and below the cache, if anything."""
     if not path:

@@ -6,7 +6,7 @@ without any status: five hostile Models were once left with none at all, each re
 ever. So the controller writes a small status instead, built only from fields that
 cannot be the cause: phase Failed, Degraded `StatusRejected` saying what the API server answered,
 the source's cache key and fingerprint (bounded), so the planner holds the failure until the spec
-or the file changes (planner._plan_http) rather than fetching again.
+or the file changes (plan/model/sources/downloaded.py) rather than fetching again.
 
 Refusals are told by their code: 400 (a body the server cannot decode), 413 (larger than the
 server's limit, 3 MiB) and 422 (invalid: a number beyond an int64). etcd's own limit (about

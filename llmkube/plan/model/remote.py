@@ -17,7 +17,6 @@ endpoint is the `AWS_ENDPOINT_URL` of the Model's Secret, so for S3 only the pat
 A Hugging Face repository without `files` is the runtime's to resolve (vLLM, TGI): not remote here.
 """
 
-import posixpath
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -116,7 +115,3 @@ def remote_source(
 
 def _source(kind: SourceKind, files: list[RemoteFile], plan: StagingPlan, secret: str) -> RemoteSource:
     return RemoteSource(kind, tuple(files), mmproj=plan.mmproj, secret=secret, staged=plan.files)
-
-
-def staged_path(model_dir: str, dest: str) -> str:
-    return posixpath.join(model_dir, dest)

@@ -34,7 +34,3 @@ def parse_size(text: str | None) -> int | None:
     if unit not in _POWERS or value <= 0:
         return None
     return int(value * _UNIT ** _POWERS[unit])
-
-
-# Sources the workload (init container, runtime, metal-agent) fetches: the controller never sees the bytes.
-RUNTIME_RESOLVED_SIZE = "0"

@@ -58,3 +58,16 @@ def ready_endpoints(slices: Iterable[dict[str, Any]]) -> tuple[str, ...]:
             if addresses and _serving(endpoint):
                 found.add(host_port(str(addresses[0]), port))
     return tuple(sorted(found))
+
+
+#: the label an InferenceService's Service carries (and its EndpointSlices with it): its serving mode
+MODE_LABEL = "inference.llmkube.dev/mode"
+
+
+def serving_mode(slices: Iterable[dict[str, Any]]) -> str:
+    """The serving mode (chat, embedding, rerank) the slices' Service says; "" when none says."""
+    for slice_ in slices:
+        mode = ((slice_.get("metadata") or {}).get("labels") or {}).get(MODE_LABEL)
+        if isinstance(mode, str) and mode:
+            return mode
+    return ""

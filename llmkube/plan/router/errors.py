@@ -44,7 +44,7 @@ def not_found(path: str) -> Refused:
     return Refused(
         404,
         f"Unknown request URL: {path}. The router serves POST /v1/chat/completions, "
-        "/v1/completions, /v1/embeddings and GET /v1/models.",
+        "/v1/completions, /v1/embeddings, /v1/rerank and GET /v1/models.",
         code="unknown_url",
         outcome="unknown_url",
     )

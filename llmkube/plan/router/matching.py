@@ -1,8 +1,8 @@
 """Which rule a request falls under: the first whose every declared condition holds (an absent
 condition holds for every request), else the defaultRoute, else none (503)."""
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from llmkube.plan.router.config import PRIMARY_FALLBACK, RouterConfig, Rule, Strategy
 
@@ -64,3 +64,24 @@ def decide(config: RouterConfig, features: Features) -> Decision:
     if config.default_route:
         return Decision(None, (config.default_route,))
     return NO_ROUTE
+
+
+#: the serving mode (v0.9 InferenceService spec.mode) each endpoint needs
+MODE_OF_ENDPOINT: Mapping[str, str] = {"embeddings": "embedding", "rerank": "rerank"}
+
+
+def for_endpoint(
+    config: RouterConfig, decision: Decision, endpoint: str, mode_of: Callable[[str], str]
+) -> Decision:
+    """/v1/embeddings and /v1/rerank go to the backends that serve them (an InferenceService of that
+    mode): those of the decision when it has some, else the router's own; chat and completions
+    leave embedding and rerank backends out while another remains. `mode_of` names a backend's
+    mode ("" when unknown: external backends, services without the label)."""
+    wanted = MODE_OF_ENDPOINT.get(endpoint)
+    if wanted is None:
+        generating = tuple(b for b in decision.backends if mode_of(b) not in MODE_OF_ENDPOINT.values())
+        return replace(decision, backends=generating) if generating else decision
+    chosen = tuple(b for b in decision.backends if mode_of(b) == wanted)
+    if not chosen:
+        chosen = tuple(sorted(name for name in config.backends if mode_of(name) == wanted))
+    return replace(decision, backends=chosen) if chosen else decision

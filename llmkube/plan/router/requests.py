@@ -21,12 +21,15 @@ import orjson
 from llmkube.plan.router.bodies import MAX_DEPTH, depth_over, parse_allowance, parse_cost
 from llmkube.plan.router.errors import Refused
 
-Endpoint = Literal["chat", "completions", "embeddings"]
+Endpoint = Literal["chat", "completions", "embeddings", "rerank"]
 PATHS: Mapping[str, Endpoint] = {
     "/v1/chat/completions": "chat",
     "/v1/completions": "completions",
     "/v1/embeddings": "embeddings",
+    "/v1/rerank": "rerank",  # llama-server's, vLLM's and SGLang's reranking endpoint
 }
+#: the endpoints whose answers are not generated text (no stream, no output tokens)
+NOT_GENERATING: frozenset[Endpoint] = frozenset({"embeddings", "rerank"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,10 @@ class ParsedRequest:
                         if isinstance(text, str):
                             parts.append(text)
             return "\n".join(parts)
+        if self.endpoint == "rerank":
+            documents = self.body.get("documents")
+            texts = [self.body.get("query"), *(documents if isinstance(documents, list) else ())]
+            return "\n".join(t for t in texts if isinstance(t, str))
         value = self.body.get("prompt" if self.endpoint == "completions" else "input")
         if isinstance(value, str):
             return value
@@ -125,7 +132,9 @@ def parse_request(raw: bytes, endpoint: Endpoint, *, cost: int | None = None) ->
     wants_usage = isinstance(options, dict) and options.get("include_usage") is True
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     max_tokens = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
-    return ParsedRequest(endpoint, body, model, stream and endpoint != "embeddings", wants_usage, max_tokens)
+    return ParsedRequest(
+        endpoint, body, model, stream and endpoint not in NOT_GENERATING, wants_usage, max_tokens
+    )
 
 
 def upstream_body(request: ParsedRequest, raw: bytes, *, model: str | None) -> tuple[bytes, bool]:

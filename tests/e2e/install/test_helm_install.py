@@ -571,16 +571,22 @@ def test_the_agent_endpointslices_policy_follows_the_values(helm_env: dict[str, 
         namespace="ops",
     )
     keyed = by_key(docs)
-    policy = keyed[("ValidatingAdmissionPolicy", "llmkube-agent-endpointslices", None)]
-    (condition,) = policy["spec"]["matchConditions"]
-    assert condition["expression"] == (
-        'request.userInfo.username in ["system:serviceaccount:ops:mac-studio",'
-        '"system:serviceaccount:ops:gpu-box"]'
+    for name in ("llmkube-agent-endpointslices", "llmkube-agent-endpointslice-labels"):
+        policy = keyed[("ValidatingAdmissionPolicy", name, None)]
+        (condition,) = policy["spec"]["matchConditions"]
+        assert condition["expression"] == (
+            'request.userInfo.username in ["system:serviceaccount:ops:mac-studio",'
+            '"system:serviceaccount:ops:gpu-box"]'
+        ), name
+    assert (
+        "paramRef"
+        not in keyed[("ValidatingAdmissionPolicyBinding", "llmkube-agent-endpointslice-labels", None)]["spec"]
     )
     binding = keyed[("ValidatingAdmissionPolicyBinding", "llmkube-agent-endpointslices", None)]
     assert binding["spec"]["paramRef"]["namespace"] == "ops"
     role = keyed[("Role", "llmkube-own-namespace", "ops")]
-    assert role["rules"][0]["resourceNames"] == [binding["spec"]["paramRef"]["name"]]
+    named = [name for rule in role["rules"] for name in rule.get("resourceNames", ())]
+    assert binding["spec"]["paramRef"]["name"] in named
     deployment = the_deployment(docs)
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     pod_namespace = next(e for e in container["env"] if e["name"] == "POD_NAMESPACE")

@@ -12,7 +12,7 @@ from llmkube.controllers.metrics import LLMKubeMetrics
 from llmkube.kube.cache.store import Store, object_key
 from llmkube.kube.exposition import exposition
 
-PHASES = ("Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed")
+PHASES = ("Pending", "Creating", "Progressing", "Ready", "WaitingForGPU", "Stopped", "Failed", "Suspended")
 MODEL_PHASES = ("Pending", "Downloading", "Copying", "Ready", "Failed")
 
 

@@ -123,11 +123,16 @@ def test_the_agent_endpointslices_policy_agrees_with_the_agent_and_the_controlle
     from llmkube.plan.agent.slices import ENDPOINT_SLICE_MANAGED_BY, MANAGED_BY_VALUE
     from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 
-    policy, binding = documents("admission/agent_endpointslices_policy.yaml")
+    labels_policy, labels_binding, policy, binding = documents("admission/agent_endpointslices_policy.yaml")
     (account,) = [d for d in documents("agent/rbac.yaml") if d["kind"] == "ServiceAccount"]
     user = f"system:serviceaccount:{account['metadata']['namespace']}:{account['metadata']['name']}"
-    (condition,) = policy["spec"]["matchConditions"]
-    assert condition["expression"] == f'request.userInfo.username in ["{user}"]'
+    for each in (labels_policy, policy):
+        (condition,) = each["spec"]["matchConditions"]
+        assert condition["expression"] == f'request.userInfo.username in ["{user}"]'
+        (rule,) = each["spec"]["matchConstraints"]["resourceRules"]
+        assert set(rule["operations"]) == {"CREATE", "UPDATE", "DELETE"}
+    assert "paramKind" not in labels_policy["spec"] and "paramRef" not in labels_binding["spec"]
+    assert labels_binding["spec"]["policyName"] == labels_policy["metadata"]["name"]
     assert policy["spec"]["paramKind"] == {"apiVersion": "v1", "kind": "ConfigMap"}
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["paramRef"] == {
@@ -135,9 +140,12 @@ def test_the_agent_endpointslices_policy_agrees_with_the_agent_and_the_controlle
         "namespace": deployment()["metadata"]["namespace"],
         "parameterNotFoundAction": "Deny",
     }
-    (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
-    assert set(rule["operations"]) == {"CREATE", "UPDATE", "DELETE"}
-    text = " ".join(v["expression"] for v in policy["spec"]["variables"])
+    # The parameter is read before matchConditions: the binding that needs it selects the agents'
+    # slices only, so no other write of the cluster waits on the ConfigMap.
+    assert binding["spec"]["matchResources"]["objectSelector"] == {
+        "matchLabels": {LABEL_METAL_MANAGED_BY: METAL_AGENT_VALUE}
+    }
+    text = " ".join(v["expression"] for v in labels_policy["spec"]["variables"])
     for label, value in (
         (LABEL_METAL_MANAGED_BY, METAL_AGENT_VALUE),
         (ENDPOINT_SLICE_MANAGED_BY, MANAGED_BY_VALUE),

@@ -1,6 +1,6 @@
 """The memory of our own last apply of each object (kube/apply/recent_applies.py)."""
 
-from llmkube.kube.apply.recent_applies import RecentApplies, body_digest
+from llmkube.kube.apply.recent_applies import CREATE_MEMORY_SECONDS, RecentApplies, body_digest, recent_key
 
 KEY = ("apps/v1/deployments", "ai", "demo")
 A, B = body_digest({"spec": {"image": "a"}}), body_digest({"spec": {"image": "b"}})
@@ -32,10 +32,48 @@ def test_a_chain_of_our_applies_keeps_every_older_version_stale() -> None:
     assert not recent.already_applied(KEY, B, "12")
 
 
-def test_a_create_is_never_remembered() -> None:
+def test_a_create_is_not_remembered_as_an_update() -> None:
     recent = RecentApplies()
     recent.record(KEY, A, [None], "1")
     assert not recent.already_applied(KEY, A, None) and len(recent) == 0
+
+
+CREATED = {"metadata": {"name": "demo", "resourceVersion": "1"}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_create_is_remembered_only_for_a_followed_resource_until_seen_or_the_deadline() -> None:
+    clock = Clock()
+    recent = RecentApplies(clock)
+    recent.record_create(KEY, A, CREATED)
+    assert recent.created(KEY, A) is None  # nobody tells us what the cache sees: never skip
+    recent.follow(KEY[0])
+    recent.record_create(KEY, A, CREATED)
+    assert recent.created(KEY, A) == CREATED and recent.created(KEY, B) is None
+    recent.seen(KEY)  # any event of it: the cache tells the truth now
+    assert recent.created(KEY, A) is None
+    recent.record_create(KEY, A, CREATED)
+    clock.now += CREATE_MEMORY_SECONDS
+    assert recent.created(KEY, A) is None and len(recent) == 0
+    recent.record_create(KEY, A, CREATED)
+    recent.forget(KEY)
+    assert recent.created(KEY, A) is None
+
+
+def test_the_key_of_a_store_key() -> None:
+    assert recent_key("v1/configmaps", "ns/cm") == ("v1/configmaps", "ns", "cm")
+    assert recent_key("scheduling.k8s.io/v1/priorityclasses", "high") == (
+        "scheduling.k8s.io/v1/priorityclasses",
+        "",
+        "high",
+    )
 
 
 def test_digests_ignore_key_order() -> None:

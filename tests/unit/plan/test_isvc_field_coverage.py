@@ -1,4 +1,4 @@
-"""Every field of the contract has a documented, tested effect.
+"""Every field of the CRD (the contract and the v0.9 additions) has a documented, tested effect.
 
 The table maps each property path under `spec` of the contract schema to the tests that assert its
 effect. Kubernetes sub-objects passed on verbatim (env, tolerations, imagePullSecrets, the security
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from llmkube.api.crds import contract_schema
+from llmkube.api.crds import inferenceservice_schema
 
 HERE = Path(__file__).parent
 OPAQUE = {
@@ -23,11 +23,17 @@ OPAQUE = {
     "spec.probeOverrides.startup",
     "spec.probeOverrides.liveness",
     "spec.probeOverrides.readiness",
+    # v0.9: Kubernetes' own types, passed on as written
+    "spec.affinity",
+    "spec.topologySpreadConstraints",
+    "spec.extraVolumes",
+    "spec.extraVolumeMounts",
 }
 
 LLAMA = "test_isvc_runtime_llamacpp.py::test_llamacpp_flags"
 VLLM = "test_isvc_runtime_vllm.py::test_vllm_config_flags"
 GOLDEN = "test_isvc_golden.py::test_golden"
+MAX_LIFETIME = "test_isvc_v09_fields.py::test_max_pod_lifetime_recycles_the_oldest_expired_pod"
 IGNORED = "test_isvc_validation.py::test_warnings_are_reported_and_do_not_block"
 SECRET = "test_isvc_runtime_others.py::test_hf_token_secret_ref_passes_name_key_and_optional"
 HPA_METRICS = "test_isvc_service_hpa_pvc.py::test_hpa_explicit_metrics_in_order"
@@ -233,6 +239,194 @@ EFFECTS: dict[str, list[str]] = {
         "test_isvc_storage.py::test_init_container_security_context",
     ],
     "spec.securityContext": ["test_isvc_deployment.py::test_container_security_context"],
+    # -- v0.9 (test_isvc_v09_fields.py) --
+    "spec.mode": [
+        "test_isvc_v09_fields.py::test_mode_flags_for_llamacpp_and_the_status_mode",
+        "test_isvc_v09_fields.py::test_mode_for_vllm_and_sglang",
+        "test_isvc_v09_fields.py::test_the_serving_mode_is_ignored_by_runtimes_without_one",
+    ],
+    "spec.suspend": [
+        "test_isvc_v09_fields.py::test_suspend_scales_to_zero_keeps_replicas_and_says_suspended",
+        "test_isvc_v09_fields.py::test_suspend_removes_the_hpa_and_resuming_restores_it",
+    ],
+    "spec.revisionHistoryLimit": ["test_isvc_v09_fields.py::test_revision_history_limit"],
+    "spec.topologySpreadConstraints": [
+        "test_isvc_v09_fields.py::test_topology_spread_constraints_and_affinity_reach_the_pod_as_written"
+    ],
+    "spec.affinity": [
+        "test_isvc_v09_fields.py::test_topology_spread_constraints_and_affinity_reach_the_pod_as_written",
+        "test_isvc_v09_fields.py::test_control_plane_placement_is_refused_unless_allowed",
+    ],
+    "spec.speculativeDecoding": ["test_isvc_v09_fields.py::test_speculative_decoding_with_a_companion_file"],
+    "spec.speculativeDecoding.type": [
+        "test_isvc_v09_fields.py::test_speculative_types_without_weights",
+        "test_isvc_v09_fields.py::test_speculative_decoding_on_vllm_and_a_runtime_without_it",
+    ],
+    "spec.speculativeDecoding.draftModelRef": [
+        "test_isvc_v09_fields.py::test_speculative_decoding_from_a_second_model_adds_its_downloader",
+        "test_isvc_v09_fields.py::test_speculative_decoding_waits_for_a_missing_draft_model_in_status",
+    ],
+    "spec.speculativeDecoding.draftModel": [
+        "test_isvc_v09_fields.py::test_speculative_decoding_with_a_companion_file"
+    ],
+    "spec.speculativeDecoding.nDraftMax": [
+        "test_isvc_v09_fields.py::test_speculative_decoding_with_a_companion_file"
+    ],
+    "spec.speculativeDecoding.pMin": [
+        "test_isvc_v09_fields.py::test_speculative_decoding_with_a_companion_file"
+    ],
+    "spec.turboQuantBits": ["test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"],
+    "spec.pagedSSDCacheDir": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.hotCacheMaxSize": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.pagedSSDCacheMaxSize": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.extraVolumes": [
+        "test_isvc_v09_fields.py::test_extra_volumes_and_mounts_come_after_the_models",
+        "test_isvc_v09_fields.py::test_volumes_the_admin_did_not_allow_are_policy_violations",
+    ],
+    "spec.extraVolumeMounts": [
+        "test_isvc_v09_fields.py::test_extra_volumes_and_mounts_come_after_the_models",
+        "test_isvc_v09_fields.py::test_an_extra_mount_of_no_volume_is_refused_naming_it",
+    ],
+    "spec.bindAddress": [
+        "test_isvc_v09_fields.py::test_bind_address_is_the_servers_host_unless_extra_args_say",
+        "test_isvc_v09_fields.py::test_bind_address_for_vllm_tgi_and_sglang",
+    ],
+    "spec.modelCache": ["test_isvc_v09_fields.py::test_model_cache_is_ignored_without_a_download"],
+    "spec.modelCache.persistence": [
+        "test_isvc_v09_fields.py::test_model_cache_ephemeral_sized_by_ephemeral_storage"
+    ],
+    "spec.modelCache.claimName": [
+        "test_isvc_v09_fields.py::test_model_cache_claim_name_caches_in_the_users_claim",
+        "test_isvc_v09_fields.py::test_a_claim_name_of_another_namespace_is_refused",
+    ],
+    "spec.sglangConfig": [
+        "test_isvc_v09_fields.py::test_sglang_as_the_reference_plans_it",
+        "test_isvc_v09_fields.py::test_sglang_config_flags",
+    ],
+    "spec.disruption": ["test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"],
+    "spec.disruption.protectStartup": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.disruption.protectAlways": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.rolloutPolicy": ["test_isvc_v09_fields.py::test_rollout_policy_wait_for_idle_drains_each_old_pod"],
+    "spec.rolloutPolicy.waitForIdle": [
+        "test_isvc_v09_fields.py::test_rollout_policy_wait_for_idle_drains_each_old_pod",
+        "test_isvc_v09_fields.py::test_rollout_policy_without_wait_or_with_force_does_not_drain",
+    ],
+    "spec.rolloutPolicy.idleTimeoutSeconds": [
+        "test_isvc_v09_fields.py::test_rollout_policy_wait_for_idle_drains_each_old_pod"
+    ],
+    "spec.rolloutPolicy.force": [
+        "test_isvc_v09_fields.py::test_rollout_policy_without_wait_or_with_force_does_not_drain"
+    ],
+    "spec.maxPodLifetimeSeconds": [MAX_LIFETIME],
+    "spec.maxPodLifetimeIdleTimeoutSeconds": [
+        "test_isvc_v09_fields.py::test_max_pod_lifetime_idle_timeout_is_reported_without_effect"
+    ],
+    "spec.endpoint.nodePort": [
+        "test_isvc_v09_fields.py::test_node_port_pins_the_service_port_where_node_ports_are_allowed",
+        "test_isvc_v09_fields.py::test_node_port_is_a_policy_violation_where_node_ports_are_not_allowed",
+        "test_isvc_v09_fields.py::test_node_port_needs_a_service_type_with_one",
+    ],
+    "spec.resources.ephemeralStorage": [
+        "test_isvc_v09_fields.py::test_model_cache_ephemeral_sized_by_ephemeral_storage"
+    ],
+    "spec.slo": ["test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"],
+    "spec.slo.name": ["test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"],
+    "spec.slo.objective": ["test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"],
+    "spec.slo.window": ["test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"],
+    "spec.slo.indicator": ["test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"],
+    "spec.slo.latencyThreshold": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.endpoint.gateway": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.endpoint.gateway.enabled": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.endpoint.gateway.gatewayRef": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.endpoint.gateway.gatewayRef.name": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.endpoint.gateway.gatewayRef.namespace": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.endpoint.gateway.modelName": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.resources.gpuSharing": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.resources.gpuSharing.mode": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.resources.gpuSharing.profile": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.resources.gpuSharing.memoryLimitGiB": [
+        "test_isvc_v09_fields.py::test_fields_without_effect_here_are_kept_and_reported"
+    ],
+    "spec.sglangConfig.tensorParallelSize": [
+        "test_isvc_v09_fields.py::test_sglang_config_flags",
+        "test_isvc_v09_fields.py::test_sglang_takes_the_tensor_parallelism_from_the_gpu_count",
+    ],
+    "spec.sglangConfig.expertParallelSize": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.dataParallelSize": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.contextLength": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.memFractionStatic": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.chunkedPrefillSize": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.maxRunningRequests": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.quantization": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.kvCacheDtype": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.kvCacheCustomDtype": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.attentionBackend": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.enablePrefixCaching": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.toolCallParser": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.reasoningParser": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.chatTemplate": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.speculative": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.speculative.enabled": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.speculative.algorithm": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.speculative.draftModelPath": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.speculative.numSteps": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.speculative.eagleTopK": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.speculative.numDraftTokens": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.speculative.acceptThresholdSingle": [
+        "test_isvc_v09_fields.py::test_sglang_config_flags"
+    ],
+    "spec.sglangConfig.speculative.acceptThresholdAcc": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.loraModules": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.maxLoraRank": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.loraTargetModules": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.loraAdapters": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.loraAdapters.name": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.loraAdapters.path": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.logLevel": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.trustRemoteCode": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.skipTokenizerInit": ["test_isvc_v09_fields.py::test_sglang_config_flags"],
+    "spec.sglangConfig.hfTokenSecretRef": [
+        "test_isvc_v09_fields.py::test_sglang_hf_token_and_gpu_only_memory_fraction"
+    ],
+    "spec.sglangConfig.hfTokenSecretRef.key": [
+        "test_isvc_v09_fields.py::test_sglang_hf_token_and_gpu_only_memory_fraction"
+    ],
+    "spec.sglangConfig.hfTokenSecretRef.name": [
+        "test_isvc_v09_fields.py::test_sglang_hf_token_and_gpu_only_memory_fraction"
+    ],
+    "spec.sglangConfig.hfTokenSecretRef.optional": [
+        "test_isvc_v09_fields.py::test_sglang_hf_token_and_gpu_only_memory_fraction"
+    ],
 }
 # The golden files exercise many fields at once; they are listed for the reader, not required.
 SEE_ALSO = [GOLDEN]
@@ -248,7 +442,7 @@ def schema_paths() -> list[str]:
             found += walk(child, f"{path}.{name}")
         return found
 
-    return walk(contract_schema()["properties"]["spec"], "spec")[1:]
+    return walk(inferenceservice_schema()["properties"]["spec"], "spec")[1:]
 
 
 def test_every_spec_field_has_a_tested_effect() -> None:

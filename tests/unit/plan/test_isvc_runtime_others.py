@@ -136,7 +136,15 @@ def test_runtime_table(
 
 
 def test_every_schema_runtime_has_a_backend() -> None:
-    assert set(RUNTIME_NAMES) == {"llamacpp", "vllm", "tgi", "personaplex", "generic"}
+    assert set(RUNTIME_NAMES) == {
+        "llamacpp",
+        "vllm",
+        "tgi",
+        "personaplex",
+        "generic",
+        "llamacpp-router",
+        "sglang",
+    }
 
 
 @pytest.mark.parametrize(
@@ -151,7 +159,7 @@ def test_resolve_runtime(runtime: str | None, resolved: str) -> None:
 
 def test_unknown_runtime_falls_back_to_llamacpp() -> None:
     # model_construct skips validation on purpose: a value from a newer schema must not crash us.
-    future = InferenceServiceSpec.model_construct(model_ref="m", runtime="sglang")  # type: ignore[arg-type]
+    future = InferenceServiceSpec.model_construct(model_ref="m", runtime="ollama")  # type: ignore[arg-type]
     assert resolve_runtime(future) == "llamacpp"
 
 

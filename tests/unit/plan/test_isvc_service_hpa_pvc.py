@@ -28,6 +28,7 @@ def test_service_intent() -> None:
                 "app": "demo",
                 "inference.llmkube.dev/service": "demo",
                 "app.kubernetes.io/managed-by": "llmkube",
+                "inference.llmkube.dev/mode": "chat",
             },
             "ownerReferences": [
                 {

@@ -16,6 +16,10 @@ EXPORTED_GAUGES: dict[str, frozenset[str]] = {
     "llamacpp": frozenset({"llamacpp:requests_processing", "llamacpp:requests_deferred"}),
     "vllm": frozenset({"vllm:num_requests_running", "vllm:num_requests_waiting"}),
     "tgi": frozenset({"tgi_queue_size", "tgi_batch_current_size"}),
+    # The same llama-server, in router mode.
+    "llamacpp-router": frozenset({"llamacpp:requests_processing", "llamacpp:requests_deferred"}),
+    # SGLang's scheduler gauges (`python/sglang/srt/metrics/collector.py`), with --enable-metrics.
+    "sglang": frozenset({"sglang:num_running_reqs", "sglang:num_queue_reqs"}),
     # PersonaPlex and the generic runtime export nothing we know of.
     "personaplex": frozenset(),
     "generic": frozenset(),

@@ -35,7 +35,7 @@ def test_the_configmap_and_the_helm_values_hold_the_same_rule_for_the_default_me
     # counter or a histogram's series.
     kept, dropped = re.findall(r'__name__(?:=|!)~"([^"]+)"', rule["seriesQuery"])
     served = [*(runtime_defaults(r).hpa_metric for r in EXPORTING), "llamacpp:requests_deferred"]
-    assert sorted(EXPORTING) == ["llamacpp", "tgi", "vllm"]
+    assert sorted(EXPORTING) == ["llamacpp", "llamacpp-router", "sglang", "tgi", "vllm"]
     assert all(re.fullmatch(kept, m) and not re.fullmatch(dropped, m) for m in served), served
     for series in ("llamacpp:tokens_predicted_total", "vllm:e2e_request_latency_seconds_bucket"):
         assert re.fullmatch(dropped, series), series

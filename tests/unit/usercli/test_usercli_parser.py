@@ -20,7 +20,7 @@ def deploy_choices() -> dict[str, tuple[str, ...]]:
 
 
 def isvc_enum(field: str) -> list[Any]:
-    enum: list[Any] = crds.contract_schema()["properties"]["spec"]["properties"][field]["enum"]
+    enum: list[Any] = crds.inferenceservice_schema()["properties"]["spec"]["properties"][field]["enum"]
     return enum
 
 

@@ -5,7 +5,15 @@ An empty runtime means llama.cpp, as in the CRD default.
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
-from llmkube.plan.inferenceservice.runtimes import generic, llamacpp, personaplex, tgi, vllm
+from llmkube.plan.inferenceservice.runtimes import (
+    generic,
+    llamacpp,
+    llamacpp_router,
+    personaplex,
+    sglang,
+    tgi,
+    vllm,
+)
 from llmkube.plan.inferenceservice.runtimes.base import (
     ContainerProcess,
     ProcessBuilder,
@@ -16,7 +24,7 @@ from llmkube.plan.model.source import runtime_model
 
 _BACKENDS: dict[str, tuple[RuntimeDefaults, ProcessBuilder]] = {
     module.DEFAULTS.name: (module.DEFAULTS, module.build)
-    for module in (llamacpp, vllm, tgi, personaplex, generic)
+    for module in (llamacpp, vllm, tgi, personaplex, generic, llamacpp_router, sglang)
 }
 RUNTIME_NAMES = tuple(_BACKENDS)
 
@@ -45,6 +53,7 @@ def server_process(
     host: str = "0.0.0.0",
     flash_attention_default: bool = False,
     mmproj_path: str = "",
+    draft_model_path: str = "",
 ) -> ContainerProcess:
     """The server's command line for a service and its Model: what a pod's container runs, and what
     the host agent runs (with its own model path, address and port). The one place both get it."""
@@ -61,6 +70,7 @@ def server_process(
         flash_attention_default=flash_attention_default,
         mmproj_path=mmproj_path,
         model_revision=served.revision,
+        draft_model_path=draft_model_path,
     )
     return build_process(runtime, inputs)
 

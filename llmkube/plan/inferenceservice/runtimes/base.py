@@ -6,16 +6,18 @@ Deployment planner wraps that into a container. Each backend lives in its own mo
 argument list can be read, and tested flag by flag, in the reference operator's order.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from llmkube.api.base import KubeObject
 from llmkube.api.inferenceservice import InferenceServiceSpec, SecretKeySelector
 from llmkube.api.model import GPUSpec
+from llmkube.plan.inferenceservice.command_line import has_flag
 from llmkube.plan.inferenceservice.objects import compact
 
 ProbeKind = Literal["http", "tcp"]
+__all__ = ["ContainerProcess", "ProbeKind", "RuntimeDefaults", "RuntimeInputs", "has_flag", "secret_env"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class RuntimeDefaults:
     #: The gauges on the server's /metrics that count requests being served and waiting (what a drain
     #: before a pod stops waits on: plan/inferenceservice/drain.py). Empty: the count cannot be told.
     in_flight_metrics: tuple[str, ...] = ()
+    #: the HTTP probes' paths (startup, liveness, readiness) of an `http` runtime
+    probe_paths: tuple[str, str, str] = ("/health", "/health", "/health")
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,10 @@ class RuntimeInputs:
     flash_attention_default: bool = False
     mmproj_path: str = ""  # the Model's multimodal projector, staged beside the model file
     model_revision: str = ""  # hf://<org>/<repo>@<revision> resolved by the runtime: the revision
+    #: the draft weights of speculative decoding (v0.9 speculativeDecoding), staged; "" for none
+    draft_model_path: str = ""
+    #: where a router-mode llama-server finds its models (runtime llamacpp-router)
+    models_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,11 +74,6 @@ class ContainerProcess:
 
 
 ProcessBuilder = Callable[[RuntimeInputs], ContainerProcess]
-
-
-def has_flag(args: Sequence[str], *flags: str) -> bool:
-    """True when `args` holds one of `flags` as `--flag` or `--flag=value` (user flags win over ours)."""
-    return any(arg == flag or arg.startswith(f"{flag}=") for arg in args for flag in flags)
 
 
 def secret_env(name: str, ref: SecretKeySelector) -> KubeObject:

@@ -9,6 +9,7 @@ import re
 from functools import reduce
 from math import gcd
 
+from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import GPUSpec
 from llmkube.plan.inferenceservice.images import DEFAULT_RUNTIME_IMAGES
 from llmkube.plan.inferenceservice.runtimes.base import (
@@ -17,6 +18,7 @@ from llmkube.plan.inferenceservice.runtimes.base import (
     RuntimeInputs,
     has_flag,
 )
+from llmkube.plan.inferenceservice.serving_mode import llamacpp_mode_args
 
 DEFAULTS = RuntimeDefaults(
     name="llamacpp",
@@ -40,7 +42,10 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
     args: list[str] = ["--model", inputs.model_path] if inputs.model_path else []
     if inputs.mmproj_path and not has_flag(extra, "--mmproj", "-mm"):
         args += ["--mmproj", inputs.mmproj_path]
-    args += ["--host", inputs.host, "--port", str(inputs.port)]
+    # v0.9 bindAddress reaches `inputs.host` (the planner's); a --host in extraArgs wins.
+    if not has_flag(extra, "--host"):
+        args += ["--host", inputs.host]
+    args += ["--port", str(inputs.port)]
     if gpus > 0:
         args += ["--n-gpu-layers", str(gpu_layers(inputs.gpu))]
     if gpus > 1:
@@ -83,16 +88,48 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
         args += ["--ubatch-size", str(spec.u_batch_size)]
     if spec.no_warmup:
         args.append("--no-warmup")
+    args += speculative_args(inputs)
     if spec.reasoning_budget is not None:  # 0 is meaningful: it disables thinking
         args += ["--reasoning-budget", str(spec.reasoning_budget)]
         if spec.reasoning_budget_message:
             args += ["--reasoning-budget-message", spec.reasoning_budget_message]
     for override in spec.metadata_overrides or []:
         args += ["--override-kv", override]
+    args += llamacpp_mode_args(spec)
     args += extra
     if "--metrics" not in extra:
         args.append("--metrics")
     return ContainerProcess(args=tuple(args))
+
+
+#: the reference's older names for llama.cpp's --spec-type values
+SPEC_TYPE_ALIASES = {"mtp": "draft-mtp", "draft": "draft-simple", "disabled": "none"}
+#: the --spec-type values that load draft weights (-md)
+DRAFT_WEIGHT_TYPES = frozenset({"draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark"})
+
+
+def spec_type(spec: InferenceServiceSpec) -> str:
+    """The --spec-type value the spec asks for; "none" when it asks for none."""
+    decoding = spec.speculative_decoding
+    if decoding is None:
+        return "none"
+    return SPEC_TYPE_ALIASES.get(decoding.type, decoding.type)
+
+
+def speculative_args(inputs: RuntimeInputs) -> list[str]:
+    """v0.9 speculativeDecoding: --spec-type, the draft weights (-md), --spec-draft-n-max and
+    --spec-draft-p-min (the pinned llama-server removed --draft-max/--draft-min for these)."""
+    decoding, kind = inputs.spec.speculative_decoding, spec_type(inputs.spec)
+    if decoding is None or kind == "none":
+        return []
+    args = ["--spec-type", kind]
+    if kind in DRAFT_WEIGHT_TYPES and inputs.draft_model_path:
+        args += ["-md", inputs.draft_model_path]
+    if decoding.n_draft_max:
+        args += ["--spec-draft-n-max", str(decoding.n_draft_max)]
+    if decoding.p_min is not None:
+        args += ["--spec-draft-p-min", repr(decoding.p_min)]
+    return args
 
 
 def gpu_layers(gpu: GPUSpec | None) -> int:

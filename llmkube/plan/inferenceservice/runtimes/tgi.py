@@ -32,7 +32,10 @@ DEFAULTS = RuntimeDefaults(
 def build(inputs: RuntimeInputs) -> ContainerProcess:
     spec = inputs.spec
     extra = spec.extra_args or []
-    args = ["--model-id", inputs.model_source, "--hostname", "0.0.0.0", "--port", str(inputs.port)]
+    args = ["--model-id", inputs.model_source]
+    if not has_flag(extra, "--hostname"):  # v0.9 bindAddress reaches inputs.host; extraArgs win
+        args += ["--hostname", inputs.host]
+    args += ["--port", str(inputs.port)]
     if inputs.model_revision and not has_flag(extra, "--revision"):
         args += ["--revision", inputs.model_revision]
     config = spec.tgi_config

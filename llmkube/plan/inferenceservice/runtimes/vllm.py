@@ -17,6 +17,7 @@ from llmkube.plan.inferenceservice.runtimes.base import (
     has_flag,
     secret_env,
 )
+from llmkube.plan.inferenceservice.serving_mode import vllm_mode_args
 
 DEFAULTS = RuntimeDefaults(
     name="vllm",
@@ -36,7 +37,10 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
     spec, gpus = inputs.spec, inputs.gpu_count
     extra = spec.extra_args or []
     # A local file when the init container fetched one; else the source itself (an HF repo id).
-    args = [inputs.model_path or inputs.model_source, "--host", "0.0.0.0", "--port", str(inputs.port)]
+    args = [inputs.model_path or inputs.model_source]
+    if not has_flag(extra, "--host"):  # v0.9 bindAddress reaches inputs.host; extraArgs win
+        args += ["--host", inputs.host]
+    args += ["--port", str(inputs.port)]
     if not inputs.model_path and inputs.model_revision and not has_flag(extra, "--revision"):
         args += ["--revision", inputs.model_revision]
     config = spec.vllm_config
@@ -46,6 +50,8 @@ def build(inputs: RuntimeInputs) -> ContainerProcess:
         args += ["--tensor-parallel-size", str(gpus)]
     if spec.parallel_slots and spec.parallel_slots >= 1 and not has_flag(extra, "--max-num-seqs"):
         args += ["--max-num-seqs", str(spec.parallel_slots)]
+    args += speculative_decoding_args(inputs)
+    args += vllm_mode_args(spec)
     args += extra
     env: tuple[KubeObject, ...] = ()
     if config is not None and config.hf_token_secret_ref is not None:
@@ -89,6 +95,30 @@ def config_args(config: VLLMConfig, gpu_count: int) -> list[str]:
     if config.gpu_memory_utilization is not None and gpu_count > 0:
         args += ["--gpu-memory-utilization", repr(config.gpu_memory_utilization)]
     return args
+
+
+def speculative_decoding_args(inputs: RuntimeInputs) -> list[str]:
+    """v0.9 speculativeDecoding on vLLM: a draft model (its staged weights) or n-gram lookup, as
+    one --speculative-config; vllmConfig.speculative, when enabled, is the older way and wins.
+    Other types are refused by validation (vLLM has no such method)."""
+    decoding, config = inputs.spec.speculative_decoding, inputs.spec.vllm_config
+    if decoding is None or (config and config.speculative and config.speculative.enabled):
+        return []
+    kind = VLLM_SPEC_METHODS.get(decoding.type)
+    if kind is None:
+        return []
+    settings: dict[str, object] = {"method": kind} if kind == "ngram" else {}
+    if kind == "draft":
+        if not inputs.draft_model_path:
+            return []
+        settings = {"model": inputs.draft_model_path}
+    if decoding.n_draft_max:
+        settings["num_speculative_tokens"] = decoding.n_draft_max
+    return ["--speculative-config", json.dumps(settings, separators=(",", ":"))]
+
+
+#: speculativeDecoding.type -> what vLLM does for it (a draft model, or n-gram prompt lookup)
+VLLM_SPEC_METHODS = {"draft": "draft", "draft-simple": "draft", "ngram-simple": "ngram"}
 
 
 def kv_cache_dtype(config: VLLMConfig) -> str:

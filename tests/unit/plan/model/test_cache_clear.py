@@ -9,6 +9,17 @@ from pathlib import Path
 import pytest
 
 from llmkube.api.model import CacheClearStatus, Model, ModelStatus
+from llmkube.plan.model import (
+    ClearFacts,
+    Fingerprint,
+    ModelDecision,
+    ModelFacts,
+    ModelPlanConfig,
+    PrefetchJob,
+    ProbeOutcome,
+    model_events,
+    plan_model,
+)
 from llmkube.plan.model.cache_clear import (
     CLEAR_ANNOTATION,
     CLEAR_SCRIPT,
@@ -18,9 +29,6 @@ from llmkube.plan.model.cache_clear import (
     plan_cache_clear,
     services_to_confirm,
 )
-from llmkube.plan.model.decision import ModelDecision, ModelPlanConfig
-from llmkube.plan.model.facts import ClearFacts, Fingerprint, ModelFacts, PrefetchJob, ProbeOutcome
-from llmkube.plan.model.planner import plan_model
 from llmkube.plan.model.prefetch import CACHE_CLAIM
 from llmkube.plan.model.source import cache_key
 
@@ -178,8 +186,6 @@ def test_the_script_refuses_what_is_no_cache_key(tmp_path: Path, key: str) -> No
 
 
 def test_each_answer_is_one_event() -> None:
-    from llmkube.plan.model.events import model_events
-
     clearing = ready(record=CacheClearStatus(request="r1", phase="Clearing", job="j", message="removes"))
     refused = ready(
         record=CacheClearStatus(request="r2", phase="Refused", message="InferenceServices use it")

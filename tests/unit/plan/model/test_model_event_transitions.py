@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from llmkube.api.model import ModelStatus
-from llmkube.plan.model.events import model_events
+from llmkube.plan.model import model_events
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

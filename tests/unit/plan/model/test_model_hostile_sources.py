@@ -11,6 +11,7 @@ import pytest
 from llmkube.api.model import GGUFMetadata, Model, ModelStatus
 from llmkube.plan.model import (
     ActionKind,
+    ActionTarget,
     Fingerprint,
     HeaderFailure,
     ModelAction,
@@ -22,11 +23,11 @@ from llmkube.plan.model import (
     RemoteHeader,
     Requeue,
     plan_model,
+    status_after_refusal,
     status_changed,
 )
 from llmkube.plan.model.bounds import MAX_MESSAGE, TRUNCATION_MARKER
-from llmkube.plan.model.decision import FETCH_FAILURE_REQUEUE, ActionTarget
-from llmkube.plan.model.refused_status import status_after_refusal
+from llmkube.plan.model.decision import FETCH_FAILURE_REQUEUE
 from llmkube.plan.model.source import SourceKind, cache_key
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

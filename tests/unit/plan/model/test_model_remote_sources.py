@@ -17,13 +17,14 @@ from llmkube.plan.model import (
     ModelDecision,
     ModelFacts,
     ModelPlanConfig,
+    PrefetchJob,
     ProbeFailure,
     ProbeOutcome,
     RemoteHeader,
     Requeue,
+    model_events,
     plan_model,
 )
-from llmkube.plan.model.facts import PrefetchJob
 from llmkube.plan.model.fileset import FileSetProblem, StagingPlan, path_problem, staging_plan
 from llmkube.plan.model.prefetch import prefetch_digest, prefetch_job_name, prefetch_result
 from llmkube.plan.model.remote import remote_source
@@ -481,8 +482,6 @@ def test_a_download_keeps_each_conditions_transition_time_while_its_status_holds
 def test_a_job_that_cannot_create_its_pod_says_why_and_is_looked_at_again_with_backoff(
     waited: timedelta, requeue: timedelta
 ) -> None:
-    from llmkube.plan.model.events import model_events
-
     m = judged(prefetching())
     words = 'pods "x" is forbidden: exceeded quota: no-pods, requested: pods=1, used: pods=0, limited: pods=0'
     refused = job_of(m, "Running", pod_refusal=words)
