@@ -40,11 +40,10 @@ from pydantic import ValidationError
 from llmkube import __version__
 from llmkube.agent import host, metrics
 from llmkube.agent.config import AgentConfig
-from llmkube.agent.fetch import FetchFailed, Fetching, ModelFile, ModelStore
+from llmkube.agent.fetch import ModelStore
 from llmkube.agent.processes import adopt
 from llmkube.agent.runner import Runner
-from llmkube.agent.server_keys import RETRY as KEY_RETRY
-from llmkube.agent.server_keys import KeyMissing, ServerKeys
+from llmkube.agent.server_keys import ServerKeys
 from llmkube.agent.state import ServerRecord, load, save
 from llmkube.api.constants import (
     AGENT_FIELD_MANAGER,
@@ -67,10 +66,18 @@ from llmkube.kube.resource import CONFIG_MAPS, ENDPOINT_SLICES, NODES, SERVICES
 from llmkube.kube.rest.transport import TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.manager import Manager
-from llmkube.plan.agent.admission import Demand, Resident, admit, pressure_victim, waiting_order
+from llmkube.plan.agent.admission import (
+    Demand,
+    Resident,
+    admit,
+    check_pressure,
+    eviction_message,
+    waiting_order,
+)
+from llmkube.plan.agent.artifact import FetchFailed, Fetching, ModelFile
 from llmkube.plan.agent.assignment import Verdict, assignment
-from llmkube.plan.agent.launch import Host, command_identity, server_command
-from llmkube.plan.agent.memory import Pressure, describe_bytes, evicts_under_pressure, need_of, pressure
+from llmkube.plan.agent.launch import KEY_RETRY, Host, KeyMissing, command_identity, server_command, with_port
+from llmkube.plan.agent.memory import Pressure, need_of
 from llmkube.plan.agent.rollout import Strategy, roll_plan
 from llmkube.plan.agent.slices import (
     SliceInputs,
@@ -253,7 +260,7 @@ class Agent:
             served = self.served.setdefault(key, Served(key, uid=record.uid))
             runner = self._runner(
                 key,
-                functools.partial(_with_port, record.command),
+                functools.partial(with_port, record.command),
                 record.identity,
                 record.need,
                 0,
@@ -570,10 +577,7 @@ class Agent:
             served = self.served.get(key)
             if served is None:
                 continue
-            message = (
-                f"evicted by the host agent {self.config.name} to make room for {for_whom} (priority "
-                f"{priority}, needs ~{describe_bytes(need)})"
-            )
+            message = eviction_message(self.config.name, str(for_whom), priority, need)
             served.evicted, served.evicted_under_pressure = message, False
             self._stop_all(served, message)
             metrics.EVICTIONS.labels("priority").inc()
@@ -804,7 +808,22 @@ class Agent:
             available = await run_in_daemon_thread(host.available_memory, self.config.total_memory)
             if available is None:
                 continue
-            level = pressure(available, self.config.total_memory, self.config.pressure)
+            residents = [
+                Resident(
+                    str(s.key), s.current.need, s.current.priority, s.current.protected, s.current.started_at
+                )
+                for s in self.served.values()
+                if s.current is not None and not s.current.stopping
+            ]
+            check = check_pressure(
+                available,
+                self.config.total_memory,
+                self.config.pressure,
+                servers_rss=sum(r.rss() for s in self.served.values() for r in s.runners()),
+                residents=residents,
+                agent=self.config.name,
+            )
+            level = check.level
             if level is not self._pressure:
                 if level is Pressure.NORMAL:
                     log.info("host memory pressure is over", available=available)
@@ -813,25 +832,10 @@ class Agent:
                 previous, self._pressure = self._pressure, level
                 if level is Pressure.NORMAL and previous is not Pressure.NORMAL:
                     self._wake_waiting()
-            rss = sum(r.rss() for s in self.served.values() for r in s.runners())
-            if not evicts_under_pressure(level, rss, self.config.total_memory, self.config.pressure):
-                continue
-            residents = [
-                Resident(
-                    str(s.key), s.current.need, s.current.priority, s.current.protected, s.current.started_at
-                )
-                for s in self.served.values()
-                if s.current is not None and not s.current.stopping
-            ]
-            victim = pressure_victim(residents)
+            victim, message = check.victim, check.message
             if victim is None:
                 continue
             served = self.served[ObjectKey.parse(victim.key)]
-            total = describe_bytes(self.config.total_memory)
-            message = (
-                f"evicted by the host agent {self.config.name} under memory pressure "
-                f"({describe_bytes(available)} of the host's {total} available)"
-            )
             served.evicted, served.evicted_under_pressure = message, True
             self._stop_all(served, message)
             metrics.EVICTIONS.labels("pressure").inc()
@@ -874,11 +878,3 @@ def _parse(kind: type[T], raw: Obj | None) -> T | None:
 def _report_of(endpoint_slice: Obj | None) -> Report:
     annotations = ((endpoint_slice or {}).get("metadata") or {}).get("annotations") or {}
     return annotations.get(ANNOTATION_AGENT_REASON, ""), annotations.get(ANNOTATION_AGENT_MESSAGE, "")
-
-
-def _with_port(command: tuple[str, ...], port: int) -> tuple[str, ...]:
-    parts = list(command)
-    for index, arg in enumerate(parts[:-1]):
-        if arg == "--port":
-            parts[index + 1] = str(port)
-    return tuple(parts)

@@ -47,6 +47,7 @@ from yarl import URL
 from llmkube.agent.host import free_bytes
 from llmkube.api.model import Model
 from llmkube.kube.blocking import run_in_daemon_thread
+from llmkube.plan.agent.artifact import Artifact, FetchFailed, Fetching, ModelFile
 from llmkube.plan.agent.download import (
     AnswerHead,
     Declared,
@@ -96,30 +97,6 @@ DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 #: answers that say "try again later", not "this file is not there"
 _TRANSIENT_STATUS = frozenset({408, 425, 429})
 _FETCHED_KINDS = frozenset({SourceKind.HTTP, SourceKind.HF, SourceKind.HUGGINGFACE, SourceKind.LOCAL})
-
-
-@dataclass(frozen=True)
-class ModelFile:
-    path: str  # what the server loads
-    identity: str  # the same file, whatever path it is reached by
-    size: int | None
-    pass_fd: int | None = None  # a descriptor the server inherits (local sources)
-    mmproj: str = ""  # the multimodal projector beside it (spec.mmproj), "" for none
-
-
-@dataclass(frozen=True)
-class Fetching:
-    message: str
-
-
-@dataclass(frozen=True)
-class FetchFailed:
-    reason: str
-    message: str
-    retry_at: float  # monotonic; inf: not until the Model changes
-
-
-Artifact = ModelFile | Fetching | FetchFailed
 
 
 class FetchKey(NamedTuple):

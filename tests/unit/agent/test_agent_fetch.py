@@ -25,8 +25,9 @@ import aiohttp
 import pytest
 
 from llmkube.agent import fetch
-from llmkube.agent.fetch import FetchFailed, Fetching, ModelFile, ModelStore
+from llmkube.agent.fetch import ModelStore
 from llmkube.api.model import Model
+from llmkube.plan.agent.artifact import FetchFailed, Fetching, ModelFile
 from llmkube.plan.agent.download import MIB, DownloadLimits
 from llmkube.plan.model.egress import EgressPolicy, parse_allowed_hosts
 from llmkube.plan.model.source import cache_key
