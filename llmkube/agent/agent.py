@@ -32,7 +32,6 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
@@ -40,18 +39,15 @@ import aiohttp
 import structlog
 from pydantic import ValidationError
 
-from llmkube import __version__
 from llmkube.agent import host, metrics
 from llmkube.agent.config import AgentConfig
 from llmkube.agent.fetch import ModelStore
 from llmkube.agent.processes import adopt
+from llmkube.agent.publisher import LABEL_INFERENCE_SERVICE, SlicePublisher
 from llmkube.agent.runner import Runner
 from llmkube.agent.server_keys import ServerKeys
 from llmkube.agent.state import ServerRecord, load, save
 from llmkube.api.constants import (
-    AGENT_FIELD_MANAGER,
-    ANNOTATION_AGENT_MESSAGE,
-    ANNOTATION_AGENT_REASON,
     LABEL_AGENT_NAME,
     LABEL_METAL_MANAGED_BY,
     METAL_AGENT_VALUE,
@@ -63,7 +59,7 @@ from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.kube.cache.store import Change, by_field
 from llmkube.kube.control.controller import Result
 from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.errors import ApiError
 from llmkube.kube.queue.ratelimit import ItemExponentialRateLimiter
 from llmkube.kube.resource import CONFIG_MAPS, ENDPOINT_SLICES, NODES, SERVICES
 from llmkube.kube.rest.transport import TransportError
@@ -97,21 +93,11 @@ from llmkube.plan.agent.service import (
     Stop,
     plan_service,
 )
-from llmkube.plan.agent.slices import (
-    SliceInputs,
-    heartbeat_due_in,
-    slice_intent,
-    slice_name,
-    write_needed,
-)
 from llmkube.plan.inferenceservice.agent_verdict import verdict_of
 from llmkube.plan.inferenceservice.metal import (
-    AGENT_FAILURES,
     EVICTED,
 )
-from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP, metal_service_key
-from llmkube.plan.inferenceservice.names import service_name
-from llmkube.plan.inferenceservice.objects import controlled_by
+from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 from llmkube.sources import ClusterAddresses, GuardedResolver, HeaderError, read_gguf_metadata
 
 log = structlog.get_logger("llmkube.agent")
@@ -119,9 +105,6 @@ T = TypeVar("T", InferenceService, Model)
 
 CONTROLLER = "metal-agent"
 BY_MODEL = "model"
-LABEL_INFERENCE_SERVICE = "llmkube.ai/inference-service"
-#: while the controller has not created the service's Service yet (its watch wakes us sooner)
-SERVICE_WAIT = 10.0
 
 
 Report = tuple[str, str]
@@ -152,8 +135,6 @@ class Agent:
         self.config = config
         self.host = Host(address=config.address, metal=config.metal)
         self.served: dict[ObjectKey, Served] = {}
-        self._last_heartbeat: dict[ObjectKey, float] = {}
-        self._written: dict[ObjectKey, tuple[str, Obj]] = {}
         self._headers: dict[str, GGUFMetadata | None] = {}
         self._pressure = Pressure.NORMAL
         self._nodes: list[Obj] = []
@@ -179,7 +160,14 @@ class Agent:
         self.metal_services = manager.informer(
             CONFIG_MAPS, namespace=config.controller_namespace, field_selector=listed
         )
-        self._unlisted: set[ObjectKey] = set()  # said once each, until listed
+        self.publisher = SlicePublisher(
+            manager.client,
+            config,
+            slices=self.slices,
+            services=self.k8s_services,
+            metal_services=self.metal_services,
+            announce=self._announce_key,
+        )
         self.controller = manager.add_controller(
             CONTROLLER,
             self.reconcile,
@@ -253,7 +241,7 @@ class Agent:
                     await asyncio.gather(*(r.done.wait() for r in runners))
             for key in list(self.served):
                 with contextlib.suppress(ApiError, TransportError):
-                    await self._delete_slice(key)
+                    await self.publisher.delete(key)
             self._save_state()
         if self.store is not None:
             await self.store.close()
@@ -359,8 +347,8 @@ class Agent:
                 self._tidy(served)
                 if not served.runners():
                     del self.served[key]
-            self._unlisted.discard(key)
-            await self._delete_slice(key)
+            self.publisher.forget(key)
+            await self.publisher.delete(key)
             self._save_state()
             self._freed(holding)
             return None
@@ -375,7 +363,7 @@ class Agent:
         self._tidy(served)
         self._save_state()
         self._freed(holding)
-        result = await self._publish(served, isvc, raw, plan.report)
+        result = await self.publisher.publish(key, isvc, served.current, plan.report)
         if plan.retry_at is not None:
             wait = max(0.5, plan.retry_at - time.monotonic())
             result = Result(requeue_after=min(wait, result.requeue_after or wait))
@@ -593,116 +581,12 @@ class Agent:
         return {r.port for s in self.served.values() for r in s.runners() if r.port is not None}
 
     def _announce(self, served: Served, type_: str, reason: str, message: str) -> None:
-        raw = self.services.store.get_object(served.key.namespace, served.key.name)
+        self._announce_key(served.key, type_, reason, message)
+
+    def _announce_key(self, key: ObjectKey, type_: str, reason: str, message: str) -> None:
+        raw = self.services.store.get_object(key.namespace, key.name)
         if raw is not None:
             self.manager.recorder.event(raw, type_, reason, message, action="Serve")
-
-    # -- the slice --------------------------------------------------------------------------------------
-    async def _publish(
-        self, served: Served, isvc: InferenceService, raw: Obj, report: Report | None
-    ) -> Result:
-        key = served.key
-        name = service_name(key.name)
-        service = self.k8s_services.store.get_object(key.namespace, name)
-        if service is None or not controlled_by(service, isvc):
-            # Not created yet by the controller, or somebody else's: never point it at this host.
-            return Result(requeue_after=SERVICE_WAIT)
-        service_uid = (service.get("metadata") or {}).get("uid") or ""
-        if not self._listed(key.namespace, name, service_uid):
-            # The admission policy would refuse the write: wait for the controller's list (its
-            # watch wakes us; the requeue only covers a list that never comes).
-            if key not in self._unlisted:
-                self._unlisted.add(key)
-                log.info(
-                    "waiting for the controller to list the Service among its metal Services",
-                    service=str(key),
-                    configmap=f"{self.config.controller_namespace}/{METAL_SERVICES_CONFIGMAP}",
-                )
-            return Result(requeue_after=SERVICE_WAIT)
-        self._unlisted.discard(key)
-        runner = served.current
-        port = runner.port if runner is not None else None
-        conditions = runner.endpoint() if runner is not None and port is not None else None
-        if report is None and runner is not None and not runner.serving:
-            report = runner.report()
-        if runner is not None and runner.serving:
-            report = None
-        inputs = SliceInputs(
-            namespace=key.namespace,
-            service=name,
-            service_uid=service_uid,
-            agent=self.config.name,
-            version=__version__,
-            address=self.config.address,
-            port=port,
-            conditions=conditions,
-            report=report,
-        )
-        now = datetime.now(UTC)
-        desired = slice_intent(inputs, now)
-        desired["metadata"]["labels"][LABEL_INFERENCE_SERVICE] = key.name
-        stored = self._stored_slice(key, slice_name(name, self.config.name))
-        interval = timedelta(seconds=self.config.heartbeat_interval)
-        why = write_needed(desired, stored, now, interval)
-        if why is not None:
-            answer, _ = await self.manager.client.apply(
-                ENDPOINT_SLICES, desired, field_manager=AGENT_FIELD_MANAGER, force=True
-            )
-            based_on = ((stored or {}).get("metadata") or {}).get("resourceVersion") or ""
-            self._written[key] = (based_on, answer)
-            self._last_heartbeat[key] = time.monotonic()
-            metrics.SLICE_WRITES.labels(why.split(":")[0]).inc()
-            log.info(
-                "endpoint slice written",
-                service=str(key),
-                why=why,
-                port=port,
-                ready=bool(conditions and conditions.ready),
-                reason=report[0] if report else "",
-            )
-            if report is not None and _report_of(desired) != _report_of(stored):
-                # A new thing to say (on a new slice too): said once as an Event, not at each beat.
-                failing = report[0] in AGENT_FAILURES
-                self._announce(served, "Warning" if failing else "Normal", report[0], report[1])
-            stored = answer
-        elif key not in self._last_heartbeat and stored is not None:
-            self._last_heartbeat[key] = time.monotonic() - (
-                interval.total_seconds() - heartbeat_due_in(stored, now, interval)
-            )
-        return Result(requeue_after=max(0.5, heartbeat_due_in(stored, now, interval)))
-
-    def _listed(self, namespace: str, name: str, uid: str) -> bool:
-        """Whether the controller lists this Service (with this uid) among its metal Services."""
-        listing = self.metal_services.store.get_object(
-            self.config.controller_namespace, METAL_SERVICES_CONFIGMAP
-        )
-        data = (listing or {}).get("data") or {}
-        return bool(uid) and data.get(metal_service_key(namespace, name)) == uid
-
-    def _stored_slice(self, key: ObjectKey, name: str) -> Obj | None:
-        """The slice as the cache shows it, or as our last write left it while the cache shows the
-        version from before that write (read your own writes)."""
-        cached = self.slices.store.get_object(key.namespace, name)
-        written = self._written.get(key)
-        if written is None:
-            return cached
-        based_on, answer = written
-        version = ((cached or {}).get("metadata") or {}).get("resourceVersion") or ""
-        if version == based_on:
-            return answer
-        del self._written[key]
-        return cached
-
-    async def _delete_slice(self, key: ObjectKey) -> None:
-        name = slice_name(service_name(key.name), self.config.name)
-        self._written.pop(key, None)
-        self._last_heartbeat.pop(key, None)
-        if self.slices.store.get_object(key.namespace, name) is None:
-            return
-        with contextlib.suppress(NotFound):
-            await self.manager.client.delete(ENDPOINT_SLICES, name, key.namespace)
-            metrics.SLICE_WRITES.labels("delete").inc()
-            log.info("endpoint slice deleted", service=str(key))
 
     # -- the state file, the metrics -------------------------------------------------------------------
     def _save_state(self) -> None:
@@ -741,7 +625,7 @@ class Agent:
                 phases[runner.phase.value] = phases.get(runner.phase.value, 0) + 1
                 held += runner.need
                 resident += runner.rss()
-        beats = {(k.namespace, k.name): at for k, at in self._last_heartbeat.items()}
+        beats = {(k.namespace, k.name): at for k, at in self.publisher.last_heartbeat.items()}
         return metrics.Snapshot(phases, self.config.budget, held, resident, beats)
 
     # -- memory pressure ------------------------------------------------------------------------------
@@ -819,11 +703,6 @@ def _parse(kind: type[T], raw: Obj | None) -> T | None:
     except ValidationError as error:
         log.warning("object does not match the API types", kind=kind.__name__, error=str(error)[:300])
         return None
-
-
-def _report_of(endpoint_slice: Obj | None) -> Report:
-    annotations = ((endpoint_slice or {}).get("metadata") or {}).get("annotations") or {}
-    return annotations.get(ANNOTATION_AGENT_REASON, ""), annotations.get(ANNOTATION_AGENT_MESSAGE, "")
 
 
 def _server(runner: Runner | None) -> Server | None:
