@@ -107,9 +107,6 @@ CONTROLLER = "metal-agent"
 BY_MODEL = "model"
 
 
-Report = tuple[str, str]
-
-
 @dataclass
 class Served:
     """One InferenceService this agent serves: its servers and what it has to say."""
