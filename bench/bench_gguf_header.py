@@ -1,5 +1,5 @@
 """Time to read a GGUF header with a Qwen-sized tokenizer (150k tokens, 150k merges, their types):
-the controller's reader (llmkube.controllers.modelsource.ggufheader) against the gguf package's
+llmkube's reader (llmkube.sources.ggufheader) against the gguf package's
 GGUFReader, which it replaced: parse time (imports excluded) and the peak RSS of a fresh process
 that imports the reader and parses the file.
 
@@ -20,7 +20,7 @@ import numpy as np
 CHILD = """
 import resource, sys, time
 if sys.argv[1] == "llmkube":
-    from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
+    from llmkube.sources import read_gguf_metadata
     started = time.perf_counter()
     read_gguf_metadata(sys.argv[2])
 else:

@@ -26,9 +26,9 @@ from llmkube_testing.llama_gguf import Shape, write_llama_gguf
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.api.model import Model
-from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
 from llmkube.plan.inferenceservice.memory_fit import MIB, PROCESS_MARGIN, estimate_memory
 from llmkube.plan.model.size import format_size
+from llmkube.sources import read_gguf_metadata
 
 MODELS = {
     "tiny-f32": Shape(128, 2, 4, 2, 256, 512, type="f32"),

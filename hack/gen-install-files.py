@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the checkout's llmkube, installed or not
 
 from llmkube.agent.permissions import agent_rules  # noqa: E402
-from llmkube.controllers.permissions import Permission, Scope, rules  # noqa: E402
+from llmkube.controllers.permissions import rules  # noqa: E402
+from llmkube.kube.rbac import Permission, Scope  # noqa: E402
 
 MANIFESTS = ROOT / "manifests"
 CHART = ROOT / "charts" / "llmkube"

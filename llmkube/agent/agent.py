@@ -2,7 +2,10 @@
 
 It watches the InferenceServices in its scope (`--namespace`, `--service-selector`), their Models,
 the Services the controller creates for them and its own EndpointSlices, and reconciles one
-service at a time (one worker: admission and eviction decide over all of them at once). For each:
+service at a time (one worker: admission and eviction decide over all of them at once). What it
+does about a service is one pure step, plan.agent.service.plan_service, from what it observed (the
+facts below) to a value (servers to stop, start, roll or promote; services to evict; Events; what
+its slice says; when to look again); this module observes and performs. For each:
 
 1. what to do about it (plan.agent.assignment): serve, stop, remove, keep, or say it cannot;
 2. its model file (fetch.py): fetched into the cache or opened where it is, in the background;
@@ -27,9 +30,8 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
@@ -37,82 +39,72 @@ import aiohttp
 import structlog
 from pydantic import ValidationError
 
-from llmkube import __version__
 from llmkube.agent import host, metrics
 from llmkube.agent.config import AgentConfig
-from llmkube.agent.fetch import FetchFailed, Fetching, ModelFile, ModelStore
+from llmkube.agent.fetch import ModelStore
 from llmkube.agent.processes import adopt
+from llmkube.agent.publisher import LABEL_INFERENCE_SERVICE, SlicePublisher
 from llmkube.agent.runner import Runner
-from llmkube.agent.server_keys import RETRY as KEY_RETRY
-from llmkube.agent.server_keys import KeyMissing, ServerKeys
+from llmkube.agent.server_keys import ServerKeys
 from llmkube.agent.state import ServerRecord, load, save
 from llmkube.api.constants import (
-    AGENT_FIELD_MANAGER,
-    ANNOTATION_AGENT_MESSAGE,
-    ANNOTATION_AGENT_REASON,
     LABEL_AGENT_NAME,
     LABEL_METAL_MANAGED_BY,
     METAL_AGENT_VALUE,
 )
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import GGUFMetadata, Model
-from llmkube.controllers.model_egress import ClusterAddresses
-from llmkube.controllers.modelsource.egress import GuardedResolver
-from llmkube.controllers.modelsource.ggufheader import HeaderError, read_gguf_metadata
-from llmkube.controllers.resources import (
-    ENDPOINT_SLICES,
-    INFERENCE_SERVICES,
-    MANAGED_SELECTOR,
-    MODELS,
-    NODES,
-    SERVICES,
-)
+from llmkube.kinds import INFERENCE_SERVICES, MANAGED_SELECTOR, MODELS
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.kube.cache.store import Change, by_field
 from llmkube.kube.control.controller import Result
 from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.errors import ApiError, NotFound
+from llmkube.kube.errors import ApiError
 from llmkube.kube.queue.ratelimit import ItemExponentialRateLimiter
-from llmkube.kube.resource import CONFIG_MAPS
+from llmkube.kube.resource import CONFIG_MAPS, ENDPOINT_SLICES, NODES, SERVICES
 from llmkube.kube.rest.transport import TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.manager import Manager
-from llmkube.plan.agent.admission import Demand, Resident, admit, pressure_victim, waiting_order
-from llmkube.plan.agent.assignment import Verdict, assignment
-from llmkube.plan.agent.launch import Host, command_identity, server_command
-from llmkube.plan.agent.memory import Pressure, describe_bytes, evicts_under_pressure, need_of, pressure
-from llmkube.plan.agent.rollout import Strategy, roll_plan
-from llmkube.plan.agent.slices import (
-    SliceInputs,
-    heartbeat_due_in,
-    slice_intent,
-    slice_name,
-    write_needed,
+from llmkube.plan.agent.admission import (
+    Demand,
+    Resident,
+    check_pressure,
+    waiting_order,
+)
+from llmkube.plan.agent.artifact import ModelFile
+from llmkube.plan.agent.assignment import Assignment, Verdict, assignment
+from llmkube.plan.agent.launch import Host, with_port
+from llmkube.plan.agent.memory import Pressure, need_of
+from llmkube.plan.agent.service import (
+    Announce,
+    Evict,
+    Memory,
+    Promote,
+    Rank,
+    Rebind,
+    Remembered,
+    Role,
+    Server,
+    ServiceFacts,
+    ServicePlan,
+    Serving,
+    SetAside,
+    Start,
+    Stop,
+    plan_service,
 )
 from llmkube.plan.inferenceservice.agent_verdict import verdict_of
 from llmkube.plan.inferenceservice.metal import (
-    AGENT_FAILURES,
-    AGENT_FETCHING_MODEL,
-    AGENT_STARTING,
     EVICTED,
-    INSUFFICIENT_MEMORY,
-    UNSUPPORTED_BY_AGENT,
 )
-from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP, metal_service_key
-from llmkube.plan.inferenceservice.names import service_name
-from llmkube.plan.inferenceservice.objects import controlled_by
+from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
+from llmkube.sources import ClusterAddresses, GuardedResolver, HeaderError, read_gguf_metadata
 
 log = structlog.get_logger("llmkube.agent")
 T = TypeVar("T", InferenceService, Model)
 
 CONTROLLER = "metal-agent"
 BY_MODEL = "model"
-LABEL_INFERENCE_SERVICE = "llmkube.ai/inference-service"
-#: while the controller has not created the service's Service yet (its watch wakes us sooner)
-SERVICE_WAIT = 10.0
-
-
-Report = tuple[str, str]
 
 
 @dataclass
@@ -140,8 +132,6 @@ class Agent:
         self.config = config
         self.host = Host(address=config.address, metal=config.metal)
         self.served: dict[ObjectKey, Served] = {}
-        self._last_heartbeat: dict[ObjectKey, float] = {}
-        self._written: dict[ObjectKey, tuple[str, Obj]] = {}
         self._headers: dict[str, GGUFMetadata | None] = {}
         self._pressure = Pressure.NORMAL
         self._nodes: list[Obj] = []
@@ -167,7 +157,14 @@ class Agent:
         self.metal_services = manager.informer(
             CONFIG_MAPS, namespace=config.controller_namespace, field_selector=listed
         )
-        self._unlisted: set[ObjectKey] = set()  # said once each, until listed
+        self.publisher = SlicePublisher(
+            manager.client,
+            config,
+            slices=self.slices,
+            services=self.k8s_services,
+            metal_services=self.metal_services,
+            announce=self._announce_key,
+        )
         self.controller = manager.add_controller(
             CONTROLLER,
             self.reconcile,
@@ -241,7 +238,7 @@ class Agent:
                     await asyncio.gather(*(r.done.wait() for r in runners))
             for key in list(self.served):
                 with contextlib.suppress(ApiError, TransportError):
-                    await self._delete_slice(key)
+                    await self.publisher.delete(key)
             self._save_state()
         if self.store is not None:
             await self.store.close()
@@ -262,7 +259,7 @@ class Agent:
             served = self.served.setdefault(key, Served(key, uid=record.uid))
             runner = self._runner(
                 key,
-                functools.partial(_with_port, record.command),
+                functools.partial(with_port, record.command),
                 record.identity,
                 record.need,
                 0,
@@ -333,201 +330,140 @@ class Agent:
         decision = assignment(
             isvc, model, self.host, unrestricted_namespaces=self.config.unrestricted_server_flags
         )
-        verdict = decision.verdict
         served = self.served.get(key)
         holding = self._live_runners()
-        if isvc is not None and served is not None and served.uid and served.uid != isvc.metadata.uid:
-            # Deleted and created again under the name: the old one's servers are not its.
-            self._stop_all(served, "the InferenceService was replaced by a new one of the same name")
-            served.uid = isvc.metadata.uid or ""
-        if verdict in (Verdict.REMOVE, Verdict.STOP):
+        serving = None
+        if decision.verdict is Verdict.SERVE and isvc is not None and model is not None:
+            serving = await self._serving(isvc, model)
+        plan = plan_service(self._facts(key, isvc, model, decision, served, serving))
+        if plan.remembered is None:  # not served: its servers stop, its slice goes
             if served is not None:
-                why = (
-                    "spec.replicas is 0"
-                    if verdict is Verdict.STOP
-                    else "the service is gone, or not this agent's"
-                )
-                self._stop_all(served, why)
+                self._perform(served, plan)
+                if isvc is not None and served.uid and served.uid != isvc.metadata.uid:
+                    served.uid = isvc.metadata.uid or ""  # made again under the name
                 self._tidy(served)
                 if not served.runners():
                     del self.served[key]
-            self._unlisted.discard(key)
-            await self._delete_slice(key)
+            self.publisher.forget(key)
+            await self.publisher.delete(key)
             self._save_state()
             self._freed(holding)
             return None
         assert isvc is not None and raw is not None
         if served is None:
-            served = self.served[key] = Served(key, uid=isvc.metadata.uid or "")
-        served.uid = isvc.metadata.uid or ""
-        report: Report | None = None
-        retry: float | None = None
-        if verdict is Verdict.UNSUPPORTED:
-            self._stop_all(served, "this agent cannot serve it")
-            report = (UNSUPPORTED_BY_AGENT, decision.message)
-        elif verdict is Verdict.SERVE and model is not None:
-            report, retry = await self._serve(served, isvc, model, decision.priority)
+            served = self.served[key] = Served(key)
+        self._perform(served, plan)
+        remembered = plan.remembered
+        served.uid, served.evicted = remembered.uid, remembered.evicted
+        served.evicted_under_pressure = remembered.evicted_under_pressure
+        served.refused_identity = remembered.refused_identity
         self._tidy(served)
         self._save_state()
         self._freed(holding)
-        result = await self._publish(served, isvc, raw, report)
-        if retry is not None:
-            wait = max(0.5, retry - time.monotonic())
+        result = await self.publisher.publish(key, isvc, served.current, plan.report)
+        if plan.retry_at is not None:
+            wait = max(0.5, plan.retry_at - time.monotonic())
             result = Result(requeue_after=min(wait, result.requeue_after or wait))
         return result
 
-    async def _serve(
-        self, served: Served, isvc: InferenceService, model: Model, priority: int
-    ) -> tuple[Report | None, float | None]:
-        """Start, roll or keep its server; what to say while none serves, and when to look again."""
-        assert self.store is not None
+    async def _serving(self, isvc: InferenceService, model: Model) -> Serving:
+        """What serving it takes, looked at in order: its model file, its memory need, its key."""
+        assert self.store is not None and self.keys is not None
         artifact = self.store.get(model)
-        if isinstance(artifact, Fetching):
-            return (AGENT_FETCHING_MODEL, artifact.message), None
-        if isinstance(artifact, FetchFailed):
-            return (artifact.reason, artifact.message), artifact.retry_at
+        if not isinstance(artifact, ModelFile):
+            return Serving(artifact)
         need = await self._need(isvc, model, artifact)
         if need is None:
-            return (
-                INSUFFICIENT_MEMORY,
-                "its memory need cannot be estimated: the model file's GGUF header cannot be read; set "
-                "hardware.memoryBudget on its Model",
-            ), None
-        protected = bool(isvc.spec.eviction_protection)
-        assert self.keys is not None
-        keyed = await self.keys.key_file(isvc)
-        if isinstance(keyed, KeyMissing):
-            return (AGENT_STARTING, keyed.message), time.monotonic() + KEY_RETRY
-        identity = command_identity(
-            (
-                *server_command(
-                    self.config.llama_server,
-                    isvc,
-                    model,
-                    model_path=artifact.identity,
-                    port=0,
-                    host=self.host,
-                    api_key_file=keyed.path,
-                    mmproj_path=artifact.mmproj,
-                ),
-                f"key:{keyed.fingerprint}",  # a new key (a rotated master) is a new server
-            )
+            return Serving(artifact)
+        return Serving(artifact, need, await self.keys.key_file(isvc))
+
+    def _facts(
+        self,
+        key: ObjectKey,
+        isvc: InferenceService | None,
+        model: Model | None,
+        decision: Assignment,
+        served: Served | None,
+        serving: Serving | None,
+    ) -> ServiceFacts:
+        held = sum(r.need for s in self.served.values() for r in s.runners() if not r.done.is_set())
+        memory = Memory(
+            self.config.budget,
+            tuple(self._residents(exclude=served)),
+            held,
+            self._pressure is not Pressure.NORMAL,
         )
-        current, key = served.current, served.key
+        remembered = None
+        if served is not None:
+            remembered = Remembered(
+                served.uid, served.evicted, served.evicted_under_pressure, served.refused_identity
+            )
+        return ServiceFacts(
+            key=str(key),
+            agent=self.config.name,
+            binary=self.config.llama_server,
+            host=self.host,
+            isvc=isvc,
+            model=model,
+            assignment=decision,
+            memory=memory,
+            now=time.monotonic(),
+            remembered=remembered,
+            current=_server(served.current) if served is not None else None,
+            next=_server(served.next) if served is not None else None,
+            draining=bool(served.draining) if served is not None else False,
+            serving=serving,
+            crash_loop_after=self.config.supervision.crash_loop_after,
+        )
 
-        def command_for(port: int) -> tuple[str, ...]:
-            return server_command(
-                self.config.llama_server,
-                isvc,
-                model,
-                model_path=artifact.path,
-                port=port,
-                host=self.host,
-                api_key_file=keyed.path,
-                mmproj_path=artifact.mmproj,
-            )
+    def _perform(self, served: Served, plan: ServicePlan) -> None:
+        """Do what the plan says, in its order."""
+        for action in plan.actions:
+            match action:
+                case Stop(role=role, reason=reason):
+                    runner = self._take(served, role)
+                    runner.stop(reason)
+                    served.draining.append(runner)
+                case SetAside(role=role):
+                    served.draining.append(self._take(served, role))
+                case Start(role=role, launch=launch):
+                    runner = self._runner(
+                        served.key,
+                        launch.command,
+                        launch.identity(),
+                        action.need,
+                        action.priority,
+                        action.protected,
+                        launch.pass_fds,
+                    )
+                    runner.source_identity = launch.artifact.identity
+                    setattr(served, role, runner)
+                    runner.start()
+                    if role == "next":
+                        log.info("rolling in place", service=str(served.key))
+                case Promote():
+                    old, new = served.current, served.next
+                    assert old is not None and new is not None
+                    served.current, served.next = new, None
+                    old.retire(time.monotonic())
+                    served.draining.append(old)
+                case Rank(priority=priority, protected=protected):
+                    assert served.current is not None
+                    served.current.priority, served.current.protected = priority, protected
+                case Rebind(launch=launch):
+                    assert served.current is not None
+                    served.current.rebind(launch.command, launch.pass_fds)
+                case Evict(key=victim, message=message):
+                    self._evict(ObjectKey.parse(victim), message, for_whom=served.key)
+                case Announce(type=type_, reason=reason, message=message):
+                    self._announce(served, type_, reason, message)
 
-        pass_fds = (artifact.pass_fd,) if artifact.pass_fd is not None else ()
-        if current is not None and current.stopping:
-            served.draining.append(current)
-            served.current = current = None
-        if current is None:
-            if served.evicted_under_pressure and self._pressure is not Pressure.NORMAL:
-                return (
-                    EVICTED,
-                    f"{served.evicted}; it starts again once the host's memory pressure is over",
-                ), None
-            if served.draining and not self._fits_beside_draining(served, need):
-                return (AGENT_STARTING, "waiting for its previous server to stop (no room for both)"), None
-            admission = admit(
-                Demand(str(key), need, priority), self._residents(exclude=served), self.config.budget
-            )
-            if not admission.admitted:
-                if served.evicted:
-                    return (
-                        EVICTED,
-                        f"{served.evicted}; it starts again once it fits: {admission.reason}",
-                    ), None
-                return (INSUFFICIENT_MEMORY, admission.reason), None
-            self._evict(admission.evict, for_whom=key, priority=priority, need=need)
-            served.evicted, served.evicted_under_pressure = "", False
-            served.current = self._runner(key, command_for, identity, need, priority, protected, pass_fds)
-            served.current.source_identity = artifact.identity
-            served.current.start()
-            return None, None
-        current.priority, current.protected = priority, protected
-        if current.identity == identity:
-            current.rebind(command_for, pass_fds)
-            if served.next is not None:  # the spec went back: the new server is not wanted
-                served.next.stop("the spec changed back")
-                served.draining.append(served.next)
-                served.next = None
-            return None, None
-        nxt = served.next
-        if nxt is not None and nxt.identity != identity:
-            nxt.stop("the spec changed again")
-            served.draining.append(nxt)
-            served.next = nxt = None
-        if nxt is None:
-            if served.refused_identity == identity:
-                return None, None
-            old = Resident(str(key), current.need, priority, protected, current.started_at)
-            plan = roll_plan(
-                Demand(str(key), need, priority),
-                old,
-                [*self._residents(exclude=served), old],
-                self.config.budget,
-            )
-            if plan.strategy is Strategy.IN_PLACE:
-                served.next = self._runner(key, command_for, identity, need, priority, protected, pass_fds)
-                served.next.source_identity = artifact.identity
-                served.next.start()
-                log.info("rolling in place", service=str(key))
-            elif plan.strategy is Strategy.RECREATE:
-                self._evict(plan.admission.evict, for_whom=key, priority=priority, need=need)
-                current.stop("recreated with the new spec (no room for both servers)")
-                served.draining.append(current)
-                served.current = None
-                self._announce(
-                    served,
-                    "Normal",
-                    "Recreating",
-                    "the new spec's server needs the old one's memory: the old one stops first",
-                )
-            else:
-                served.refused_identity = identity
-                self._announce(
-                    served,
-                    "Warning",
-                    INSUFFICIENT_MEMORY,
-                    f"the new spec does not fit ({plan.admission.reason}): still serving the previous one",
-                )
-            return None, None
-        if nxt.serving:
-            served.current, served.next = nxt, None
-            current.retire(time.monotonic())
-            served.draining.append(current)
-            self._announce(
-                served,
-                "Normal",
-                "RolledOut",
-                f"serving the new spec on port {nxt.port}; the previous server drains",
-            )
-            return None, None
-        state = nxt.state
-        if state is not None and state.crashes >= self.config.supervision.crash_loop_after:
-            nxt.stop("its server kept failing")
-            served.draining.append(nxt)
-            served.next = None
-            served.refused_identity = identity
-            message = (nxt.report() or ("", ""))[1]
-            self._announce(
-                served,
-                "Warning",
-                "RolloutFailed",
-                f"the new spec's server keeps failing: still serving the previous one; {message}",
-            )
-        return None, None
+    @staticmethod
+    def _take(served: Served, role: Role) -> Runner:
+        runner: Runner | None = getattr(served, role)
+        assert runner is not None
+        setattr(served, role, None)
+        return runner
 
     async def _need(self, isvc: InferenceService, model: Model, artifact: ModelFile) -> int | None:
         gguf = None
@@ -569,26 +505,16 @@ class Agent:
                 )
         return found
 
-    def _fits_beside_draining(self, served: Served, need: int) -> bool:
-        held = sum(r.need for s in self.served.values() for r in s.runners() if not r.done.is_set())
-        return held + need <= self.config.budget
-
-    def _evict(self, victims: Iterable[Resident], *, for_whom: ObjectKey, priority: int, need: int) -> None:
-        for victim in victims:
-            key = ObjectKey.parse(victim.key)
-            served = self.served.get(key)
-            if served is None:
-                continue
-            message = (
-                f"evicted by the host agent {self.config.name} to make room for {for_whom} (priority "
-                f"{priority}, needs ~{describe_bytes(need)})"
-            )
-            served.evicted, served.evicted_under_pressure = message, False
-            self._stop_all(served, message)
-            metrics.EVICTIONS.labels("priority").inc()
-            self._announce(served, "Warning", EVICTED, message)
-            log.warning("service evicted", service=victim.key, for_service=str(for_whom))
-            self.controller.enqueue(key)
+    def _evict(self, key: ObjectKey, message: str, *, for_whom: ObjectKey) -> None:
+        served = self.served.get(key)
+        if served is None:
+            return
+        served.evicted, served.evicted_under_pressure = message, False
+        self._stop_all(served, message)
+        metrics.EVICTIONS.labels("priority").inc()
+        self._announce(served, "Warning", EVICTED, message)
+        log.warning("service evicted", service=str(key), for_service=str(for_whom))
+        self.controller.enqueue(key)
 
     def _stop_all(self, served: Served, reason: str) -> None:
         for runner in (served.current, served.next):
@@ -652,116 +578,12 @@ class Agent:
         return {r.port for s in self.served.values() for r in s.runners() if r.port is not None}
 
     def _announce(self, served: Served, type_: str, reason: str, message: str) -> None:
-        raw = self.services.store.get_object(served.key.namespace, served.key.name)
+        self._announce_key(served.key, type_, reason, message)
+
+    def _announce_key(self, key: ObjectKey, type_: str, reason: str, message: str) -> None:
+        raw = self.services.store.get_object(key.namespace, key.name)
         if raw is not None:
             self.manager.recorder.event(raw, type_, reason, message, action="Serve")
-
-    # -- the slice --------------------------------------------------------------------------------------
-    async def _publish(
-        self, served: Served, isvc: InferenceService, raw: Obj, report: Report | None
-    ) -> Result:
-        key = served.key
-        name = service_name(key.name)
-        service = self.k8s_services.store.get_object(key.namespace, name)
-        if service is None or not controlled_by(service, isvc):
-            # Not created yet by the controller, or somebody else's: never point it at this host.
-            return Result(requeue_after=SERVICE_WAIT)
-        service_uid = (service.get("metadata") or {}).get("uid") or ""
-        if not self._listed(key.namespace, name, service_uid):
-            # The admission policy would refuse the write: wait for the controller's list (its
-            # watch wakes us; the requeue only covers a list that never comes).
-            if key not in self._unlisted:
-                self._unlisted.add(key)
-                log.info(
-                    "waiting for the controller to list the Service among its metal Services",
-                    service=str(key),
-                    configmap=f"{self.config.controller_namespace}/{METAL_SERVICES_CONFIGMAP}",
-                )
-            return Result(requeue_after=SERVICE_WAIT)
-        self._unlisted.discard(key)
-        runner = served.current
-        port = runner.port if runner is not None else None
-        conditions = runner.endpoint() if runner is not None and port is not None else None
-        if report is None and runner is not None and not runner.serving:
-            report = runner.report()
-        if runner is not None and runner.serving:
-            report = None
-        inputs = SliceInputs(
-            namespace=key.namespace,
-            service=name,
-            service_uid=service_uid,
-            agent=self.config.name,
-            version=__version__,
-            address=self.config.address,
-            port=port,
-            conditions=conditions,
-            report=report,
-        )
-        now = datetime.now(UTC)
-        desired = slice_intent(inputs, now)
-        desired["metadata"]["labels"][LABEL_INFERENCE_SERVICE] = key.name
-        stored = self._stored_slice(key, slice_name(name, self.config.name))
-        interval = timedelta(seconds=self.config.heartbeat_interval)
-        why = write_needed(desired, stored, now, interval)
-        if why is not None:
-            answer, _ = await self.manager.client.apply(
-                ENDPOINT_SLICES, desired, field_manager=AGENT_FIELD_MANAGER, force=True
-            )
-            based_on = ((stored or {}).get("metadata") or {}).get("resourceVersion") or ""
-            self._written[key] = (based_on, answer)
-            self._last_heartbeat[key] = time.monotonic()
-            metrics.SLICE_WRITES.labels(why.split(":")[0]).inc()
-            log.info(
-                "endpoint slice written",
-                service=str(key),
-                why=why,
-                port=port,
-                ready=bool(conditions and conditions.ready),
-                reason=report[0] if report else "",
-            )
-            if report is not None and _report_of(desired) != _report_of(stored):
-                # A new thing to say (on a new slice too): said once as an Event, not at each beat.
-                failing = report[0] in AGENT_FAILURES
-                self._announce(served, "Warning" if failing else "Normal", report[0], report[1])
-            stored = answer
-        elif key not in self._last_heartbeat and stored is not None:
-            self._last_heartbeat[key] = time.monotonic() - (
-                interval.total_seconds() - heartbeat_due_in(stored, now, interval)
-            )
-        return Result(requeue_after=max(0.5, heartbeat_due_in(stored, now, interval)))
-
-    def _listed(self, namespace: str, name: str, uid: str) -> bool:
-        """Whether the controller lists this Service (with this uid) among its metal Services."""
-        listing = self.metal_services.store.get_object(
-            self.config.controller_namespace, METAL_SERVICES_CONFIGMAP
-        )
-        data = (listing or {}).get("data") or {}
-        return bool(uid) and data.get(metal_service_key(namespace, name)) == uid
-
-    def _stored_slice(self, key: ObjectKey, name: str) -> Obj | None:
-        """The slice as the cache shows it, or as our last write left it while the cache shows the
-        version from before that write (read your own writes)."""
-        cached = self.slices.store.get_object(key.namespace, name)
-        written = self._written.get(key)
-        if written is None:
-            return cached
-        based_on, answer = written
-        version = ((cached or {}).get("metadata") or {}).get("resourceVersion") or ""
-        if version == based_on:
-            return answer
-        del self._written[key]
-        return cached
-
-    async def _delete_slice(self, key: ObjectKey) -> None:
-        name = slice_name(service_name(key.name), self.config.name)
-        self._written.pop(key, None)
-        self._last_heartbeat.pop(key, None)
-        if self.slices.store.get_object(key.namespace, name) is None:
-            return
-        with contextlib.suppress(NotFound):
-            await self.manager.client.delete(ENDPOINT_SLICES, name, key.namespace)
-            metrics.SLICE_WRITES.labels("delete").inc()
-            log.info("endpoint slice deleted", service=str(key))
 
     # -- the state file, the metrics -------------------------------------------------------------------
     def _save_state(self) -> None:
@@ -800,7 +622,7 @@ class Agent:
                 phases[runner.phase.value] = phases.get(runner.phase.value, 0) + 1
                 held += runner.need
                 resident += runner.rss()
-        beats = {(k.namespace, k.name): at for k, at in self._last_heartbeat.items()}
+        beats = {(k.namespace, k.name): at for k, at in self.publisher.last_heartbeat.items()}
         return metrics.Snapshot(phases, self.config.budget, held, resident, beats)
 
     # -- memory pressure ------------------------------------------------------------------------------
@@ -813,7 +635,22 @@ class Agent:
             available = await run_in_daemon_thread(host.available_memory, self.config.total_memory)
             if available is None:
                 continue
-            level = pressure(available, self.config.total_memory, self.config.pressure)
+            residents = [
+                Resident(
+                    str(s.key), s.current.need, s.current.priority, s.current.protected, s.current.started_at
+                )
+                for s in self.served.values()
+                if s.current is not None and not s.current.stopping
+            ]
+            check = check_pressure(
+                available,
+                self.config.total_memory,
+                self.config.pressure,
+                servers_rss=sum(r.rss() for s in self.served.values() for r in s.runners()),
+                residents=residents,
+                agent=self.config.name,
+            )
+            level = check.level
             if level is not self._pressure:
                 if level is Pressure.NORMAL:
                     log.info("host memory pressure is over", available=available)
@@ -822,25 +659,10 @@ class Agent:
                 previous, self._pressure = self._pressure, level
                 if level is Pressure.NORMAL and previous is not Pressure.NORMAL:
                     self._wake_waiting()
-            rss = sum(r.rss() for s in self.served.values() for r in s.runners())
-            if not evicts_under_pressure(level, rss, self.config.total_memory, self.config.pressure):
-                continue
-            residents = [
-                Resident(
-                    str(s.key), s.current.need, s.current.priority, s.current.protected, s.current.started_at
-                )
-                for s in self.served.values()
-                if s.current is not None and not s.current.stopping
-            ]
-            victim = pressure_victim(residents)
+            victim, message = check.victim, check.message
             if victim is None:
                 continue
             served = self.served[ObjectKey.parse(victim.key)]
-            total = describe_bytes(self.config.total_memory)
-            message = (
-                f"evicted by the host agent {self.config.name} under memory pressure "
-                f"({describe_bytes(available)} of the host's {total} available)"
-            )
             served.evicted, served.evicted_under_pressure = message, True
             self._stop_all(served, message)
             metrics.EVICTIONS.labels("pressure").inc()
@@ -880,14 +702,17 @@ def _parse(kind: type[T], raw: Obj | None) -> T | None:
         return None
 
 
-def _report_of(endpoint_slice: Obj | None) -> Report:
-    annotations = ((endpoint_slice or {}).get("metadata") or {}).get("annotations") or {}
-    return annotations.get(ANNOTATION_AGENT_REASON, ""), annotations.get(ANNOTATION_AGENT_MESSAGE, "")
-
-
-def _with_port(command: tuple[str, ...], port: int) -> tuple[str, ...]:
-    parts = list(command)
-    for index, arg in enumerate(parts[:-1]):
-        if arg == "--port":
-            parts[index + 1] = str(port)
-    return tuple(parts)
+def _server(runner: Runner | None) -> Server | None:
+    """A server as the plan sees it."""
+    if runner is None:
+        return None
+    return Server(
+        identity=runner.identity,
+        need=runner.need,
+        started_at=runner.started_at,
+        serving=runner.serving,
+        stopping=runner.stopping,
+        crashes=runner.state.crashes if runner.state is not None else 0,
+        port=runner.port,
+        report=runner.report(),
+    )

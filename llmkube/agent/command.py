@@ -122,7 +122,7 @@ async def serve(args: argparse.Namespace, config: AgentConfig) -> None:
 
     from llmkube.agent.agent import Agent
     from llmkube.agent.config import AgentConfigError
-    from llmkube.controllers.resources import INFERENCE_SERVICES
+    from llmkube.kinds import INFERENCE_SERVICES
     from llmkube.kube.errors import ApiError
     from llmkube.kube.rest.transport import TransportError
     from llmkube.manager import Manager

@@ -46,9 +46,8 @@ from yarl import URL
 
 from llmkube.agent.host import free_bytes
 from llmkube.api.model import Model
-from llmkube.controllers.modelsource.confined import EscapesRoots, open_beneath_roots
-from llmkube.controllers.modelsource.egress import PolicySource, TooManyRedirects, open_checked, refused
 from llmkube.kube.blocking import run_in_daemon_thread
+from llmkube.plan.agent.artifact import Artifact, FetchFailed, Fetching, ModelFile
 from llmkube.plan.agent.download import (
     AnswerHead,
     Declared,
@@ -77,6 +76,14 @@ from llmkube.plan.model.local_roots import is_beneath
 from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT, RemoteSource, remote_source
 from llmkube.plan.model.size import format_size
 from llmkube.plan.model.source import SourceKind, cache_key, classify_source, local_path, sanitize_filename
+from llmkube.sources import (
+    EscapesRoots,
+    PolicySource,
+    TooManyRedirects,
+    open_beneath_roots,
+    open_checked,
+    refused,
+)
 
 log = structlog.get_logger("llmkube.agent.fetch")
 
@@ -90,30 +97,6 @@ DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 #: answers that say "try again later", not "this file is not there"
 _TRANSIENT_STATUS = frozenset({408, 425, 429})
 _FETCHED_KINDS = frozenset({SourceKind.HTTP, SourceKind.HF, SourceKind.HUGGINGFACE, SourceKind.LOCAL})
-
-
-@dataclass(frozen=True)
-class ModelFile:
-    path: str  # what the server loads
-    identity: str  # the same file, whatever path it is reached by
-    size: int | None
-    pass_fd: int | None = None  # a descriptor the server inherits (local sources)
-    mmproj: str = ""  # the multimodal projector beside it (spec.mmproj), "" for none
-
-
-@dataclass(frozen=True)
-class Fetching:
-    message: str
-
-
-@dataclass(frozen=True)
-class FetchFailed:
-    reason: str
-    message: str
-    retry_at: float  # monotonic; inf: not until the Model changes
-
-
-Artifact = ModelFile | Fetching | FetchFailed
 
 
 class FetchKey(NamedTuple):

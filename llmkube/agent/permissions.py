@@ -2,16 +2,17 @@
 (`hack/gen-install-files.py` writes manifests/agent/ from it; the tests run the agent under exactly
 these rights and fail on a request refused, and on a verb granted that it never used)."""
 
-from llmkube.controllers.permissions import Permission, Scope
-from llmkube.controllers.resources import (
+from llmkube.kinds import INFERENCE_SERVICES, MODELS
+from llmkube.kube.rbac import Permission, Scope
+from llmkube.kube.resource import (
+    CONFIG_MAPS,
     ENDPOINT_SLICES,
-    INFERENCE_SERVICES,
-    MODELS,
+    EVENTS,
     NODES,
+    SECRETS,
     SERVICE_CIDRS,
     SERVICES,
 )
-from llmkube.kube.resource import CONFIG_MAPS, EVENTS, SECRETS
 from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 from llmkube.plan.inferenceservice.server_key import MASTER_SECRET
 

@@ -12,7 +12,6 @@ import binascii
 import contextlib
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -22,6 +21,8 @@ from llmkube.kube.errors import ApiError, Forbidden, NotFound
 from llmkube.kube.resource import SECRETS
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.transport import TransportError
+from llmkube.plan.agent.launch import KEY_RETRY as RETRY
+from llmkube.plan.agent.launch import KeyFile, KeyMissing
 from llmkube.plan.inferenceservice.server_key import (
     MASTER_KEY,
     MASTER_SECRET,
@@ -33,20 +34,7 @@ from llmkube.plan.inferenceservice.server_key import (
 log = structlog.get_logger("llmkube.agent.keys")
 
 REFRESH = 300.0
-#: after a failed read: when to try again
-RETRY = 10.0
 _MAX_KEY_FILE = 4096
-
-
-@dataclass(frozen=True)
-class KeyFile:
-    path: str
-    fingerprint: str  # of the key in it: part of what a running server is
-
-
-@dataclass(frozen=True)
-class KeyMissing:
-    message: str
 
 
 class ServerKeys:

@@ -4,7 +4,7 @@
 
 Actions run in the background (modelsource/background.py): a reconcile starts one and ends, and
 the action's result is a fact of the next reconcile. Every http(s) request goes through the
-egress policy (model_egress.py, modelsource/egress.py). A status the API server refuses is
+egress policy (llmkube/sources: cluster_addresses.py, egress.py). A status the API server refuses is
 replaced by a small one that says so (`StatusRejected`), never left unwritten.
 """
 
@@ -22,7 +22,6 @@ from pydantic import ValidationError
 from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
-from llmkube.controllers.model_egress import ClusterAddresses
 from llmkube.controllers.model_prefetch import (
     CACHE_CLAIM_SELECTOR,
     PREFETCH_PODS_SELECTOR,
@@ -33,7 +32,6 @@ from llmkube.controllers.model_prefetch import (
 )
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
 from llmkube.controllers.modelsource.background import BackgroundActions, SlotPools
-from llmkube.controllers.modelsource.egress import GuardedResolver
 from llmkube.controllers.modelsource.executor import ActionPerformer
 from llmkube.controllers.resources import (
     INFERENCE_SERVICES,
@@ -76,6 +74,7 @@ from llmkube.plan.model.egress import EgressConfig
 from llmkube.plan.model.prefetch import CACHE_CLAIM
 from llmkube.plan.model.source import REMOTE_KINDS, SourceKind, classify_source, parse_pvc_source
 from llmkube.plan.tenancy import namespace_policy
+from llmkube.sources import ClusterAddresses, GuardedResolver
 
 log = structlog.get_logger("llmkube.controllers.model")
 _LOG_TIMEOUT = RequestTimeout(total=5.0, connect=3.0)

@@ -1,4 +1,5 @@
-"""Every API call the controller makes, as RBAC permissions: the one list its roles are made from.
+"""Every API call the controller makes, as RBAC permissions (`llmkube.kube.rbac`): the one list its
+roles are made from.
 
 `hack/gen-install-files.py` writes the controller's RBAC (manifests/rbac, the namespace-scoped
 component, the chart's copies) from `PERMISSIONS`, and the tests hold the list to what the
@@ -10,9 +11,7 @@ take it out.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from llmkube.controllers.resources import (
     DEPLOYMENTS,
@@ -34,61 +33,12 @@ from llmkube.controllers.resources import (
     SERVICE_CIDRS,
     SERVICES,
 )
-from llmkube.kube.resource import CONFIG_MAPS, EVENTS, LEASES, SECRETS, Resource
+from llmkube.kube.rbac import Permission, Scope
+from llmkube.kube.resource import CONFIG_MAPS, EVENTS, LEASES, SECRETS
 from llmkube.plan.inferenceservice.metal_services import METAL_SERVICES_CONFIGMAP
 from llmkube.plan.inferenceservice.server_key import MASTER_SECRET
 
-__all__ = ["PERMISSIONS", "VERB_ORDER", "Permission", "Scope", "granted", "rules"]
-
-#: RBAC's usual order, so generated rules read the same everywhere.
-VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
-
-
-class Scope(enum.Enum):
-    #: cluster-scoped kinds: always a ClusterRole
-    CLUSTER = "cluster"
-    #: namespaced kinds in the namespaces the controller watches: a ClusterRole for a cluster-wide
-    #: install, a Role in the watched namespace for a namespace-scoped one
-    WATCHED = "watched"
-    #: the leader-election Lease, in the controller's own namespace
-    LEASE = "lease"
-    #: other objects of the controller's own namespace (a Role there): the ConfigMap of metal Services
-    OWN_NAMESPACE = "own-namespace"
-
-
-@dataclass(frozen=True)
-class Permission:
-    resource: Resource
-    verbs: tuple[str, ...]
-    scope: Scope
-    #: why the controller needs it (written into the generated role as a comment)
-    why: str
-    subresource: str = ""
-    #: only for --manage-priority-classes=true (the priorityclass-writer role)
-    manages_priority_classes: bool = False
-    #: only these objects (RBAC's resourceNames; list and watch then need a metadata.name field
-    #: selector, and create cannot be limited so: it names no object)
-    resource_names: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        unknown = set(self.verbs) - set(VERB_ORDER)
-        if unknown:
-            raise ValueError(f"unknown verbs {sorted(unknown)} for {self.rbac_resource}")
-        if self.resource_names and {"create", "deletecollection"} & set(self.verbs):
-            raise ValueError(f"create and deletecollection cannot be limited by name ({self.rbac_resource})")
-
-    @property
-    def rbac_resource(self) -> str:
-        return f"{self.resource.plural}/{self.subresource}" if self.subresource else self.resource.plural
-
-    def rule(self) -> dict[str, list[str]]:
-        return {
-            "apiGroups": [self.resource.group],
-            "resources": [self.rbac_resource],
-            **({"resourceNames": list(self.resource_names)} if self.resource_names else {}),
-            "verbs": [verb for verb in VERB_ORDER if verb in self.verbs],
-        }
-
+__all__ = ["PERMISSIONS", "granted", "rules"]
 
 _OWNED_WHY = (
     "owned {kind}s, cached by label: get before creating one (never take over an object someone else "

@@ -1,6 +1,8 @@
-"""The API kinds the llmkube controllers read and write."""
+"""The API kinds the llmkube controllers read and write (llmkube's own are `llmkube.kinds`'s), and how
+their caches keep them."""
 
 from llmkube.api import constants as c
+from llmkube.kinds import INFERENCE_SERVICES, MANAGED_SELECTOR, MODEL_ROUTERS, MODELS
 from llmkube.kube.cache.transform import keep_only
 from llmkube.kube.resource import (
     DEPLOYMENTS,
@@ -12,6 +14,7 @@ from llmkube.kube.resource import (
     PODS,
     PRIORITY_CLASSES,
     RUNTIME_CLASSES,
+    SERVICE_CIDRS,
     SERVICES,
     Resource,
 )
@@ -19,19 +22,12 @@ from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.memory_fit import GPU_MEMORY_LABELS
 from llmkube.plan.tenancy import POLICY_LABELS
 
-INFERENCE_SERVICES = Resource(c.GROUP, c.VERSION, c.ISVC_PLURAL, c.ISVC_KIND)
-MODELS = Resource(c.GROUP, c.VERSION, c.MODEL_PLURAL, c.MODEL_KIND)
 JOBS = Resource("batch", "v1", "jobs", "Job")
-# The cluster's Service networks (Kubernetes 1.33+), read once at start: model sources there are refused.
-MODEL_ROUTERS = Resource(c.GROUP, c.VERSION, c.ROUTER_PLURAL, c.ROUTER_KIND)
 # What a ModelRouter's pod runs as (plan/router/objects.py).
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
-SERVICE_CIDRS = Resource("networking.k8s.io", "v1", "servicecidrs", "ServiceCIDR", namespaced=False)
 
-# Owned kinds are cached with this selector only: never every Deployment of the cluster.
-MANAGED_SELECTOR = f"{c.LABEL_MANAGED_BY}={c.MANAGED_BY_VALUE}"
 # Pods of our services (label existence), and the metal agent's EndpointSlices.
 SERVICE_PODS_SELECTOR = c.LABEL_SERVICE
 METAL_SLICES_SELECTOR = f"{c.LABEL_METAL_MANAGED_BY}={c.METAL_AGENT_VALUE}"

@@ -22,6 +22,7 @@ __all__ = [
     "PRIORITY_CLASSES",
     "SECRETS",
     "SERVICES",
+    "SERVICE_CIDRS",
     "Resource",
 ]
 
@@ -82,3 +83,5 @@ RUNTIME_CLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass"
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
+# The cluster's Service networks (Kubernetes 1.33+).
+SERVICE_CIDRS = Resource("networking.k8s.io", "v1", "servicecidrs", "ServiceCIDR", namespaced=False)

@@ -1,5 +1,7 @@
-"""I/O helpers of the Model controller: local copies into the cache, GGUF headers (local files and
-remote prefixes via HTTP Range), and drift fingerprints. Results are the typed facts `plan_model` reads.
+"""The Model controller's actions on its sources: local copies into the cache, remote GGUF headers
+(prefixes via HTTP Range), drift fingerprints, the plan -> act loop and the pools its actions run in.
+Results are the typed facts `plan_model` reads. What they read sources with (the egress guard, the
+confined open, the GGUF header reader) is `llmkube.sources`, shared with the host agent.
 """
 
 from llmkube.controllers.modelsource.cachefiles import (
@@ -14,13 +16,6 @@ from llmkube.controllers.modelsource.fingerprint import (
     probe_local_fingerprint,
     probe_local_fingerprint_sync,
 )
-from llmkube.controllers.modelsource.ggufheader import (
-    HeaderError,
-    IncompleteHeaderError,
-    NotGGUFError,
-    read_gguf_metadata,
-    read_gguf_metadata_or_none,
-)
 from llmkube.controllers.modelsource.localcopy import (
     copy_local_model,
     copy_local_model_sync,
@@ -31,11 +26,8 @@ from llmkube.controllers.modelsource.localcopy import (
 from llmkube.controllers.modelsource.remoteheader import HeaderReadOptions, read_remote_gguf_metadata
 
 __all__ = [
-    "HeaderError",
     "HeaderReadOptions",
-    "IncompleteHeaderError",
     "ModelSourceIO",
-    "NotGGUFError",
     "PlanLoopError",
     "copy_local_model",
     "copy_local_model_sync",
@@ -46,8 +38,6 @@ __all__ = [
     "probe_http_fingerprint",
     "probe_local_fingerprint",
     "probe_local_fingerprint_sync",
-    "read_gguf_metadata",
-    "read_gguf_metadata_or_none",
     "read_remote_gguf_metadata",
     "remove_cached_files",
     "rename_no_replace",

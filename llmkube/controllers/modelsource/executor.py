@@ -17,7 +17,6 @@ import aiohttp
 
 from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.modelsource.cachefiles import find_cached_file, remove_cached_files
-from llmkube.controllers.modelsource.egress import PolicySource
 from llmkube.controllers.modelsource.fingerprint import (
     DEFAULT_PROBE_TIMEOUT,
     default_policy,
@@ -48,6 +47,7 @@ from llmkube.plan.model import (
 )
 from llmkube.plan.model.facts import CopyResult
 from llmkube.plan.model.source import SourceKind
+from llmkube.sources import PolicySource
 
 #: The downloader's endpoint for s3:// without AWS_ENDPOINT_URL or AWS_REGION (download_scripts.py).
 PUBLIC_S3_ENDPOINT = "https://s3.us-east-1.amazonaws.com"

@@ -10,13 +10,12 @@ from collections.abc import Sequence
 
 import aiohttp
 
-from llmkube.controllers.modelsource.confined import EscapesRoots, open_beneath_roots
-from llmkube.controllers.modelsource.egress import PolicySource, open_checked, refused
 from llmkube.controllers.modelsource.oserrors import describe
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.plan.model import Fingerprint, ProbeFailure, ProbeOutcome
 from llmkube.plan.model.bounds import INT64_MAX, bounded_etag
 from llmkube.plan.model.egress import EgressPolicy
+from llmkube.sources import EscapesRoots, PolicySource, open_beneath_roots, open_checked, refused
 
 # A HEAD is tiny: a server that cannot answer within seconds is treated as unreachable, and the
 # next revalidation tries again. `total` bounds redirects too.

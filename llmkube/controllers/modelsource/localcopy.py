@@ -23,13 +23,12 @@ from llmkube.controllers.modelsource.cachefiles import (
     remove_stale_temp_files,
     rename_no_replace,
 )
-from llmkube.controllers.modelsource.confined import EscapesRoots, open_beneath_roots
-from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata_or_none
 from llmkube.controllers.modelsource.oserrors import describe, fetch_failure_for
 from llmkube.kube.blocking import StopFlag, run_blocking
 from llmkube.plan.model import LEGACY_BASENAME, FetchError, FetchFailure, StoredFile
 from llmkube.plan.model.local_roots import msg_escapes_roots
 from llmkube.plan.model.source import canonical_basename
+from llmkube.sources import EscapesRoots, open_beneath_roots, read_gguf_metadata_or_none
 
 CHUNK_SIZE = 8 * 1024 * 1024
 

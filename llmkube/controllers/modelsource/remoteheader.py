@@ -8,7 +8,7 @@ whole header lies inside the bytes actually fetched. A server that ignores Range
 hung up on at once: metadata is then simply unavailable.
 
 The server is the model source's owner's, and may be hostile: every request goes through the
-egress policy (controllers/modelsource/egress.py), at most the bytes asked for are read whatever
+egress policy (llmkube/sources/egress.py), at most the bytes asked for are read whatever
 the server announces, and a Content-Range no file can have (a total beyond an int64, a range
 outside it) is an invalid answer, not a size to allocate.
 """
@@ -22,18 +22,20 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from llmkube.controllers.modelsource.egress import PolicySource, open_checked, refused
 from llmkube.controllers.modelsource.fingerprint import IDENTITY_ENCODING, default_policy
-from llmkube.controllers.modelsource.ggufheader import (
+from llmkube.kube.blocking import run_in_daemon_thread
+from llmkube.plan.model import HeaderFailure, RemoteHeader
+from llmkube.plan.model.bounds import INT64_MAX
+from llmkube.sources import (
     MAX_HEADER_BYTES,
     HeaderTooLargeError,
     IncompleteHeaderError,
     NotGGUFError,
+    PolicySource,
+    open_checked,
     read_gguf_metadata,
+    refused,
 )
-from llmkube.kube.blocking import run_in_daemon_thread
-from llmkube.plan.model import HeaderFailure, RemoteHeader
-from llmkube.plan.model.bounds import INT64_MAX
 
 INITIAL_PREFIX_BYTES = 256 * 1024
 MAX_PREFIX_BYTES = MAX_HEADER_BYTES

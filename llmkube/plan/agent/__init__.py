@@ -7,7 +7,10 @@
 * ``memory``: the budget, what a service needs (memory_fit's estimate), memory pressure;
 * ``admission``: who may start, and whom to evict for it (priority, evictionProtection);
 * ``rollout``: a spec change rolled in place (new server ready, endpoint moved, old one drained);
-* ``slices``: the EndpointSlice the agent registers, and when it must be written (heartbeat).
+* ``slices``: the EndpointSlice the agent registers, and when it must be written (heartbeat);
+* ``artifact``: what the model store answers (the file is there, on its way, or failed);
+* ``service``: what the agent does about one service now, from all of the above: one pure step
+  (``plan_service``) from what it observed to the actions the agent performs.
 
 They import the InferenceService planner's pieces (the argument builder, memory_fit, the metal
 reasons the controller reads) and nothing of the agent's or the controller's processes.

@@ -15,7 +15,13 @@ class ranks where its value puts it.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llmkube.plan.agent.memory import describe_bytes
+from llmkube.plan.agent.memory import (
+    Pressure,
+    PressureSettings,
+    describe_bytes,
+    evicts_under_pressure,
+    pressure,
+)
 
 
 @dataclass(frozen=True)
@@ -98,3 +104,45 @@ def pressure_victim(residents: Sequence[Resident]) -> Resident | None:
         return None
     order = eviction_order(residents)
     return order[0] if order else None
+
+
+def eviction_message(agent: str, for_whom: str, priority: int, need: int) -> str:
+    """What a service evicted to make room for `for_whom` is told."""
+    return (
+        f"evicted by the host agent {agent} to make room for {for_whom} (priority {priority}, needs "
+        f"~{describe_bytes(need)})"
+    )
+
+
+@dataclass(frozen=True)
+class PressureCheck:
+    """The host's memory now: its level, and the service to evict for it (None: nobody)."""
+
+    level: Pressure
+    victim: Resident | None = None
+    message: str = ""  # what the victim is told
+
+
+def check_pressure(
+    available: int,
+    total: int,
+    settings: PressureSettings,
+    *,
+    servers_rss: int,
+    residents: Sequence[Resident],
+    agent: str,
+) -> PressureCheck:
+    """Under critical pressure that the servers are the cause of (`servers_rss`, measured), one
+    service at a time is evicted, the same way round as for a higher priority (`residents`: the
+    services' serving servers)."""
+    level = pressure(available, total, settings)
+    if not evicts_under_pressure(level, servers_rss, total, settings):
+        return PressureCheck(level)
+    victim = pressure_victim(residents)
+    if victim is None:
+        return PressureCheck(level)
+    message = (
+        f"evicted by the host agent {agent} under memory pressure "
+        f"({describe_bytes(available)} of the host's {describe_bytes(total)} available)"
+    )
+    return PressureCheck(level, victim, message)

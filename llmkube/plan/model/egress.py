@@ -8,7 +8,7 @@ addresses (instance credentials), the Kubernetes API server, and the cluster's S
 networks. `--model-source-allowed-hosts` names exceptions (an in-cluster model mirror, say); no
 exception ever opens the API server's own endpoint.
 
-The I/O side (controllers/modelsource/egress.py) asks `refusal` about every address a host name
+The I/O side (llmkube/sources/egress.py) asks `refusal` about every address a host name
 resolves to and connects only to addresses it allowed, and asks again on every redirect.
 """
 

@@ -9,7 +9,7 @@ they are refused altogether.
 
 This is the lexical half of the rule (pure, decided by the planner before anything is touched):
 an absolute path, no `.` or `..` elements, and under one of the roots. The I/O half
-(`llmkube.controllers.modelsource.confined`) then opens the file without following a symbolic link
+(`llmkube.sources.confined`) then opens the file without following a symbolic link
 out of the roots.
 """
 

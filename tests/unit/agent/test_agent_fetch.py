@@ -2,7 +2,7 @@
 answer the way hostile or broken sources do: without a length, for ever, longer than they said,
 slower than a trickle; a disk that fills up under the download (a small tmpfs); an honest server
 whose connection drops (the download resumes); and a Hugging Face Model's files through a stand-in
-of the Hub (llmkube_testing/hfhub.py).
+of the Hub (tests/support/llmkube_testing/hfhub.py).
 
 The servers are raw asyncio servers writing the bytes of HTTP/1.1 themselves (an HTTP library
 would not send a body longer than its Content-Length), and count what they sent and when the
@@ -26,12 +26,13 @@ import pytest
 from llmkube_testing.hfhub import HubState, running_hub
 
 from llmkube.agent import fetch
-from llmkube.agent.fetch import FetchFailed, Fetching, ModelFile, ModelStore
+from llmkube.agent.fetch import ModelStore
 from llmkube.api.model import Model
-from llmkube.controllers.modelsource.egress import GuardedResolver
+from llmkube.plan.agent.artifact import FetchFailed, Fetching, ModelFile
 from llmkube.plan.agent.download import MIB, DownloadLimits
 from llmkube.plan.model.egress import EgressPolicy, parse_allowed_hosts
 from llmkube.plan.model.source import cache_key
+from llmkube.sources import GuardedResolver
 
 LOOPBACK = EgressPolicy(allowed=parse_allowed_hosts("127.0.0.1"))
 # Small enough for a test's disk; the default margin (64 MiB) would dwarf the files here.

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from llmkube.controllers.permissions import PERMISSIONS, Scope, granted, rules
+from llmkube.controllers.permissions import PERMISSIONS, granted, rules
+from llmkube.kube.rbac import Scope
 from llmkube.plan.inferenceservice.server_key import MASTER_SECRET
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"

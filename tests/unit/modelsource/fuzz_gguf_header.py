@@ -15,8 +15,8 @@ import atheris
 from llmkube.plan.model import gguf_metadata_from_fields
 from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT
 
-with atheris.instrument_imports(include=["llmkube.controllers.modelsource.ggufheader"]):
-    from llmkube.controllers.modelsource.ggufheader import HeaderError, read_gguf_fields
+with atheris.instrument_imports(include=["llmkube.sources.ggufheader"]):
+    from llmkube.sources.ggufheader import HeaderError, read_gguf_fields
 
 SCRATCH = os.environ.get("FUZZ_SCRATCH") or os.path.join(tempfile.gettempdir(), "fuzz-gguf-header.gguf")
 

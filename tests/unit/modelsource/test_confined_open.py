@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from llmkube.controllers.modelsource import confined, copy_local_model_sync, probe_local_fingerprint_sync
-from llmkube.controllers.modelsource.confined import EscapesRoots, open_beneath_roots
+from llmkube.controllers.modelsource import copy_local_model_sync, probe_local_fingerprint_sync
 from llmkube.plan.model import FetchError, FetchFailure, ProbeFailure, StoredFile
+from llmkube.sources import EscapesRoots, confined, open_beneath_roots
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from aiohttp.test_utils import TestServer
 from modelsource_support import GGUFFactory, ModelHost
 
 from llmkube.controllers.modelsource import HeaderReadOptions, read_remote_gguf_metadata
-from llmkube.controllers.modelsource.egress import GuardedResolver, SourceNotAllowed, open_checked
 from llmkube.controllers.modelsource.fingerprint import probe_http_fingerprint
 from llmkube.plan.model import HeaderFailure, ProbeFailure
 from llmkube.plan.model.egress import EgressPolicy, parse_allowed_hosts
+from llmkube.sources import GuardedResolver, SourceNotAllowed, open_checked
 
 
 @dataclass

@@ -11,14 +11,14 @@ from llmkube_testing.llama_gguf import Shape, TensorType, write_llama_gguf
 from modelsource_support import GGUFFactory
 
 from llmkube.api.model import GGUFMetadata
-from llmkube.controllers.modelsource import (
+from llmkube.plan.model.gguf_metadata import TENSOR_BYTES_FIELD, TOKEN_COUNT_FIELD
+from llmkube.sources import (
     IncompleteHeaderError,
     NotGGUFError,
     read_gguf_metadata,
     read_gguf_metadata_or_none,
 )
-from llmkube.controllers.modelsource.ggufheader import GGML_BLOCK_SIZES, read_gguf_fields
-from llmkube.plan.model.gguf_metadata import TENSOR_BYTES_FIELD, TOKEN_COUNT_FIELD
+from llmkube.sources.ggufheader import GGML_BLOCK_SIZES, read_gguf_fields
 
 
 def test_reads_every_status_field(make_gguf: GGUFFactory) -> None:

@@ -23,7 +23,8 @@ from llmkube_testing.hostile_gguf import (
 )
 
 from llmkube.api.model import GGUFMetadata
-from llmkube.controllers.modelsource.ggufheader import (
+from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT, TRUNCATION_MARKER
+from llmkube.sources.ggufheader import (
     MAX_HEADER_BYTES,
     HeaderTooLargeError,
     IncompleteHeaderError,
@@ -31,7 +32,6 @@ from llmkube.controllers.modelsource.ggufheader import (
     read_gguf_fields,
     read_gguf_metadata,
 )
-from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT, TRUNCATION_MARKER
 
 #: what each hostile header must come to: refused (with these words), or metadata
 REFUSED = {

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llmkube_testing.hostile_gguf import ARRAY, HOSTILE, STRING, UINT64, gguf_file, ordinary, plain, string
 
-from llmkube.controllers.modelsource.ggufheader import HeaderError, read_gguf_fields
 from llmkube.plan.model import gguf_metadata_from_fields
 from llmkube.plan.model.bounds import INT64_MAX, MAX_GGUF_TEXT
+from llmkube.sources.ggufheader import HeaderError, read_gguf_fields
 
 HERE = Path(__file__).parent
 #: Seeds small enough to mutate quickly: the hostile headers of a few KiB, and an ordinary one.

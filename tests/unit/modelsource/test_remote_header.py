@@ -9,9 +9,10 @@ import pytest
 from llmkube_testing.hostile_gguf import HOSTILE
 from modelsource_support import GGUFFactory, ModelHost, loopback_allowed
 
-from llmkube.controllers.modelsource import HeaderReadOptions, read_gguf_metadata, read_remote_gguf_metadata
+from llmkube.controllers.modelsource import HeaderReadOptions, read_remote_gguf_metadata
 from llmkube.controllers.modelsource.remoteheader import parse_content_range
 from llmkube.plan.model import HeaderFailure
+from llmkube.sources import read_gguf_metadata
 
 KIB = 1024
 MIB = 1024 * KIB

@@ -15,7 +15,7 @@ from llmkube_testing.tiny_gguf import (
     write_tiny_gguf,
 )
 
-from llmkube.controllers.modelsource.ggufheader import read_gguf_metadata
+from llmkube.sources import read_gguf_metadata
 
 
 def _field(reader: gguf.GGUFReader, key: str) -> object:

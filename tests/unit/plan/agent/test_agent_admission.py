@@ -8,6 +8,8 @@ from llmkube.plan.agent.admission import (
     Demand,
     Resident,
     admit,
+    check_pressure,
+    eviction_message,
     eviction_order,
     pressure_victim,
     waiting_order,
@@ -213,3 +215,41 @@ def test_pressure_evicts_only_when_critical_and_the_servers_hold_most_of_the_mem
     assert evicts_under_pressure(Pressure.CRITICAL, 5 * GIB, 8 * GIB, settings)
     assert not evicts_under_pressure(Pressure.CRITICAL, 3 * GIB, 8 * GIB, settings)  # someone else's pressure
     assert not evicts_under_pressure(Pressure.WARNING, 7 * GIB, 8 * GIB, settings)
+
+
+@pytest.mark.parametrize(
+    ("available", "rss", "residents", "level", "victim"),
+    [
+        (4.0, 7.0, [resident("a/x", 2, LOW)], Pressure.NORMAL, None),
+        (1.5, 7.0, [resident("a/x", 2, LOW)], Pressure.WARNING, None),  # warning: nobody evicted
+        (0.5, 3.0, [resident("a/x", 2, LOW)], Pressure.CRITICAL, None),  # someone else's pressure
+        (0.5, 7.0, [], Pressure.CRITICAL, None),  # nobody to evict
+        (0.5, 7.0, [resident("a/x", 2, protected=True)], Pressure.CRITICAL, None),
+        (0.5, 7.0, [resident("a/x", 2, HIGH), resident("a/y", 2, LOW)], Pressure.CRITICAL, "a/y"),
+    ],
+)
+def test_check_pressure_evicts_one_service_only_for_the_servers_own_pressure(
+    available: float, rss: float, residents: list[Resident], level: Pressure, victim: str | None
+) -> None:
+    check = check_pressure(
+        int(available * GIB),
+        8 * GIB,
+        PressureSettings(),
+        servers_rss=int(rss * GIB),
+        residents=residents,
+        agent="mac-1",
+    )
+    assert check.level is level
+    assert (check.victim.key if check.victim else None) == victim
+    if victim is None:
+        assert check.message == ""
+    else:
+        assert check.message == (
+            "evicted by the host agent mac-1 under memory pressure (512 MiB of the host's 8.0 GiB available)"
+        )
+
+
+def test_eviction_message_names_the_agent_the_service_its_priority_and_need() -> None:
+    assert eviction_message("mac-1", "team/big", HIGH, 3 * GIB) == (
+        "evicted by the host agent mac-1 to make room for team/big (priority 100000, needs ~3.0 GiB)"
+    )

@@ -10,7 +10,7 @@ import yaml
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import GGUFMetadata, Model
 from llmkube.plan.agent.assignment import Verdict, assignment
-from llmkube.plan.agent.launch import Host, command_identity, port_of, server_command
+from llmkube.plan.agent.launch import Host, command_identity, server_command, with_port
 from llmkube.plan.agent.memory import need_of
 from llmkube.plan.agent.support import unsupported
 from llmkube.plan.inferenceservice.memory_fit import GIB
@@ -189,7 +189,7 @@ def test_command_identity_ignores_the_port_only() -> None:
     b = server_command("ls", isvc({"contextSize": 512}), model(), model_path="/m", port=40002, host=LINUX)
     c = server_command("ls", isvc({"contextSize": 1024}), model(), model_path="/m", port=40001, host=LINUX)
     assert command_identity(a) == command_identity(b) != command_identity(c)
-    assert (port_of(a), port_of(b), port_of(["ls"])) == (40001, 40002, None)
+    assert (with_port(a, 40002), with_port(["ls"], 40002)) == (b, ("ls",))
 
 
 def tiny_header() -> GGUFMetadata:

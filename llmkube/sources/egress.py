@@ -1,4 +1,5 @@
-"""Controller-side fetches of model sources reach only addresses the egress policy allows.
+"""Fetches of model sources (the Model controller's, the host agent's) reach only addresses the
+egress policy allows.
 
 The rule itself is pure (`llmkube.plan.model.egress.refusal`); this module makes every connection
 obey it without resolving a name twice (a name that resolves to a public address for a check and
@@ -27,7 +28,15 @@ from yarl import URL
 
 from llmkube.plan.model.egress import EgressPolicy, refusal
 
-__all__ = ["MAX_REDIRECTS", "GuardedResolver", "SourceNotAllowed", "open_checked", "refused"]
+__all__ = [
+    "MAX_REDIRECTS",
+    "GuardedResolver",
+    "PolicySource",
+    "SourceNotAllowed",
+    "TooManyRedirects",
+    "open_checked",
+    "refused",
+]
 
 #: As aiohttp's own default.
 MAX_REDIRECTS = 10

@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from llmkube.controllers.resources import ENDPOINT_SLICES, SERVICE_CIDRS
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.kube.errors import ApiError
+from llmkube.kube.resource import ENDPOINT_SLICES, SERVICE_CIDRS
 from llmkube.kube.rest.client import ApiClient
 from llmkube.kube.rest.transport import TransportError
 from llmkube.kube.types import Obj
