@@ -42,16 +42,18 @@ trap 'kill -- -"$builds" 2>/dev/null' EXIT
 log "building the node tier, then the release tools, in the background (logs: $RUN)"
 
 status=0
+phases=()  # "name: seconds", printed together at the end
 passed() {  # pytest's exit code: 0, or 5 (nothing selected: PYTEST_ARGS chose other tests)
   [ "$1" = 0 ] || [ "$1" = 5 ]
 }
 pass() {  # pass NAME MARKERS [env...]: one pytest run; its failure is remembered, the others run on
-  local name=$1 markers=$2 rc
+  local name=$1 markers=$2 rc start=$SECONDS
   shift 2
   # --durations: where the time of a pass goes, for whoever makes it shorter next
   env "$@" "$PYTHON" -m pytest -m "$markers" --durations=15 "${PYTEST_ARGS[@]}"
   rc=$?
   log "$name: exit $rc after $((SECONDS - t0)) s"
+  phases+=("$(printf '%-36s %5d s  (exit %s)' "$name" $((SECONDS - start)) "$rc")")
   passed "$rc" || status=$rc
 }
 built() {  # built NAME: wait for that background build; 0 when it succeeded
@@ -68,6 +70,7 @@ built() {  # built NAME: wait for that background build; 0 when it succeeded
     return 1
   fi
   log "make $name done after $((SECONDS - t0)) s"
+  phases+=("$(printf '%-36s %5s    (done at %d s)' "build: make $name" "" $((SECONDS - t0)))")
 }
 PYTEST_ARGS=("$@")
 
@@ -85,5 +88,7 @@ if built tools; then
 else
   status=1
 fi
+log "the phases:"
+for phase in "${phases[@]}"; do printf '  %s\n' "$phase" >&2; done
 log "$((SECONDS - t0)) s in all"
 exit "$status"

@@ -321,7 +321,23 @@ class Agent:
         async with self._reconciling:
             if self._closing:
                 return None
-            return await self._reconcile(key)
+            result = await self._reconcile(key)
+            self._close_unused_files()
+            return result
+
+    def _close_unused_files(self) -> None:
+        """A local model file stays open (its descriptor is what a server is given, so the file
+        cannot be swapped under it) only while a served service's Model names it: the file of a
+        Model edited or deleted is closed, so a deleted file's space is freed. Servers already
+        started hold their own inherited copy."""
+        if self.store is None or not self.store.holds_open_files():
+            return
+        in_use = set()
+        for key in self.served:
+            raw = self.services.store.get_object(key.namespace, key.name)
+            if (model := self._model(_parse(InferenceService, raw))) is not None:
+                in_use.add(ModelStore.key_of(model))
+        self.store.forget_unused(in_use)
 
     async def _reconcile(self, key: ObjectKey) -> Result | None:
         raw = self.services.store.get_object(key.namespace, key.name)

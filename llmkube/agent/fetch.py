@@ -210,14 +210,22 @@ class ModelStore:
         # One download of a file at a time: two Models of one source share its cache files.
         self._writing: dict[Path, asyncio.Lock] = {}
 
+    @staticmethod
+    def key_of(model: Model) -> FetchKey:
+        spec = model.spec
+        declared = declared_size(spec.hardware)
+        return FetchKey(
+            spec.source,
+            (spec.sha256 or "").lower(),
+            tuple(spec.files or ()),
+            spec.mmproj or "",
+            declared.bytes if declared else 0,
+        )
+
     def get(self, model: Model) -> Artifact:
         """What the model's file is now; starts (or retries) a fetch when needed. Never blocks."""
-        spec = model.spec
-        source, sha = spec.source, (spec.sha256 or "").lower()
-        declared = declared_size(spec.hardware)
-        key = FetchKey(
-            source, sha, tuple(spec.files or ()), spec.mmproj or "", declared.bytes if declared else 0
-        )
+        key = self.key_of(model)
+        source, sha, declared = key.source, key.sha, declared_size(model.spec.hardware)
         known = self._artifacts.get(key)
         if isinstance(known, ModelFile):
             return known
@@ -280,6 +288,9 @@ class ModelStore:
             )
         finally:
             self._on_progress(key.source)
+
+    def holds_open_files(self) -> bool:
+        return bool(self._open)
 
     def forget_unused(self, in_use: set[FetchKey]) -> None:
         """Close the descriptors of local files no Model names any more."""

@@ -63,9 +63,6 @@ class RouterWatches:
                 found.append(f"watch failing for {informer.failing_for():.0f}s: {where}")
         return found
 
-    async def wait_for_spec(self) -> None:
-        await self.spec.wait_for_sync()
-
     def _spec_changed(self, change: Change) -> None:
         if change.new is None:
             log.warning("the ModelRouter is gone: nothing is routed", router=self.state.name)

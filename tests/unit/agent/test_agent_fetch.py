@@ -577,3 +577,32 @@ async def test_a_hugging_face_repository_without_files_is_not_fetched(
     assert isinstance(result, FetchFailed) and result.retry_at == float("inf")
     assert "Name the .gguf file in spec.files" in result.message
     assert hub.requests == []
+
+
+# -- local files' descriptors ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("edit", "closed"),
+    [
+        ({}, False),  # still named: stays open
+        ({"sha256": "0" * 64}, True),  # the Model edited: another fetch, the old file closes
+        (None, True),  # no Model names it any more
+    ],
+)
+async def test_a_local_file_stays_open_only_while_a_model_names_it(
+    tmp_path: Path, session: aiohttp.ClientSession, edit: dict[str, str] | None, closed: bool
+) -> None:
+    weights = tmp_path / "m.gguf"
+    weights.write_bytes(b"GGUF" + data_of(4096))
+    store = ModelStore(tmp_path / "cache", (str(tmp_path),), session, loopback_policy, lambda _s: None)
+    named = model(f"file://{weights}")
+    opened = store.get(named)
+    assert isinstance(opened, ModelFile) and opened.pass_fd is not None
+    os.fstat(opened.pass_fd)  # open
+    in_use = set() if edit is None else {ModelStore.key_of(model(f"file://{weights}", **edit))}
+    store.forget_unused(in_use)
+    assert store.holds_open_files() is not closed
+    if closed:
+        with pytest.raises(OSError):
+            os.fstat(opened.pass_fd)
+    else:
+        assert os.fstat(opened.pass_fd).st_size == weights.stat().st_size
