@@ -70,10 +70,10 @@ def storable(metadata: GGUFMetadata) -> None:
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_a_hostile_header_is_refused(tmp_path: Path, name: str) -> None:
     path = written(tmp_path, HOSTILE[name])
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(NotGGUFError, match=REFUSED[name]):
         read_gguf_metadata(path)
-    assert time.perf_counter() - started < 1.0  # refused before any loop over the counts
+    assert time.process_time() - started < 1.0  # refused before any loop over the counts
 
 
 @pytest.mark.parametrize(("name", "length"), [("name-2mib", 2 * MIB), ("name-4mib", 4 * MIB)])

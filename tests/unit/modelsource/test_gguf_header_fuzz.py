@@ -29,13 +29,13 @@ SEEDS = [ordinary(), *(data for data in HOSTILE.values() if len(data) < 64 * 102
 
 def check(path: Path, data: bytes, valid: int | None, size: int | None) -> None:
     path.write_bytes(data)
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         _, fields = read_gguf_fields(str(path), valid_bytes=valid, file_size=size)
     except HeaderError:
         return
     finally:
-        assert time.perf_counter() - started < 2.0
+        assert time.process_time() - started < 2.0
     metadata = gguf_metadata_from_fields(fields)
     for value in metadata.model_dump().values():
         if isinstance(value, int):
