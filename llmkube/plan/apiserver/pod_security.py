@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from llmkube.plan.apiserver.memo import ContentMemo
+
 Level = Literal["privileged", "baseline", "restricted"]
 LEVELS: tuple[Level, ...] = get_args(Level)
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
@@ -633,6 +635,15 @@ def violations(
     Paths start with `prefix` (the template's place in the object: a Deployment's by default)."""
     if level == "privileged":
         return []
+    found = _JUDGED.get(template, f"{level}\0{prefix}", lambda: tuple(_violations(template, level, prefix)))
+    return list(found)
+
+
+#: a converged cluster's templates: an unchanged one is not judged again (memo.py)
+_JUDGED: ContentMemo[tuple[Violation, ...]] = ContentMemo(8192)
+
+
+def _violations(template: Mapping[str, Any], level: Level, prefix: str) -> list[Violation]:
     pod = _Pod(template, prefix)
     overridden = {replaced for _, _, replaced in _RESTRICTED if replaced} if level == "restricted" else set()
     checks: list[Check] = [check for check_id, check in _BASELINE if check_id not in overridden]

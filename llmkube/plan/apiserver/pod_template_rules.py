@@ -44,6 +44,7 @@ from llmkube.plan.apiserver.kube_syntax import (
     relaxed_env_var_name_errors,
     unix_id_errors,
 )
+from llmkube.plan.apiserver.memo import ContentMemo
 
 TEMPLATE = "spec.template"
 NEGATIVE = "must be greater than or equal to 0"
@@ -110,7 +111,15 @@ def _int(value: Any, default: int = 0) -> int:
 # -- the template -------------------------------------------------------------------------------
 
 
+#: a converged cluster's templates: the checks of an unchanged one are not made again (memo.py)
+_CHECKED: ContentMemo[tuple[FieldError, ...]] = ContentMemo(8192)
+
+
 def pod_template_errors(template: Mapping[str, Any], path: str = TEMPLATE) -> list[FieldError]:
+    return list(_CHECKED.get(template, path, lambda: tuple(_pod_template_errors(template, path))))
+
+
+def _pod_template_errors(template: Mapping[str, Any], path: str) -> list[FieldError]:
     meta = _map(template.get("metadata"))
     spec = _map(template.get("spec"))
     annotations = {str(k): _text(v) for k, v in _map(meta.get("annotations")).items()}
