@@ -81,6 +81,7 @@ def parse_quantity(text: str) -> Quantity:
     return Quantity(-magnitude if match["sign"] == "-" else magnitude, fmt)
 
 
+@functools.lru_cache(maxsize=4096)  # the same few strings at every reconcile, as parse_quantity's
 def canonical_quantity(text: str) -> str:
     return parse_quantity(text).canonical()
 
