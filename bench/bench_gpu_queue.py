@@ -41,11 +41,10 @@ from llmkube.controllers.metrics import LLMKubeMetrics
 from llmkube.controllers.resources import DEPLOYMENTS, INFERENCE_SERVICES, MODELS, PODS, SERVICES
 from llmkube.kube.apply.applier import Applier, ApplyOutcome, ApplyResult
 from llmkube.kube.apply.compare import clean_intent, needs_apply
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.control.controller import Controller, Reconciler
-from llmkube.kube.control.handlers import Watch
+from llmkube.kube.cache import Informer
+from llmkube.kube.control import Controller, Reconciler, Watch
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.names import selector_labels, service_name

@@ -25,12 +25,11 @@ from typing import Any
 
 import orjson
 
-from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache import Informer
 from llmkube.kube.cache.lines import LineSplitter
 from llmkube.kube.cache.store import BY_CONTROLLER_UID, by_controller_uid, by_label
 from llmkube.kube.resource import DEPLOYMENTS
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.transport import RequestTimeout
+from llmkube.kube.rest import ApiClient, RequestTimeout
 from llmkube.manager import configure_logging
 
 CHUNK = 64 * 1024

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from llmkube.kube.clock import FakeClock
-from llmkube.kube.control.controller import Controller
+from llmkube.kube.control import Controller
+from llmkube.kube.queue import LOW_PRIORITY, WorkQueue
 from llmkube.kube.queue.ratelimit import default_controller_rate_limiter
 from llmkube.kube.queue.state import QueueState
-from llmkube.kube.queue.workqueue import LOW_PRIORITY, WorkQueue
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import configure_logging
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from llmkube.kube.cache.store import Store
+from llmkube.kube.cache import Store
 from llmkube.kube.cache.transform import strip_for_cache
 from llmkube.kube.types import Obj
 

@@ -59,10 +59,9 @@ from scale_support import (
     wait_for,
 )
 
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.store import Change
+from llmkube.kube.cache import Change, Informer
 from llmkube.kube.errors import NotFound
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
 
 NAMESPACE = "churn"

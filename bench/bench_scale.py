@@ -85,8 +85,7 @@ from llmkube.kube.clock import format_micro_time
 from llmkube.kube.control.status_writer import status_body
 from llmkube.kube.events.recorder import object_reference
 from llmkube.kube.resource import DEPLOYMENTS, EVENTS, PRIORITY_CLASSES, SERVICES, Resource
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.plan.events import PlannedEvent
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.observed import ObservedState

@@ -26,7 +26,7 @@ from llmkube.api.model import Model
 from llmkube.controllers.inferenceservice import encode_status as encode_isvc_status
 from llmkube.controllers.model import encode_status as encode_model_status
 from llmkube.controllers.state_metrics import StateMetrics
-from llmkube.kube.cache.store import Store
+from llmkube.kube.cache import Store
 from llmkube.kube.exposition import add_renderer, exposition_chunks
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.observed import ObservedState

@@ -56,7 +56,7 @@ from scale_support import (
     wait_for,
 )
 
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 
 BENCH = Path(__file__).resolve().parent
 

@@ -28,12 +28,9 @@ from typing import Any
 from llmkube_testing.cluster import CONTROLLER_USER, K8S_VERSION, LocalCluster, Tier, free_port
 from llmkube_testing.rest import KubeRest, load_yaml_documents, wait_until
 
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.store import Change
-from llmkube.kube.cache.transform import keep_only
+from llmkube.kube.cache import Change, Informer, keep_only
 from llmkube.kube.resource import DEPLOYMENTS, SERVICES, Resource
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 
 API_GROUP = "inference.llmkube.dev"
 API = f"{API_GROUP}/v1alpha1"

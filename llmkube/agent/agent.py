@@ -56,13 +56,12 @@ from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import GGUFMetadata, Model
 from llmkube.kinds import INFERENCE_SERVICES, MANAGED_SELECTOR, MODELS
 from llmkube.kube.blocking import run_in_daemon_thread
-from llmkube.kube.cache.store import Change, by_field
-from llmkube.kube.control.controller import Result
-from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
+from llmkube.kube.cache import Change, by_field
+from llmkube.kube.control import Result, Watch, enqueue_mapped, enqueue_object, enqueue_owner
 from llmkube.kube.errors import ApiError
-from llmkube.kube.queue.ratelimit import ItemExponentialRateLimiter
+from llmkube.kube.queue import ItemExponentialRateLimiter
 from llmkube.kube.resource import CONFIG_MAPS, ENDPOINT_SLICES, NODES, SERVICES
-from llmkube.kube.rest.transport import TransportError
+from llmkube.kube.rest import TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.manager import Manager
 from llmkube.plan.agent.admission import (

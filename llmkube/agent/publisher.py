@@ -19,11 +19,11 @@ from llmkube.agent.config import AgentConfig
 from llmkube.agent.runner import Runner
 from llmkube.api.constants import AGENT_FIELD_MANAGER, ANNOTATION_AGENT_MESSAGE, ANNOTATION_AGENT_REASON
 from llmkube.api.inferenceservice import InferenceService
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.control.controller import Result
+from llmkube.kube.cache import Informer
+from llmkube.kube.control import Result
 from llmkube.kube.errors import NotFound
 from llmkube.kube.resource import ENDPOINT_SLICES
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.agent.slices import SliceInputs, heartbeat_due_in, slice_intent, slice_name, write_needed
 from llmkube.plan.inferenceservice.metal import AGENT_FAILURES

@@ -19,8 +19,7 @@ import structlog
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.kube.errors import ApiError, Forbidden, NotFound
 from llmkube.kube.resource import SECRETS
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.transport import TransportError
+from llmkube.kube.rest import ApiClient, TransportError
 from llmkube.plan.agent.launch import KEY_RETRY as RETRY
 from llmkube.plan.agent.launch import KeyFile, KeyMissing
 from llmkube.plan.inferenceservice.server_key import (

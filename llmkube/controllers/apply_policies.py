@@ -20,7 +20,7 @@ applied (an object of that name with another controller is never touched), so ad
 over anyone else's object.
 """
 
-from llmkube.kube.apply.field_policy import FieldPolicy
+from llmkube.kube.apply import FieldPolicy
 
 #: controller-runtime names the field manager after the binary: the reference's is `manager`.
 REFERENCE_FIELD_MANAGER = "manager"

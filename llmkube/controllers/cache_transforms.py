@@ -7,7 +7,7 @@ Whoever makes the planner or a field policy read another field of these kinds ad
 
 import functools
 
-from llmkube.kube.cache.transform import Transform, keep_only, keep_owned
+from llmkube.kube.cache import Transform, keep_only, keep_owned
 from llmkube.kube.types import Obj
 
 

@@ -8,7 +8,7 @@ position moved and whose stored `queuePosition` no longer matches, and only thos
 
 from datetime import datetime
 
-from llmkube.kube.cache.store import Change
+from llmkube.kube.cache import Change
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.queue import GpuQueue, QueueEntry
 

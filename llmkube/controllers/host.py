@@ -4,14 +4,12 @@ controllers layer sits below the process layer and must not import it."""
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
-from llmkube.kube.apply.applier import Applier
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.transform import Transform
-from llmkube.kube.control.controller import Controller, Reconciler
-from llmkube.kube.control.handlers import Watch
-from llmkube.kube.events.recorder import EventRecorder
+from llmkube.kube.apply import Applier
+from llmkube.kube.cache import Informer, Transform
+from llmkube.kube.control import Controller, Reconciler, Watch
+from llmkube.kube.events import EventRecorder
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 
 
 class ControllerHost(Protocol):

@@ -78,24 +78,26 @@ from llmkube.controllers.resources import (
     SERVICES,
 )
 from llmkube.controllers.server_key_master import MasterKeyUnusable, ServerKeyMaster
-from llmkube.kube.apply.applier import ApplyResult
-from llmkube.kube.apply.ownership import refuse_foreign
-from llmkube.kube.apply.service_ports import restore_service_ports, stray_service_ports
-from llmkube.kube.cache.store import BY_NAMESPACE, Change, by_field, by_label
-from llmkube.kube.cache.transform import keep_only
-from llmkube.kube.control.controller import Controller, Result, TerminalError
-from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.control.predicates import (
+from llmkube.kube.apply import ApplyResult, refuse_foreign, restore_service_ports, stray_service_ports
+from llmkube.kube.cache import BY_NAMESPACE, Change, by_field, by_label, keep_only
+from llmkube.kube.control import (
+    Controller,
+    Result,
+    StatusWriter,
+    TerminalError,
+    Watch,
     annotations_changed,
     any_of,
     deleted,
+    enqueue_mapped,
+    enqueue_object,
+    enqueue_owner,
     generation_changed,
     labels_changed,
 )
-from llmkube.kube.control.status_writer import StatusWriter
 from llmkube.kube.errors import AlreadyExists, ApiError, NotFound, TooManyRequests, namespace_terminating
 from llmkube.kube.resource import EVENTS, SECRETS, Resource
-from llmkube.kube.rest.transport import RequestTimeout, TransportError
+from llmkube.kube.rest import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.download import downloading_pod

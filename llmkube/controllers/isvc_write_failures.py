@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 
 from llmkube.api.inferenceservice import InferenceService
-from llmkube.kube.apply.ownership import NotOurs
+from llmkube.kube.apply import NotOurs
 from llmkube.kube.errors import ApiError
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.status import FAILED_REASON

@@ -17,9 +17,8 @@ from llmkube.controllers.apply_policies import METAL_SERVICES_POLICY
 from llmkube.controllers.cache_transforms import service_cache
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.resources import INFERENCE_SERVICES, MANAGED_SELECTOR, SERVICES
-from llmkube.kube.cache.store import Change
-from llmkube.kube.control.controller import Controller, Result
-from llmkube.kube.control.handlers import Watch
+from llmkube.kube.cache import Change
+from llmkube.kube.control import Controller, Result, Watch
 from llmkube.kube.resource import CONFIG_MAPS
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.metal_services import (

@@ -18,7 +18,7 @@ import time
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 from llmkube.controllers.state_metrics import StateMetrics
-from llmkube.kube.control.controller import Reconciler, Result
+from llmkube.kube.control import Reconciler, Result
 from llmkube.kube.exposition import add_renderer
 from llmkube.kube.types import ObjectKey
 

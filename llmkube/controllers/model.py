@@ -45,16 +45,25 @@ from llmkube.controllers.resources import (
     PODS,
     namespace_being_deleted,
 )
-from llmkube.kube.apply.applier import ApplyResult
+from llmkube.kube.apply import ApplyResult
 from llmkube.kube.blocking import StopFlag
-from llmkube.kube.cache.store import BY_NAMESPACE, Change
-from llmkube.kube.control.controller import Controller, Result, TerminalError
-from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.control.predicates import any_of, generation_changed, labels_changed
-from llmkube.kube.control.status_writer import StatusWriter
+from llmkube.kube.cache import BY_NAMESPACE, Change
+from llmkube.kube.control import (
+    Controller,
+    Result,
+    StatusWriter,
+    TerminalError,
+    Watch,
+    any_of,
+    enqueue_mapped,
+    enqueue_object,
+    enqueue_owner,
+    generation_changed,
+    labels_changed,
+)
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.resource import EVENTS
-from llmkube.kube.rest.transport import RequestTimeout, TransportError
+from llmkube.kube.rest import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.model import (
     MAX_STATUS_BYTES,

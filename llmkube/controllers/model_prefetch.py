@@ -14,9 +14,9 @@ import structlog
 
 from llmkube.api.constants import LABEL_COMPONENT
 from llmkube.controllers.resources import JOBS, PERSISTENT_VOLUME_CLAIMS
-from llmkube.kube.cache.store import Store
+from llmkube.kube.cache import Store
 from llmkube.kube.errors import AlreadyExists, Conflict, NotFound
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.kube.types import Obj
 from llmkube.plan.model.cache_clear import COMPONENT as CLEAR_COMPONENT
 from llmkube.plan.model.decision import PrefetchPlan

@@ -32,15 +32,21 @@ from llmkube.controllers.resources import (
     SERVICE_ACCOUNTS,
     SERVICES,
 )
-from llmkube.kube.apply.field_policy import NO_POLICY
-from llmkube.kube.apply.ownership import NotOurs, refuse_foreign
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.store import BY_NAMESPACE
-from llmkube.kube.cache.transform import keep_owned
-from llmkube.kube.control.controller import Controller, Result, TerminalError
-from llmkube.kube.control.handlers import Watch, enqueue_mapped, enqueue_object, enqueue_owner
-from llmkube.kube.control.predicates import any_of, generation_changed, labels_changed
-from llmkube.kube.control.status_writer import StatusWriter
+from llmkube.kube.apply import NO_POLICY, NotOurs, refuse_foreign
+from llmkube.kube.cache import BY_NAMESPACE, Informer, keep_owned
+from llmkube.kube.control import (
+    Controller,
+    Result,
+    StatusWriter,
+    TerminalError,
+    Watch,
+    any_of,
+    enqueue_mapped,
+    enqueue_object,
+    enqueue_owner,
+    generation_changed,
+    labels_changed,
+)
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.router.objects import RouterPlanConfig, controlled_by, router_name, router_objects

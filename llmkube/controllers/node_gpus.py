@@ -11,7 +11,7 @@ when someone asks (the first LIST's replay of thousands of nodes searches nothin
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from llmkube.kube.cache.store import Change
+from llmkube.kube.cache import Change
 from llmkube.plan.inferenceservice.scheduling import NodeGpus, node_gpus
 
 

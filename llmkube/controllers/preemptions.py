@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmkube.api.constants import LABEL_SERVICE
-from llmkube.kube.cache.store import Change, Store
+from llmkube.kube.cache import Change, Store
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.preemption import Preemption, preemption_mark, preemptor_in_note
 

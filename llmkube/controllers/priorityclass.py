@@ -16,9 +16,8 @@ import structlog
 from llmkube.controllers.apply_policies import PRIORITY_CLASS_POLICY
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.resources import PRIORITY_CLASSES
-from llmkube.kube.cache.store import Change
-from llmkube.kube.control.controller import Controller, Result
-from llmkube.kube.control.handlers import Watch, enqueue_object
+from llmkube.kube.cache import Change
+from llmkube.kube.control import Controller, Result, Watch, enqueue_object
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.priority import priority_class_drift, priority_classes
 

@@ -3,7 +3,7 @@ their caches keep them."""
 
 from llmkube.api import constants as c
 from llmkube.kinds import INFERENCE_SERVICES, MANAGED_SELECTOR, MODEL_ROUTERS, MODELS
-from llmkube.kube.cache.transform import keep_only
+from llmkube.kube.cache import keep_only
 from llmkube.kube.resource import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,

@@ -13,7 +13,7 @@ import structlog
 
 from llmkube.kube.errors import AlreadyExists, NotFound
 from llmkube.kube.resource import SECRETS
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.plan.inferenceservice.server_key import MASTER_KEY, MASTER_SECRET, master_problem
 
 log = structlog.get_logger("llmkube.controllers.server_key")

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from llmkube.api.enums import ModelPhase, Phase
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
-from llmkube.kube.cache.store import Store
+from llmkube.kube.cache import Store
 from llmkube.kube.exposition import escape_label_value, family_header
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.service_info import REPLICA_STATES, ServiceInfo, service_info

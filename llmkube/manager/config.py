@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmkube.api.constants import EVENT_REPORTER, FIELD_MANAGER
-from llmkube.kube.leader.state import LeaderElectionTiming
+from llmkube.kube.leader import LeaderElectionTiming
 
 __all__ = ["DEFAULT_LEASE_NAME", "ManagerConfig", "parse_bind_address"]
 

@@ -43,20 +43,16 @@ from typing import Any
 import prometheus_client
 import structlog
 
-from llmkube.kube.apply.applier import Applier
-from llmkube.kube.apply.recent_applies import recent_key
+from llmkube.kube.apply import Applier, recent_key
 from llmkube.kube.blocking import DaemonThreadExecutor
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.transform import Transform
+from llmkube.kube.cache import Informer, Transform
 from llmkube.kube.clock import Clock, RealClock
-from llmkube.kube.control.controller import Controller, Reconciler
-from llmkube.kube.control.handlers import Watch
-from llmkube.kube.events.recorder import EventRecorder
-from llmkube.kube.leader.election import LeaderElector, LeadershipLost
-from llmkube.kube.queue.ratelimit import RateLimiter
+from llmkube.kube.control import Controller, Reconciler, Watch
+from llmkube.kube.events import EventRecorder
+from llmkube.kube.leader import LeaderElector, LeadershipLost
+from llmkube.kube.queue import RateLimiter
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import ApiClient, RequestObserver
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, RequestObserver, load_client_config
 from llmkube.manager.config import ManagerConfig, parse_bind_address
 from llmkube.manager.logs import configure_logging
 from llmkube.manager.probes import HttpEndpoints

@@ -18,8 +18,7 @@ import prometheus_client
 import structlog
 
 from llmkube.kube.exposition import exposition_chunks
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.plan.allowed_hosts import AllowedHost
 from llmkube.plan.router import RouterConfig, errors
 from llmkube.router.audit import AuditSink

@@ -11,11 +11,9 @@ from collections.abc import Callable
 import structlog
 
 from llmkube.api import constants as c
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.store import Change
-from llmkube.kube.cache.transform import keep_only
+from llmkube.kube.cache import Change, Informer, keep_only
 from llmkube.kube.resource import ENDPOINT_SLICES, Resource
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.plan.router import RouterConfig, endpoint_names, ready_endpoints, serving_mode
 from llmkube.router.state import RouterState
 

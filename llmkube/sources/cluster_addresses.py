@@ -28,8 +28,7 @@ import structlog
 from llmkube.kube.blocking import run_in_daemon_thread
 from llmkube.kube.errors import ApiError
 from llmkube.kube.resource import ENDPOINT_SLICES, SERVICE_CIDRS
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.transport import TransportError
+from llmkube.kube.rest import ApiClient, TransportError
 from llmkube.kube.types import Obj
 from llmkube.plan.model.egress import (
     EgressConfig,

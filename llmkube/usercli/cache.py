@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from llmkube.api.model import Model, ModelStatus
 from llmkube.kube.errors import ApiError
-from llmkube.kube.rest.client import MERGE_PATCH
+from llmkube.kube.rest import MERGE_PATCH
 from llmkube.kube.types import Obj
 from llmkube.plan.model.cache_clear import CLEAR_ANNOTATION, FINAL, FORCE_ANNOTATION, ClearRequest, refusal
 from llmkube.plan.model.facts import ClearFacts

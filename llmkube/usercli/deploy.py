@@ -14,7 +14,7 @@ import orjson
 
 from llmkube.kube.errors import ApiError, Conflict
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import APPLY_PATCH
+from llmkube.kube.rest import APPLY_PATCH
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.memory_fit import ENFORCE_ANNOTATION, ENFORCE_VALUE
 from llmkube.plan.model.source import SourceKind, classify_source

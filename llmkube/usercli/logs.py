@@ -5,7 +5,7 @@ import asyncio
 import sys
 
 from llmkube.kube.errors import ApiError
-from llmkube.kube.rest.transport import RequestTimeout, TransportError
+from llmkube.kube.rest import RequestTimeout, TransportError
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.storage import INIT_CONTAINER_NAME
 from llmkube.usercli.errors import UserError, explain

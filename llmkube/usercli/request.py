@@ -16,8 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from llmkube.kube.rest.config import in_cluster
-from llmkube.kube.rest.portforward import port_forward
+from llmkube.kube.rest import in_cluster, port_forward
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.inferenceservice.service import DEFAULT_ENDPOINT_PATH, endpoint_port

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmkube.kube.errors import ApiError
-from llmkube.kube.rest.client import MERGE_PATCH
+from llmkube.kube.rest import MERGE_PATCH
 from llmkube.kube.types import Obj
 from llmkube.usercli.errors import UserError, explain
 from llmkube.usercli.inspect import get_service

@@ -6,8 +6,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import llmkube
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import ClientConfig, load_client_config
+from llmkube.kube.rest import ApiClient, ClientConfig, load_client_config
 
 USER_AGENT = f"llmkube-cli/{llmkube.__version__}"
 

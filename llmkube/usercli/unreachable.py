@@ -6,7 +6,7 @@ import ssl
 
 import aiohttp
 
-from llmkube.kube.rest.transport import TransportError
+from llmkube.kube.rest import TransportError
 
 _ERRNO_REASONS = {
     errno.ECONNREFUSED: "connection refused (is the API server running, is the port right?)",

@@ -20,8 +20,8 @@ from llmkube_testing.request_log import RequestLog
 from llmkube_testing.rest import KubeRest, load_yaml_documents, wait_until
 
 from llmkube.controllers.setup import Controllers, ControllersConfig
-from llmkube.kube.control.controller import Controller
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.control import Controller
+from llmkube.kube.rest import ApiClient
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager
 

@@ -33,7 +33,7 @@ from e2e_support import (
 )
 
 from llmkube.controllers.model import gpu_capacity
-from llmkube.kube.control.controller import Controller
+from llmkube.kube.control import Controller
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.inferenceservice.memory_fit import GPU_MEMORY_LABELS
 from llmkube.plan.model.size import format_size

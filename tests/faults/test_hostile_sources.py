@@ -25,7 +25,7 @@ from llmkube_testing.pytest_plugin import fresh_namespace
 from llmkube_testing.rest import KubeRest
 
 from llmkube.controllers.setup import ControllersConfig
-from llmkube.kube.control.controller import Controller
+from llmkube.kube.control import Controller
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.model.bounds import MAX_GGUF_TEXT, TRUNCATION_MARKER
 from llmkube.plan.model.decision import ModelPlanConfig

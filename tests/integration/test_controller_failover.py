@@ -29,8 +29,7 @@ from llmkube.api.crds import all_crds
 from llmkube.kube.clock import format_micro_time, parse_time
 from llmkube.kube.errors import Conflict, NotFound
 from llmkube.kube.resource import LEASES
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.manager import DEFAULT_LEASE_NAME
 
 # Models here come from local files: the namespaces allow them, as an admin would.

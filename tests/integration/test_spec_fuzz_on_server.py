@@ -44,7 +44,7 @@ from llmkube.api.crds import all_crds
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.kube import yaml_json
 from llmkube.kube.apply.compare import clean_intent
-from llmkube.kube.rest.client import DEFAULT_FIELD_MANAGER
+from llmkube.kube.rest import DEFAULT_FIELD_MANAGER
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service

@@ -17,11 +17,10 @@ from llmkube.api.model import ModelStatus
 from llmkube.controllers.inferenceservice import encode_status as encode_service_status
 from llmkube.controllers.model import encode_status as encode_model_status
 from llmkube.controllers.resources import INFERENCE_SERVICES, MODELS
-from llmkube.kube.apply.applier import Applier
-from llmkube.kube.control.status_writer import StatusWriter
+from llmkube.kube.apply import Applier
+from llmkube.kube.control import StatusWriter
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.plan.inferenceservice.status import status_changed as service_status_changed
 from llmkube.plan.model.status import status_changed as model_status_changed
 

@@ -31,8 +31,7 @@ from llmkube.controllers.apply_policies import POLICIES_BY_KIND
 from llmkube.kube.apply.applier import Applier, ApplyOutcome
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.resource import DEPLOYMENTS, HORIZONTAL_POD_AUTOSCALERS, SERVICES, Resource
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service

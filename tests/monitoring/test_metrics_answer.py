@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 from tools import tool
 
 from llmkube.controllers.metrics import LLMKubeMetrics
-from llmkube.kube.cache.store import Store
+from llmkube.kube.cache import Store
 from llmkube.kube.exposition import exposition
 
 

@@ -25,7 +25,7 @@ import structlog
 
 from llmkube.controllers.modelsource.executor import ActionPerformer
 from llmkube.kube.blocking import StopRequested
-from llmkube.kube.control.fairslots import FairSlots
+from llmkube.kube.control import FairSlots
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.model import (
     ActionKind,

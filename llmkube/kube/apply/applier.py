@@ -36,7 +36,7 @@ from llmkube.kube.apply.recent_applies import RecentApplies, body_digest
 from llmkube.kube.errors import Conflict, Invalid, NotFound
 from llmkube.kube.managed_fields import owned_fields
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import DEFAULT_FIELD_MANAGER, JSON_PATCH, ApiClient
+from llmkube.kube.rest import DEFAULT_FIELD_MANAGER, JSON_PATCH, ApiClient
 from llmkube.kube.types import Obj
 
 __all__ = ["Applier", "ApplyOutcome", "ApplyResult"]

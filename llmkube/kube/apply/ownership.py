@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from llmkube.kube.errors import AlreadyExists, NotFound
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.kube.types import Obj
 
 __all__ = ["NotOurs", "refuse_foreign"]

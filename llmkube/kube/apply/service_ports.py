@@ -14,7 +14,7 @@ import structlog
 
 from llmkube.kube.managed_fields import owned_fields
 from llmkube.kube.resource import SERVICES
-from llmkube.kube.rest.client import JSON_PATCH, ApiClient
+from llmkube.kube.rest import JSON_PATCH, ApiClient
 from llmkube.kube.types import Obj
 
 __all__ = ["restore_service_ports", "stray_service_ports"]

@@ -20,7 +20,7 @@ from llmkube.kube.cache.store import Change, IndexFunc, Listed, Store, object_ke
 from llmkube.kube.cache.transform import Transform, strip_for_cache
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.kube.types import Obj
 
 __all__ = ["ChangeHandler", "Informer"]

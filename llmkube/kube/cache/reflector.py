@@ -43,8 +43,7 @@ from llmkube.kube.errors import (
     is_resource_version_too_large,
 )
 from llmkube.kube.resource import Resource
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.transport import RequestTimeout, TransportError
+from llmkube.kube.rest import ApiClient, RequestTimeout, TransportError
 from llmkube.kube.types import Obj
 
 __all__ = [

@@ -26,15 +26,14 @@ import structlog
 
 from llmkube.kube import metrics
 from llmkube.kube.blocking import StopRequested
-from llmkube.kube.cache.store import Change
+from llmkube.kube.cache import Change
 from llmkube.kube.clock import Clock, RealClock
 from llmkube.kube.control.handlers import Mapper
 from llmkube.kube.control.predicates import Predicate
 from llmkube.kube.errors import ApiError, namespace_terminating
-from llmkube.kube.leader.leadership import NotLeader
-from llmkube.kube.queue.ratelimit import RateLimiter
-from llmkube.kube.queue.workqueue import LOW_PRIORITY, WorkQueue
-from llmkube.kube.rest.transport import TransportError
+from llmkube.kube.leader import NotLeader
+from llmkube.kube.queue import LOW_PRIORITY, RateLimiter, WorkQueue
+from llmkube.kube.rest import TransportError
 from llmkube.kube.types import ObjectKey
 
 __all__ = ["Controller", "ReconcileTimeout", "Reconciler", "Result", "TerminalError"]

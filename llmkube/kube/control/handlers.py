@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from llmkube.kube.cache.store import Change
+from llmkube.kube.cache import Change
 from llmkube.kube.control.predicates import Predicate
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj, ObjectKey

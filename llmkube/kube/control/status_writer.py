@@ -22,9 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from llmkube.kube.apply.applier import Applier, ApplyResult
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.store import Change, Store, resource_version
+from llmkube.kube.apply import Applier, ApplyResult
+from llmkube.kube.cache import Change, Informer, Store, resource_version
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj, ObjectKey
 

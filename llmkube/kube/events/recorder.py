@@ -24,10 +24,9 @@ from llmkube.kube.clock import Clock, RealClock, format_micro_time
 from llmkube.kube.errors import ApiError, NotFound
 from llmkube.kube.events.backlog import DEFAULT_BACKLOG_LIMIT, EventBacklog, PendingWrite
 from llmkube.kube.events.series import EventKey, SeriesCache, SeriesEntry, Verdict
-from llmkube.kube.leader.leadership import NotLeader
+from llmkube.kube.leader import NotLeader
 from llmkube.kube.resource import EVENTS
-from llmkube.kube.rest.client import MERGE_PATCH, ApiClient
-from llmkube.kube.rest.transport import TransportError
+from llmkube.kube.rest import MERGE_PATCH, ApiClient, TransportError
 from llmkube.kube.types import Obj
 
 __all__ = ["NORMAL", "WARNING", "EventRecorder", "event_name", "object_reference"]

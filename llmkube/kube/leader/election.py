@@ -36,8 +36,7 @@ from llmkube.kube.errors import ApiError, Conflict, NotFound
 from llmkube.kube.leader.leadership import Leadership
 from llmkube.kube.leader.state import JITTER_FACTOR, Action, ElectionState, LeaderElectionTiming, LeaseRecord
 from llmkube.kube.resource import LEASES
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.transport import RequestTimeout, TransportError
+from llmkube.kube.rest import ApiClient, RequestTimeout, TransportError
 from llmkube.kube.types import Obj
 
 __all__ = ["LeaderElector", "LeadershipLost", "default_identity"]

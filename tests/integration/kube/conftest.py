@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from llmkube_testing.request_log import RequestLog
 
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmkube.kube.control.handlers import Watch, enqueue_owner
+from llmkube.kube.control import Watch, enqueue_owner
 from llmkube.kube.resource import CONFIG_MAPS
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager

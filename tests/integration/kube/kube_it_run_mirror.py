@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from kube_it_mirror import setup_mirror
 
-from llmkube.kube.leader.state import LeaderElectionTiming
+from llmkube.kube.leader import LeaderElectionTiming
 from llmkube.manager import Manager, ManagerConfig
 
 

@@ -11,11 +11,11 @@ import pytest
 from kube_it_helpers import eventually
 from llmkube_testing.request_log import RequestLog
 
+from llmkube.kube.apply import FieldPolicy
 from llmkube.kube.apply.applier import Applier, ApplyOutcome
-from llmkube.kube.apply.field_policy import FieldPolicy
-from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache import Informer
 from llmkube.kube.resource import DEPLOYMENTS, PRIORITY_CLASSES, SERVICES
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from llmkube_testing.request_log import RequestLog
 
 from llmkube.kube.apply.applier import Applier, ApplyOutcome
 from llmkube.kube.resource import DEPLOYMENTS
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from llmkube_testing.request_log import RequestLog
 from llmkube import __version__
 from llmkube.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
 from llmkube.kube.resource import CONFIG_MAPS, NAMESPACES
+from llmkube.kube.rest import load_client_config
 from llmkube.kube.rest.client import USER_AGENT, ApiClient
-from llmkube.kube.rest.config import load_client_config
 
 pytestmark = pytest.mark.integration
 

@@ -10,11 +10,9 @@ from typing import Any
 import pytest
 from kube_it_helpers import eventually
 
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.store import Change, by_label
-from llmkube.kube.cache.transform import keep_owned
+from llmkube.kube.cache import Change, Informer, by_label, keep_owned
 from llmkube.kube.resource import DEPLOYMENTS
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,7 @@ from llmkube_testing.pki import ClusterPKI, issue_certificate
 
 from llmkube.kube.errors import Unauthorized
 from llmkube.kube.resource import NAMESPACES
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 
 pytestmark = pytest.mark.integration
 

@@ -17,9 +17,7 @@ from prometheus_client import REGISTRY
 from llmkube.kube.events.recorder import WARNING, EventRecorder
 from llmkube.kube.events.series import SeriesCache
 from llmkube.kube.resource import EVENTS
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
-from llmkube.kube.rest.transport import RequestTimeout
+from llmkube.kube.rest import ApiClient, RequestTimeout, load_client_config
 
 pytestmark = pytest.mark.integration
 

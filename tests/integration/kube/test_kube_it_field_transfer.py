@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from llmkube_testing.request_log import RequestLog
 
+from llmkube.kube.apply import FieldPolicy
 from llmkube.kube.apply.applier import Applier, ApplyOutcome
-from llmkube.kube.apply.field_policy import FieldPolicy
 from llmkube.kube.errors import Invalid
 from llmkube.kube.resource import DEPLOYMENTS, SERVICES
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 
 pytestmark = pytest.mark.integration
 

@@ -13,13 +13,12 @@ from kube_it_gate import WatchGate
 from kube_it_helpers import eventually
 from llmkube_testing.etcd import compact
 
-from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache import Informer
 from llmkube.kube.cache.reflector import Reflector
 from llmkube.kube.cache.store import Change, Listed, Store, Tombstone
 from llmkube.kube.errors import ServerTimeout, is_resource_version_too_large
 from llmkube.kube.resource import CONFIG_MAPS, EVENTS
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.kube.rest.transport import AiohttpTransport
 
 pytestmark = pytest.mark.integration

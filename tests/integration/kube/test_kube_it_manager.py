@@ -22,14 +22,11 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmkube.kube.clock import format_micro_time
-from llmkube.kube.control.handlers import Watch
+from llmkube.kube.control import Watch
 from llmkube.kube.errors import Conflict, NotFound
-from llmkube.kube.leader.election import LeadershipLost
-from llmkube.kube.leader.leadership import NotLeader
-from llmkube.kube.leader.state import LeaderElectionTiming
+from llmkube.kube.leader import LeaderElectionTiming, LeadershipLost, NotLeader
 from llmkube.kube.resource import CONFIG_MAPS, EVENTS, LEASES
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.config import load_client_config
+from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.kube.rest.transport import AiohttpTransport, TransportError
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig

@@ -15,7 +15,7 @@ from kube_it_helpers import eventually, eventually_async
 
 from llmkube.kube.errors import NotFound
 from llmkube.kube.resource import CONFIG_MAPS, LEASES
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.manager import DEFAULT_LEASE_NAME
 
 pytestmark = pytest.mark.integration

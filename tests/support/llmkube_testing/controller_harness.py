@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from llmkube.controllers.setup import Controllers, ControllersConfig, setup_controllers
-from llmkube.kube.control.controller import Controller, Result
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.control import Controller, Result
+from llmkube.kube.rest import ApiClient
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import Manager, ManagerConfig
 from llmkube_testing.request_log import RequestLog

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from llmkube.controllers.model import gpu_capacity, node_capacity_changed
-from llmkube.kube.cache.store import Change
+from llmkube.kube.cache import Change
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.model.decision import ActionKind, ModelAction
 from llmkube.plan.model.facts import ModelFacts

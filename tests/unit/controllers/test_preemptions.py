@@ -12,7 +12,7 @@ from llmkube.controllers.preemptions import (
     regarding_uid_index,
     uid_index,
 )
-from llmkube.kube.cache.store import Change, Store
+from llmkube.kube.cache import Change, Store
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.inferenceservice.preemption import Preemption
 

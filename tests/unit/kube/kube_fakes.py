@@ -16,8 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from llmkube.kube.clock import Clock
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.transport import RequestTimeout, TransportError
+from llmkube.kube.rest import ApiClient, RequestTimeout, TransportError
 
 
 @dataclass

@@ -9,11 +9,11 @@ import orjson
 import pytest
 from kube_fakes import RecordingTransport, Reply, status_body
 
+from llmkube.kube.apply import FieldPolicy
 from llmkube.kube.apply.applier import Applier, ApplyOutcome
-from llmkube.kube.apply.field_policy import FieldPolicy
 from llmkube.kube.errors import Invalid
 from llmkube.kube.resource import CONFIG_MAPS, PRIORITY_CLASSES
-from llmkube.kube.rest.client import APPLY_PATCH, ApiClient
+from llmkube.kube.rest import APPLY_PATCH, ApiClient
 
 ME = "llmkube-controller"
 

@@ -25,9 +25,8 @@ from llmkube.kube.errors import (
     error_from_response,
 )
 from llmkube.kube.resource import CONFIG_MAPS, DEPLOYMENTS, PRIORITY_CLASSES
-from llmkube.kube.rest.client import APPLY_PATCH, ApiClient
+from llmkube.kube.rest import APPLY_PATCH, ApiClient, TransportError
 from llmkube.kube.rest.config import ClientConfig, StaticAuth
-from llmkube.kube.rest.transport import TransportError
 
 
 @pytest.mark.parametrize(

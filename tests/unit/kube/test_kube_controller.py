@@ -11,13 +11,11 @@ import pytest
 import structlog
 from prometheus_client import REGISTRY
 
-from llmkube.kube.cache.store import Change
+from llmkube.kube.cache import Change
 from llmkube.kube.clock import FakeClock, settle
-from llmkube.kube.control.controller import Controller, Result, TerminalError
-from llmkube.kube.control.handlers import enqueue_object
-from llmkube.kube.control.predicates import generation_changed
+from llmkube.kube.control import Controller, Result, TerminalError, enqueue_object, generation_changed
 from llmkube.kube.errors import Conflict, error_from_status
-from llmkube.kube.queue.workqueue import LOW_PRIORITY
+from llmkube.kube.queue import LOW_PRIORITY
 from llmkube.kube.types import ObjectKey
 
 KEY = ObjectKey("ns", "a")

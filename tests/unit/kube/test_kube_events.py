@@ -19,8 +19,7 @@ from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.events.backlog import EventBacklog, PendingWrite
 from llmkube.kube.events.recorder import WARNING, EventRecorder, event_name
 from llmkube.kube.events.series import EventKey, SeriesCache, SeriesEntry, Verdict
-from llmkube.kube.rest.client import ApiClient
-from llmkube.kube.rest.transport import TransportError
+from llmkube.kube.rest import ApiClient, TransportError
 
 KEY = EventKey("uid-1", "Warning", "InsufficientGPU", "Schedule", "0/3 nodes have a GPU")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmkube.kube.apply.field_policy import NO_POLICY, FieldPolicy
+from llmkube.kube.apply import NO_POLICY, FieldPolicy
 from llmkube.kube.errors import FieldCause, Invalid
 
 DEPLOYMENT = FieldPolicy(recreate_on=frozenset({"spec.selector"}))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.apply.field_policy import FieldPolicy
+from llmkube.kube.apply import FieldPolicy
 from llmkube.kube.apply.field_transfer import (
     fields_to_hand_over,
     owns,

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from kube_fakes import FakeApiServer, make_client
 
-from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache import Informer
 from llmkube.kube.cache.store import Change, Listed, Store, Tombstone, by_label
 from llmkube.kube.clock import FakeClock, settle
 from llmkube.kube.resource import CONFIG_MAPS

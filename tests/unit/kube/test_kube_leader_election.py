@@ -11,11 +11,10 @@ from kube_fakes import FakeLeaseServer, LeaseView, RecordingTransport, Reply
 from prometheus_client import REGISTRY
 
 from llmkube.kube.clock import FakeClock, settle
-from llmkube.kube.leader.election import LeaderElector, LeadershipLost
-from llmkube.kube.leader.leadership import NotLeader
+from llmkube.kube.leader import LeaderElector, LeadershipLost, NotLeader
 from llmkube.kube.leader.state import Action, ElectionState, LeaderElectionTiming, LeaseRecord
 from llmkube.kube.resource import CONFIG_MAPS
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 
 WALL = datetime(2030, 1, 1, tzinfo=UTC)
 

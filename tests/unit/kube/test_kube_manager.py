@@ -18,9 +18,9 @@ from kube_fakes import FakeApiServer, fail_once, is_watch, make_client
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
-from llmkube.kube.cache.transform import keep_only
+from llmkube.kube.cache import keep_only
 from llmkube.kube.clock import FakeClock, RealClock
-from llmkube.kube.control.handlers import Watch
+from llmkube.kube.control import Watch
 from llmkube.kube.resource import CONFIG_MAPS, PRIORITY_CLASSES
 from llmkube.kube.types import ObjectKey
 from llmkube.manager import DEFAULT_LEASE_NAME, Manager, ManagerConfig, configure_logging

@@ -23,7 +23,7 @@ from kube_fakes import (
 from structlog.testing import capture_logs
 
 from llmkube.kube.backoff import Backoff
-from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache import Informer
 from llmkube.kube.cache.reflector import advance_rv, list_page_size, relist_rv, resource_version_unavailable
 from llmkube.kube.cache.store import Change, Tombstone
 from llmkube.kube.clock import FakeClock, settle

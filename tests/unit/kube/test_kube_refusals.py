@@ -3,7 +3,7 @@ object someone else controls is reported as such."""
 
 import pytest
 
-from llmkube.kube.apply.ownership import NotOurs
+from llmkube.kube.apply import NotOurs
 from llmkube.kube.errors import (
     AlreadyExists,
     ApiError,

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from llmkube.kube.apply.service_ports import stray_service_ports
+from llmkube.kube.apply import stray_service_ports
 
 
 def svc_ports(*ports: tuple[int, str | None]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import pytest
 from kube_fakes import RecordingTransport
 
 from llmkube.kube.apply.applier import Applier, ApplyOutcome, ApplyResult
-from llmkube.kube.cache.informer import Informer
+from llmkube.kube.cache import Informer
 from llmkube.kube.control.status_writer import (
     LastWrite,
     StatusWriter,
@@ -16,7 +16,7 @@ from llmkube.kube.control.status_writer import (
     status_write_needed,
 )
 from llmkube.kube.resource import CONFIG_MAPS, Resource
-from llmkube.kube.rest.client import ApiClient
+from llmkube.kube.rest import ApiClient
 from llmkube.kube.types import Obj
 
 Status = dict[str, Any]

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from llmkube.kube.cache.store import Store, by_label
+from llmkube.kube.cache import Store, by_label
 
 
 def obj(name: str, **fields: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from llmkube.kube.apply.compare import needs_apply
-from llmkube.kube.cache.transform import keep_only, keep_owned
+from llmkube.kube.cache import keep_only, keep_owned
 
 NODE: dict[str, Any] = {
     "apiVersion": "v1",

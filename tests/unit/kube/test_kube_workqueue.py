@@ -8,8 +8,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from llmkube.kube.clock import FakeClock, settle
-from llmkube.kube.queue.ratelimit import ItemExponentialRateLimiter
-from llmkube.kube.queue.workqueue import LOW_PRIORITY, WorkQueue
+from llmkube.kube.queue import LOW_PRIORITY, ItemExponentialRateLimiter, WorkQueue
 
 
 def sample(name: str, queue: str, **extra: str) -> float | None:

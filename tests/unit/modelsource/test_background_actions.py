@@ -14,7 +14,7 @@ from modelsource_support import LOOPBACK, GGUFFactory
 
 from llmkube.controllers.modelsource import ModelSourceIO
 from llmkube.controllers.modelsource.background import BackgroundActions, SlotPools
-from llmkube.kube.control.fairslots import FairSlots
+from llmkube.kube.control import FairSlots
 from llmkube.kube.types import ObjectKey
 from llmkube.plan.model import ActionKind, HeaderFailure, ModelAction, ModelFacts, ProbeFailure
 from llmkube.plan.model.decision import ActionTarget
