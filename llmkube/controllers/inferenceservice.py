@@ -42,6 +42,7 @@ from llmkube.controllers.isvc_indexes import (
     NEVER_FIT,
     SLICE_SERVICE_LABEL,
     gpus_never_fit_index,
+    model_ref_index,
     priority_class_index,
     runtime_class_index,
     service_name_index,
@@ -158,7 +159,7 @@ class InferenceServiceController:
         self._terminating_namespaces: set[str] = set()
         # Each kept as JSON bytes (kube/cache/store.py): parsed on read, a quarter of the memory.
         self.services = host.informer(INFERENCE_SERVICES, compact=True)
-        self.services.add_index(BY_MODEL, by_field("spec", "modelRef"))
+        self.services.add_index(BY_MODEL, model_ref_index)
         self.services.add_index(BY_DRAFT_MODEL, by_field("spec", "speculativeDecoding", "draftModelRef"))
         self.services.add_index(BY_SERVICE_NAME, service_name_index)
         self.services.add_index(BY_PRIORITY_CLASS, priority_class_index)

@@ -4,6 +4,7 @@ concerns without a scan."""
 
 from collections.abc import Iterable
 
+from llmkube.kube.cache import by_field
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.names import CACHE_PVC_NAME, service_name
 from llmkube.plan.inferenceservice.priority import class_for
@@ -11,6 +12,8 @@ from llmkube.plan.inferenceservice.scheduling import UNSCHEDULABLE
 
 # Indexes on the InferenceService cache.
 BY_MODEL = "modelRef"
+#: one function for BY_MODEL: the Model controller registers it on the same cache too
+model_ref_index = by_field("spec", "modelRef")
 #: spec.speculativeDecoding.draftModelRef (v0.9): a Model a service reads beside its own
 BY_DRAFT_MODEL = "draftModelRef"
 BY_SERVICE_NAME = "serviceName"

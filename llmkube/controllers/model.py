@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from llmkube.api.model import Model, ModelStatus
 from llmkube.controllers.host import ControllerHost
+from llmkube.controllers.isvc_indexes import BY_MODEL, model_ref_index
 from llmkube.controllers.metrics import MODEL_CONTROLLER, LLMKubeMetrics
 from llmkube.controllers.model_prefetch import (
     CACHE_CLAIM_SELECTOR,
@@ -189,6 +190,8 @@ class ModelController:
         # The services that name a Model (a cache clear is refused while one does): the
         # InferenceService controller's own cache, shared.
         self.services = host.informer(INFERENCE_SERVICES, compact=True)
+        # Which services name a Model, by their keys: a Model's reconcile parses none of them.
+        self.services.add_index(BY_MODEL, model_ref_index)
         self._cache_claim = cache_claim
         self._session: aiohttp.ClientSession | None = None
         self._copy_bytes_per_second = copy_bytes_per_second
@@ -414,7 +417,8 @@ class ModelController:
         """The services that name the Model, from the cache; read again from the API server when
         a pending clear request would be refused on the cache's word (services_to_confirm)."""
         namespace, name = model.metadata.namespace or "", model.metadata.name or ""
-        cached = services_naming(self.services.store.by_index(BY_NAMESPACE, namespace), name)
+        keys = self.services.store.keys_by_index(BY_MODEL, f"{namespace}/{name}")
+        cached = tuple(sorted(ObjectKey.parse(key).name for key in keys))
         record = model.status.cache_clear if model.status is not None else None
         if not services_to_confirm(model.metadata.annotations, record, cached):
             return cached

@@ -66,11 +66,18 @@ def encode_status(status: ModelRouterStatus) -> Obj:
     return status.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def _backends_reference(router: Obj, isvc: str) -> bool:
+def _referenced_isvcs(router: Obj) -> set[str]:
+    names = set()
     for backend in (router.get("spec") or {}).get("backends") or ():
-        if ((backend or {}).get("inferenceServiceRef") or {}).get("name") == isvc:
-            return True
-    return False
+        ref = backend.get("inferenceServiceRef") if isinstance(backend, dict) else None
+        name = ref.get("name") if isinstance(ref, dict) else None
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names
+
+
+def _backends_reference(router: Obj, isvc: str) -> bool:
+    return isvc in _referenced_isvcs(router)
 
 
 class ModelRouterController:
@@ -176,10 +183,8 @@ class ModelRouterController:
                 issues = [*issues, Issue("metadata.name", str(foreign))]
         problems = errors(issues)
         now = datetime.now(UTC)
-        isvcs = {
-            ((o.get("metadata") or {}).get("name") or ""): o
-            for o in self.isvcs.store.by_index(BY_NAMESPACE, key.namespace)
-        }
+        # The backends' services alone, by name: a namespace of many services is not parsed whole.
+        isvcs = {name: self.isvcs.store.get_object(key.namespace, name) for name in _referenced_isvcs(raw)}
         status = router_status(
             router,
             spec,
