@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
 __all__ = [
+    "DIRECT",
     "ProxyConfig",
     "ProxyURLError",
     "in_cluster_bypass",
@@ -244,3 +245,7 @@ def in_cluster_bypass(
     Service names (`.svc`, the cluster domain), the Service and Pod networks, the API server."""
     domain = cluster_domain.strip(".")
     return tuple(dict.fromkeys([".svc", *([f".{domain}"] if domain else []), *networks, *hosts]))
+
+
+#: No proxy at all: every request goes direct.
+DIRECT = ProxyConfig()

@@ -178,6 +178,7 @@ def _parsed(flag: str, value: str | None, parse: Callable[[str], T]) -> "T":
 
 def egress_config(args: argparse.Namespace) -> "EgressConfig":
     """--model-source-allowed-hosts, --service-cidr, --pod-cidr; a ValueError names the flag."""
+    from llmkube.apimachinery.proxy import ProxyConfig
     from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts, parse_cidrs
 
     return EgressConfig(
@@ -186,6 +187,7 @@ def egress_config(args: argparse.Namespace) -> "EgressConfig":
         ),
         service_cidrs=_parsed("--service-cidr", args.service_cidr, parse_cidrs),
         pod_cidrs=_parsed("--pod-cidr", args.pod_cidr, parse_cidrs),
+        proxy=_parsed("HTTPS_PROXY/HTTP_PROXY", "", lambda _: ProxyConfig.from_environ(os.environ)),
     )
 
 
