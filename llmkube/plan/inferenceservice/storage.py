@@ -207,6 +207,7 @@ def plan_storage(
             sha256=model.spec.sha256,
             on_change=model.spec.refresh_policy == "OnChange",
             hf_endpoint=config.hf_endpoint,
+            proxy=config.download_proxy,
         )
         model_path = posixpath.join(cache_dir, remote.primary.dest)
         mmproj_path = posixpath.join(cache_dir, remote.mmproj) if remote.mmproj else ""

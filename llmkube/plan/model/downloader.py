@@ -4,12 +4,15 @@ Model's prefetch Job run (the same script, the same environment, the same place 
 The container gets the Model's `sourceSecretRef` as environment (`envFrom`): HF_TOKEN, AWS_* go
 to this container only, never to the inference container. The variables we set ourselves are
 listed under `env`, which Kubernetes lets win over `envFrom`, so no key of the Secret can change
-what is fetched or where it goes.
+what is fetched or where it goes. Behind a company proxy it gets the controller's HTTPS_PROXY,
+HTTP_PROXY and NO_PROXY (both spellings: curl reads only the lower-case `http_proxy`), the
+cluster's own addresses added to NO_PROXY.
 """
 
 from dataclasses import dataclass
 
 from llmkube.api.base import KubeObject
+from llmkube.apimachinery.proxy import DIRECT, ProxyConfig
 from llmkube.plan.model.download_scripts import downloader_script
 from llmkube.plan.model.remote import RemoteSource
 from llmkube.plan.model.source import SourceKind
@@ -36,6 +39,8 @@ class DownloadTarget:
     sha256: str | None  # spec.sha256: the model file's
     on_change: bool  # refreshPolicy OnChange
     hf_endpoint: str
+    #: the proxies the downloader goes through (HTTPS_PROXY, NO_PROXY... as curl reads them)
+    proxy: ProxyConfig = DIRECT
 
 
 def model_files_value(remote: RemoteSource) -> str:
@@ -58,6 +63,8 @@ def download_env(target: DownloadTarget) -> list[KubeObject]:
     if target.remote.kind is SourceKind.HF:
         # What the Hub's own tools read: the URLs above already point there.
         env.append({"name": "HF_ENDPOINT", "value": target.hf_endpoint})
+    # Under `env`, so a Secret's keys cannot send the download through a proxy of its own.
+    env.extend({"name": name, "value": value} for name, value in target.proxy.environment().items())
     return env
 
 

@@ -190,6 +190,7 @@ def prefetch_job(
         sha256=model.spec.sha256,
         on_change=model.spec.refresh_policy == "OnChange",
         hf_endpoint=config.hf_endpoint,
+        proxy=config.download_proxy,
     )
     volumes: list[KubeObject] = [{"name": "model-cache", "persistentVolumeClaim": {"claimName": CACHE_CLAIM}}]
     mounts: list[KubeObject] = [{"name": "model-cache", "mountPath": MODELS_MOUNT}]
