@@ -204,14 +204,19 @@ def ssl_context(resolved: ResolvedConfig, credential: ExecCredential | None = No
 
 def proxy_config(resolved: ResolvedConfig, environ: Mapping[str, str] | None = None) -> ProxyConfig:
     """kubectl's rule: the cluster's `proxy-url` when it has one (every request, loopback
-    included), else the environment's HTTPS_PROXY / HTTP_PROXY / NO_PROXY (loopback never)."""
+    included), else the environment's HTTPS_PROXY / HTTP_PROXY / NO_PROXY (loopback never). In a
+    pod, the API server's Service address is never proxied (a proxy outside the cluster cannot
+    reach it; client-go leaves that to NO_PROXY, which is easy to forget)."""
+    environ = os.environ if environ is None else environ
     try:
         if resolved.proxy_url:
             return ProxyConfig.through(resolved.proxy_url)
-        return ProxyConfig.from_environ(os.environ if environ is None else environ)
+        proxy = ProxyConfig.from_environ(environ)
     except ProxyURLError as error:
         where = "the cluster's proxy-url" if resolved.proxy_url else "HTTPS_PROXY/HTTP_PROXY"
         raise ConfigError(f"{where}: {error}") from None
+    service_host = environ.get("KUBERNETES_SERVICE_HOST", "")
+    return proxy.bypassing([service_host]) if proxy.enabled and service_host else proxy
 
 
 async def client_config(resolved: ResolvedConfig) -> ClientConfig:
