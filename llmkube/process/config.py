@@ -81,28 +81,38 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             tenancy_policy(args, roots),
             allowed_images=args.router_allowed_images,
             external_hosts=args.router_external_hosts,
+            proxy=proxy,
         ),
         controller_namespace=args.leader_election_namespace,
     )
 
 
 def router_plan_config(
-    image: str, tenancy: "TenancyPolicy", *, allowed_images: str = "", external_hosts: str = ""
+    image: str,
+    tenancy: "TenancyPolicy",
+    *,
+    allowed_images: str = "",
+    external_hosts: str = "",
+    proxy: "ProxyConfig | None" = None,
 ) -> "RouterPlanConfig":
     """--router-image, --router-allowed-images, --router-external-hosts. Raises ValueError naming
     the flag."""
+    from dataclasses import replace
+
     from llmkube.plan.allowed_hosts import parse_allowed_hosts
     from llmkube.plan.router.objects import RouterPlanConfig
 
     images = _listed(allowed_images)
     if bad := [i for i in images if any(c.isspace() for c in i) or i.startswith(("-", "@", ":"))]:
         raise ValueError(f"--router-allowed-images: {', '.join(bad)}: not an image reference")
-    return RouterPlanConfig(
+    config = RouterPlanConfig(
         tenancy=tenancy,
         allowed_images=tuple(images),
         external_hosts=_parsed("--router-external-hosts", external_hosts, parse_allowed_hosts),
-        **({"image": image} if image else {}),
     )
+    if image:
+        config = replace(config, image=image)
+    return replace(config, egress_proxy=proxy) if proxy is not None else config
 
 
 def heartbeat_timeout(seconds: float) -> float:
