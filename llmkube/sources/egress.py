@@ -106,6 +106,9 @@ async def check_resolved(url: URL, policy: EgressPolicy, inner: AbstractResolver
     except SourceNotAllowed:
         raise
     except OSError as error:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        if any(entry.names(host, port) for entry in policy.allowed):
+            return  # the admin named it (whatever it resolves to): the proxy resolves it
         raise SourceNotAllowed(
             host,
             f"{host} does not resolve here ({error.strerror or error}), so the egress rules cannot check it",

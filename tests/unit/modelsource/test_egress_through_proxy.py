@@ -126,6 +126,17 @@ async def test_a_refused_host_is_never_asked_of_the_proxy(files: TestServer) -> 
     assert files.app[HITS] == []
 
 
+async def test_a_name_only_the_proxy_resolves_is_fetched_when_the_admin_names_it(files: TestServer) -> None:
+    ours = HostsFile({})
+    async with ForwardProxy.running(hosts={"hub.corp.test": "127.0.0.1"}) as proxy:
+        config = EgressConfig(
+            allowed_hosts=parse_allowed_hosts("*.corp.test"), proxy=ProxyConfig(http_proxy=proxy.url)
+        )
+        status, _ = await fetch(f"http://hub.corp.test:{files.port}/m.gguf", policy_for(config), ours)
+    assert status == 200
+    assert proxy.targets == [f"hub.corp.test:{files.port}"]
+
+
 async def test_no_proxy_and_the_cluster_s_own_addresses_go_direct(files: TestServer) -> None:
     ours = HostsFile({"mirror.models.svc": "127.0.0.1", "cache.corp.internal": "127.0.0.1"})
     allowed = parse_allowed_hosts(f"127.0.0.1:{files.port}")
