@@ -159,10 +159,15 @@ class ModelSourceIO:
     async def _probe(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
         if action.source_kind is SourceKind.LOCAL:
             return replace(facts, probe=await probe_local_fingerprint(action.source, self.local_roots))
-        if action.secret:
+        if action.secret or action.identity:
             # The credentials are the downloader's (docs/security.md: the controller reads no
-            # Secret): nothing is sent, and status says what is therefore not known.
-            detail = f"Secret {action.secret!r} holds the credentials, which the controller does not read"
+            # Secret, and has no pod's identity): nothing is sent, and status says what is
+            # therefore not known.
+            detail = (
+                f"the pods' web identity (role {action.identity!r}) signs the requests"
+                if action.identity
+                else f"Secret {action.secret!r} holds the credentials, which the controller does not read"
+            )
             unread = ProbeOutcome(failure=ProbeFailure.CREDENTIALS_UNREADABLE, detail=detail)
             header = RemoteHeader(failure=HeaderFailure.CREDENTIALS_UNREADABLE, detail=detail)
             return replace(facts, probe=unread, remote_header=header if action.read_header else None)

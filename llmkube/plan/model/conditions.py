@@ -146,6 +146,13 @@ def msg_credentials_unreadable(secret: str) -> str:
     )
 
 
+def msg_identity_credentials(role_arn: str) -> str:
+    return (
+        "status.gguf and status.size are not read: the pods' web identity (role "
+        f"{go_quote(role_arn)}) signs the requests, and the controller has none of its keys"
+    )
+
+
 def msg_prefetch_started(job: str) -> str:
     return f"Prefetching the model into the namespace's model cache (Job {go_quote(job)})"
 

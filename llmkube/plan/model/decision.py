@@ -98,6 +98,8 @@ class ModelAction:
     #: sourceSecretRef: the Secret whose keys sign the requests ("" for none), and its namespace
     secret: str = ""
     namespace: str = ""
+    #: spec.webIdentity's role: the pod's identity signs the requests, which the controller lacks
+    identity: str = ""
 
 
 NO_ACTION = ModelAction()
