@@ -243,7 +243,8 @@ def model_schema() -> Schema:
         {
             "source": _s(
                 "http(s)://, file://, pvc://<claim>/<path>, hf://<org>/<repo>[@<revision>], "
-                "s3://<bucket>/<key or prefix>, an absolute path, or a HuggingFace repo id.",
+                "s3://<bucket>/<key or prefix>, gs://<bucket>/<object or prefix> (llmkube), an absolute "
+                "path, or a HuggingFace repo id.",
                 pattern=SOURCE_PATTERN,
             ),
             "sha256": _s(
@@ -264,7 +265,7 @@ def model_schema() -> Schema:
                 default="IfNotPresent",
             ),
             "prefetch": _b(
-                "Download a remote source (http(s), hf://, s3://) into the namespace's model cache "
+                "Download a remote source (http(s), hf://, s3://, gs://) into the namespace's model cache "
                 "before any InferenceService needs it (a Job owned by the Model)."
             ),
             "files": {

@@ -24,8 +24,9 @@ from llmkube.api.enums import (
 from llmkube.api.isvc_additions import QUALIFIED_KEY_PATTERN
 from llmkube.api.meta import Condition, ObjectMeta
 
-# http(s)://, file://, pvc://, hf://, s3://, an absolute path without whitespace, or a HuggingFace repo id.
-SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|hf://\S+|s3://\S+|/\S*|[a-zA-Z0-9][\w\-./]+)$"
+# http(s)://, file://, pvc://, hf://, s3://, gs:// (an llmkube addition), an absolute path without
+# whitespace, or a HuggingFace repo id.
+SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|hf://\S+|s3://\S+|gs://\S+|/\S*|[a-zA-Z0-9][\w\-./]+)$"
 # What `files` and `mmproj` may hold (a repository- or prefix-relative path); the planner says
 # what is wrong with one in words (plan/model/fileset.py), the schema only bounds it.
 MAX_FILES = 256

@@ -51,6 +51,8 @@ from llmkube.sources import PolicySource
 
 #: The downloader's endpoint for s3:// without AWS_ENDPOINT_URL or AWS_REGION (download_scripts.py).
 PUBLIC_S3_ENDPOINT = "https://s3.us-east-1.amazonaws.com"
+#: Cloud Storage's XML API: public objects at /<bucket>/<object>, with ETags and Range
+PUBLIC_GCS_ENDPOINT = "https://storage.googleapis.com"
 
 
 def combined_probe(outcomes: Sequence[ProbeOutcome]) -> ProbeOutcome:
@@ -106,6 +108,8 @@ class ModelSourceIO:
     copy_bytes_per_second: float | None = None
     local_roots: tuple[str, ...] = ()
     policy: PolicySource = default_policy
+    #: where a public gs:// object is read (Cloud Storage's; a stand-in in tests)
+    gcs_endpoint: str = PUBLIC_GCS_ENDPOINT
 
     async def observe_cached_file(self, model: Model, config: ModelPlanConfig) -> CachedFile | None:
         """What `<cache>/<cacheKey>/` holds for a controller-cached (local, non-metal) Model."""
@@ -190,6 +194,8 @@ class ModelSourceIO:
         the one the downloader uses without AWS_ENDPOINT_URL."""
         if action.remote_kind is SourceKind.S3:
             return f"{PUBLIC_S3_ENDPOINT}{location}"
+        if action.remote_kind is SourceKind.GS:
+            return f"{self.gcs_endpoint.rstrip('/')}{location}"
         return location
 
 

@@ -7,7 +7,7 @@ InferenceService field can inject shell syntax, and curl gets each URL after `--
 option) and only http(s) (`--proto`). Credentials go to curl on its standard input (`-K -`), never
 on its command line, where every process of the pod could read them.
 
-DOWNLOAD_REMOTE stages every file of an http(s), hf:// or s3:// Model (`MODEL_FILES`: one
+DOWNLOAD_REMOTE stages every file of an http(s), hf://, s3:// or gs:// Model (`MODEL_FILES`: one
 `<path below CACHE_DIR><TAB><URL>` line per file, the model file first):
 
 * a file that is there is a cache hit: with refreshPolicy IfNotPresent no request is made for it;
@@ -160,6 +160,9 @@ fetch() {  # curl with the credentials and the options every request shares
 url_of() {
   if [ "$DOWNLOAD_KIND" = s3 ]; then
     endpoint=${AWS_ENDPOINT_URL:-https://s3.${AWS_REGION:-us-east-1}.amazonaws.com}
+    printf '%s%s' "${endpoint%/}" "$1"
+  elif [ "$DOWNLOAD_KIND" = gs ]; then
+    endpoint=${GCS_ENDPOINT_URL:-https://storage.googleapis.com}
     printf '%s%s' "${endpoint%/}" "$1"
   else
     printf '%s' "$1"

@@ -32,7 +32,7 @@ RESOURCES: KubeObject = {
     "requests": {"cpu": "100m", "memory": "64Mi"},
     "limits": {"memory": "512Mi"},
 }
-_KIND_NAMES = {SourceKind.HTTP: "http", SourceKind.HF: "hf", SourceKind.S3: "s3"}
+_KIND_NAMES = {SourceKind.HTTP: "http", SourceKind.HF: "hf", SourceKind.S3: "s3", SourceKind.GS: "gs"}
 
 
 @dataclass(frozen=True)

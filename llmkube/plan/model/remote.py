@@ -11,9 +11,12 @@ bytes and put them at the same place:
 | `hf://org/repo@rev` | listed | `<Hub>/org/repo/resolve/rev/<file>` (the Hub's file API) |
 | `s3://bucket/key` | none | `<endpoint>/bucket/key`, stored as `<Model name>.gguf` |
 | `s3://bucket/prefix` | listed | `<endpoint>/bucket/prefix/<file>` (path-style, SigV4) |
+| `gs://bucket/object` | none | `<endpoint>/bucket/object` (Cloud Storage's XML API), as s3:// |
+| `gs://bucket/prefix` | listed | `<endpoint>/bucket/prefix/<file>` |
 
 The Hub is `--hf-endpoint` (huggingface.co by default, a mirror in an air-gapped site); an S3
-endpoint is the `AWS_ENDPOINT_URL` of the Model's Secret, so for S3 only the path is known here.
+endpoint is the `AWS_ENDPOINT_URL` of the Model's Secret, so for S3 only the path is known here;
+likewise Cloud Storage's (`https://storage.googleapis.com`, or the Secret's `GCS_ENDPOINT_URL`).
 A Hugging Face repository without `files` is the runtime's to resolve (vLLM, TGI): not remote here.
 """
 
@@ -23,6 +26,7 @@ from urllib.parse import quote
 from llmkube.api.model import DEFAULT_WEB_IDENTITY_AUDIENCE, Model
 from llmkube.plan.model.fileset import FileSetProblem, StagingPlan, staging_plan
 from llmkube.plan.model.source import (
+    BUCKET_KINDS,
     SourceKind,
     canonical_basename,
     classify_source,
@@ -92,7 +96,7 @@ def remote_source(
         return plan
     if kind is SourceKind.HUGGINGFACE:
         kind = SourceKind.HF if plan is not None else kind  # `org/repo` with files: the same repository
-    if kind not in (SourceKind.HTTP, SourceKind.HF, SourceKind.S3):
+    if kind not in (SourceKind.HTTP, SourceKind.HF, SourceKind.S3, SourceKind.GS):
         return None
     secret = (spec.source_secret_ref.name or "") if spec.source_secret_ref else ""
     if spec.web_identity is not None and kind is not SourceKind.S3:
@@ -107,7 +111,7 @@ def remote_source(
             RemoteFile(path, hf_file_url(hf_endpoint, hf.repo, hf.revision, path)) for path in plan.files
         ]
         return _source(kind, files, plan, secret)
-    if kind is SourceKind.S3:
+    if kind in BUCKET_KINDS:
         s3 = parse_s3_source(spec.source, prefix=plan is not None)
         if isinstance(s3, str):
             return FileSetProblem("spec.source", s3)
