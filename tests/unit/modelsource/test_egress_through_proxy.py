@@ -157,3 +157,19 @@ async def test_no_proxy_and_the_cluster_s_own_addresses_go_direct(files: TestSer
     assert status == 502  # the proxy cannot reach it (it does not know the name)
     assert proxy.targets == [f"mirror.models.svc:{files.port}"]
     assert len(files.app[HITS]) == 2
+
+
+async def test_a_proxy_named_by_a_loopback_name_is_let_through_and_nothing_else_is(files: TestServer) -> None:
+    # the proxy's name resolves to loopback, which the rules refuse to any source
+    ours = HostsFile({"proxy.corp.test": "127.0.0.1", "models.corp.test": PUBLIC})
+    async with ForwardProxy.running(hosts={"models.corp.test": "127.0.0.1"}) as proxy:
+        named = f"http://proxy.corp.test:{proxy.port}"
+        policy = EgressPolicy(proxy=ProxyConfig(http_proxy=named, no_proxy="direct.corp.test"))
+        status, _ = await fetch(f"http://models.corp.test:{files.port}/m.gguf", policy, ours)
+        assert status == 200
+        # the same name as a source is a source like any other: refused (loopback), direct or not
+        for source in (f"{named}/m.gguf", f"http://proxy.corp.test:{files.port}/m.gguf"):
+            with pytest.raises(SourceNotAllowed) as refused:
+                await fetch(source, policy, ours)
+            assert "loopback" in refused.value.detail
+    assert proxy.targets == [f"models.corp.test:{files.port}"]
