@@ -26,6 +26,7 @@ async def api_server(tmp_path: Path) -> AsyncIterator[tuple[int, Path]]:
     pki = generate_pki(tmp_path)
     serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     serving.load_cert_chain(pki.serving_cert, pki.serving_key)
+
     async def version(request: web.Request) -> web.Response:
         return web.json_response({"gitVersion": "v1.37.2"})
 
@@ -53,10 +54,11 @@ async def get_version(url: str, ca: Path, proxy: ProxyConfig) -> int:
 
 async def test_https_proxy_carries_the_api_requests(api_server: tuple[int, Path]) -> None:
     port, ca = api_server
-    async with ForwardProxy.running(hosts={NAME: "127.0.0.1"}) as proxy:
+    async with ForwardProxy.running(hosts={NAME: "127.0.0.1"}, credentials="corp:s3cret") as proxy:
         status = await get_version(f"https://{NAME}:{port}/version", ca, ProxyConfig(https_proxy=proxy.url))
     assert status == 200
-    assert proxy.tunnels == [f"{NAME}:{port}"]
+    # the URL's credentials went with the CONNECT (the proxy refuses a tunnel without them: 407)
+    assert [(r.method, r.target, r.status) for r in proxy.records] == [("CONNECT", f"{NAME}:{port}", 200)]
 
 
 async def test_proxy_url_carries_loopback_too_and_https_proxy_does_not(api_server: tuple[int, Path]) -> None:
