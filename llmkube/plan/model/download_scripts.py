@@ -35,8 +35,10 @@ AWS_WEB_IDENTITY_TOKEN_FILE) has no keys of its own: the projected ServiceAccoun
 STS (`AssumeRoleWithWebIdentity`, at AWS_ENDPOINT_URL_STS or the region's endpoint) in a POST body
 read from the file (never on a command line), and the temporary keys it answers sign the requests
 with their session token; they are renewed (the token file read again: the kubelet rotates it)
-five minutes before they expire. Static keys (AWS_ACCESS_KEY_ID), when the Secret has them, win,
-as in the AWS SDKs. STS's refusal is reported in its own words (`AccessDenied`,
+five minutes before they expire. EKS Pod Identity (AWS_CONTAINER_CREDENTIALS_FULL_URI and
+AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, which its webhook injects) is asked for the keys the same
+way, its token sent from curl's standard input. Static keys (AWS_ACCESS_KEY_ID), when the Secret
+has them, win, as in the AWS SDKs. STS's refusal is reported in its own words (`AccessDenied`,
 `InvalidIdentityToken`) with exit 3; no answer or a 5xx with exit 1.
 
 Two pods staging the same Model at once (replicas starting together) take turns on a lock file in
@@ -100,8 +102,42 @@ ID_SECONDS=${LLMKUBE_WEB_IDENTITY_SECONDS:-3600}
 case "$ID_SECONDS" in ''|*[!0-9]*) ID_SECONDS=3600 ;; esac
 ID_MARGIN=300; [ "$ID_SECONDS" -gt 600 ] || ID_MARGIN=0
 xml() { sed -n "s:.*<$1>\([^<]*\)</$1>.*:\1:p" "$B" 2>/dev/null | head -n 1; }
-identity() {  # temporary keys of AWS_ROLE_ARN for the web identity token, renewed before expiry
-  [ "$DOWNLOAD_KIND" = s3 ] && [ -z "${AWS_ACCESS_KEY_ID:-}" ] && [ -n "${AWS_ROLE_ARN:-}" ] || return 0
+json() { tr -d '\n' < "$B" 2>/dev/null | sed -n "s/.*\"$1\" *: *\"\([^\"]*\)\".*/\1/p" | head -n 1; }
+identity() {  # temporary keys from the pod's identity, when the Secret gives no static ones
+  [ "$DOWNLOAD_KIND" = s3 ] && [ -z "${AWS_ACCESS_KEY_ID:-}" ] || return 0
+  if [ -n "${AWS_ROLE_ARN:-}" ]; then
+    web_identity
+  elif [ -n "${AWS_CONTAINER_CREDENTIALS_FULL_URI:-}" ]; then
+    pod_identity
+  fi
+}
+pod_identity() {  # EKS Pod Identity: the node agent's keys for the pod, renewed likewise
+  now=$(date +%s)
+  [ "$now" -lt "$ID_UNTIL" ] && return 0
+  file=${AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE:-}
+  if [ -z "$file" ] || [ ! -r "$file" ] || [ ! -s "$file" ]; then
+    finish 3 "failed: the pod identity token ${file:-(no token file named)} cannot be read"
+  fi
+  uri=$AWS_CONTAINER_CREDENTIALS_FULL_URI
+  rm -f "$H" "$B"
+  result=$(printf 'header = "Authorization: %s"\n' "$(cfg "$(cat "$file")")" | curl -K - -sS \
+    --proto =http,https --connect-timeout 10 --retry 5 --retry-connrefused --retry-max-time 60 \
+    -A llmkube-model-downloader -D "$H" -o "$B" -w '%{http_code} %{errormsg}' --url "$uri" 2>/dev/null)
+  code=${result%% *}
+  [ -f "$H" ] || : > "$H"
+  if [ "$code" != 200 ]; then
+    if [ "$code" = 000 ]; then why="no answer (${result#* })"; else why=$(server_error "$code"); fi
+    finish "$(transient_or_not "$code")" "failed: the pod identity agent at $uri refused: $why"
+  fi
+  ID_KEY=$(json AccessKeyId); ID_SECRET=$(json SecretAccessKey); ID_TOKEN=$(json Token)
+  rm -f "$H" "$B"
+  if [ -z "$ID_KEY" ] || [ -z "$ID_SECRET" ]; then
+    finish 1 "failed: the pod identity agent at $uri answered without credentials"
+  fi
+  ID_UNTIL=$((now + ID_SECONDS - ID_MARGIN))
+  say "signed in with the pod identity (keys renewed in $((ID_SECONDS - ID_MARGIN)) s)"
+}
+web_identity() {  # temporary keys of AWS_ROLE_ARN for the web identity token, renewed before expiry
   now=$(date +%s)
   [ "$now" -lt "$ID_UNTIL" ] && return 0
   file=${AWS_WEB_IDENTITY_TOKEN_FILE:-}
@@ -184,6 +220,7 @@ server_error() {  # the server's own words for a refusal: S3's <Code>/<Message>,
   [ -n "$text" ] || text=$(sed -n 's:.*<Message>\([^<]*\)</Message>.*:\1:p' "$B" 2>/dev/null | head -n 1 \
     | sed "s/&#39;/'/g; s/&apos;/'/g; s/&quot;/\"/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\\&/g")
   [ -n "$text" ] || text=$(sed -n 's/.*"error" *: *"\([^"]*\)".*/\1/p' "$B" 2>/dev/null | head -n 1)
+  [ -n "$text" ] || text=$(sed -n 's/.*"message" *: *"\([^"]*\)".*/\1/p' "$B" 2>/dev/null | head -n 1)
   printf 'HTTP %s%s%s' "$1" "${code:+ $code}" "${text:+: $text}" | tr -d '\000-\037' | cut -c 1-300
 }
 probe() {  # probe URL: P_CODE, P_SIZE, P_ETAG, P_SHA, P_RANGES, P_ERROR from one ranged request

@@ -288,3 +288,82 @@ def test_web_identity_is_for_s3_sources_only() -> None:
         "spec.webIdentity",
         "only s3:// sources are read with a web identity",
     )
+
+
+@pytest.fixture
+def pod_identity_agent() -> Iterator[tuple[str, list[str]]]:
+    """A stand-in for EKS Pod Identity's node agent: keys for the pod's token, as JSON."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            ok = self.headers.get("Authorization") == TOKEN
+            body = (
+                b'{"AccessKeyId": "ASIAPODIDENTITY", "SecretAccessKey": "pod-secret",\n'
+                b' "Token": "pod-session", "AccountId": "123456789012", "Expiration": "2026-12-08T06:00:00Z"}'
+                if ok
+                else b'{"code": "AccessDeniedException", "message": "token is not valid"}'
+            )
+            self.send_response(200 if ok else 403)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1/credentials", seen
+    server.shutdown()
+    server.server_close()
+
+
+def pod_identity_env(bucket: Bucket, cache: Path, uri: str, token: Path) -> dict[str, str]:
+    """A pod EKS Pod Identity's webhook prepared: its two variables, no webIdentity, no keys."""
+    model = Model.model_validate(
+        {
+            "metadata": {"name": "tiny", "namespace": "ml"},
+            "spec": {"source": "s3://models/tiny", "files": list(FILES)},
+        }
+    )
+    remote = remote_source(model, "")
+    assert isinstance(remote, RemoteSource)
+    target = DownloadTarget(remote, "s3://models/tiny", str(cache), None, on_change=False, hf_endpoint="")
+    env = {str(item["name"]): str(item.get("value", "")) for item in download_env(target)}
+    injected = {
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI": uri,
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": str(token),
+    }
+    where = {"AWS_REGION": "eu-central-1", "AWS_ENDPOINT_URL": bucket.endpoint}
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **injected, **where, **env}
+
+
+def test_eks_pod_identity_keys_sign_the_requests(
+    bucket: Bucket, pod_identity_agent: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    uri, seen = pod_identity_agent
+    result = run(pod_identity_env(bucket, tmp_path / "key", uri, token_file(tmp_path)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert seen == [TOKEN]
+    assert all(s.security_token == "pod-session" for s in bucket.seen) and len(bucket.seen) == 4
+    assert all("Credential=ASIAPODIDENTITY/" in s.authorization for s in bucket.seen)
+    assert TOKEN not in result.stdout + result.stderr and "pod-secret" not in result.stdout + result.stderr
+
+
+def test_eks_pod_identity_refusal_is_said(
+    bucket: Bucket, pod_identity_agent: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    uri, _ = pod_identity_agent
+    result = run(pod_identity_env(bucket, tmp_path / "key", uri, token_file(tmp_path, "stale")))
+    assert result.returncode == EXIT_PERMANENT, result.stdout + result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert (
+        last
+        == f"llmkube-download: failed: the pod identity agent at {uri} refused: HTTP 403: token is not valid"
+    )
+    assert bucket.seen == []
