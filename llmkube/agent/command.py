@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ FOREVER = 10 * 365 * 24 * 3600.0
 def agent_config(args: argparse.Namespace) -> AgentConfig:
     from llmkube.agent import config as c
     from llmkube.agent import host
+    from llmkube.apimachinery.proxy import ProxyConfig
     from llmkube.plan.agent import supervision
     from llmkube.plan.agent.memory import PressureSettings
     from llmkube.plan.agent.rollout import DrainSettings
@@ -37,6 +39,9 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         ),  # type: ignore[arg-type]
         service_cidrs=parsed("--service-cidr", args.service_cidr, parse_cidrs),  # type: ignore[arg-type]
         pod_cidrs=parsed("--pod-cidr", args.pod_cidr, parse_cidrs),  # type: ignore[arg-type]
+        proxy=parsed(  # type: ignore[arg-type]
+            "HTTPS_PROXY/HTTP_PROXY", "", lambda _: ProxyConfig.from_environ(os.environ)
+        ),
     )
     return c.AgentConfig(
         name=c.agent_name(args.name) if args.name else c.default_name(),

@@ -142,7 +142,14 @@ def _condition_schema() -> Schema:
 
 
 def model_schema() -> Schema:
-    from llmkube.api.model import MAX_FILE_PATH, MAX_FILES, SHA256_PATTERN, SOURCE_PATTERN
+    from llmkube.api.model import (
+        DEFAULT_WEB_IDENTITY_AUDIENCE,
+        MAX_FILE_PATH,
+        MAX_FILES,
+        ROLE_ARN_PATTERN,
+        SHA256_PATTERN,
+        SOURCE_PATTERN,
+    )
 
     sharding = _o(
         "How layers or tensors are split across GPUs.",
@@ -236,7 +243,8 @@ def model_schema() -> Schema:
         {
             "source": _s(
                 "http(s)://, file://, pvc://<claim>/<path>, hf://<org>/<repo>[@<revision>], "
-                "s3://<bucket>/<key or prefix>, an absolute path, or a HuggingFace repo id.",
+                "s3://<bucket>/<key or prefix>, gs://<bucket>/<object or prefix> (llmkube), an absolute "
+                "path, or a HuggingFace repo id.",
                 pattern=SOURCE_PATTERN,
             ),
             "sha256": _s(
@@ -257,7 +265,7 @@ def model_schema() -> Schema:
                 default="IfNotPresent",
             ),
             "prefetch": _b(
-                "Download a remote source (http(s), hf://, s3://) into the namespace's model cache "
+                "Download a remote source (http(s), hf://, s3://, gs://) into the namespace's model cache "
                 "before any InferenceService needs it (a Job owned by the Model)."
             ),
             "files": {
@@ -271,6 +279,28 @@ def model_schema() -> Schema:
                 "A multimodal projector file to stage from the source and pass to runtimes that take "
                 "one (llama.cpp --mmproj).",
                 maxLength=MAX_FILE_PATH,
+            ),
+            "webIdentity": _o(
+                "llmkube: read an s3:// source with the pod's own identity (IRSA, workload identity "
+                "federation): a ServiceAccount token of the audience, projected into the model "
+                "downloader, is exchanged with STS (AssumeRoleWithWebIdentity) for temporary keys of "
+                "the role, renewed before they expire. The Secret may still give AWS_REGION, "
+                "AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_STS.",
+                {
+                    "roleArn": _s(
+                        "The IAM role to assume (arn:aws:iam::<account>:role/<name>); its trust policy "
+                        "decides which ServiceAccounts may.",
+                        pattern=ROLE_ARN_PATTERN,
+                        maxLength=2048,
+                    ),
+                    "audience": _s(
+                        "The token's audience (default sts.amazonaws.com).",
+                        default=DEFAULT_WEB_IDENTITY_AUDIENCE,
+                        minLength=1,
+                        maxLength=256,
+                    ),
+                },
+                required=["roleArn"],
             ),
             "format": _s(
                 "gguf (default), mlx, safetensors, pytorch or custom.",

@@ -24,13 +24,17 @@ from llmkube.api.enums import (
 from llmkube.api.isvc_additions import QUALIFIED_KEY_PATTERN
 from llmkube.api.meta import Condition, ObjectMeta
 
-# http(s)://, file://, pvc://, hf://, s3://, an absolute path without whitespace, or a HuggingFace repo id.
-SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|hf://\S+|s3://\S+|/\S*|[a-zA-Z0-9][\w\-./]+)$"
+# http(s)://, file://, pvc://, hf://, s3://, gs:// (an llmkube addition), an absolute path without
+# whitespace, or a HuggingFace repo id.
+SOURCE_PATTERN = r"^(https?://\S+|file://\S+|pvc://\S+|hf://\S+|s3://\S+|gs://\S+|/\S*|[a-zA-Z0-9][\w\-./]+)$"
 # What `files` and `mmproj` may hold (a repository- or prefix-relative path); the planner says
 # what is wrong with one in words (plan/model/fileset.py), the schema only bounds it.
 MAX_FILES = 256
 MAX_FILE_PATH = 1024
 SHA256_PATTERN = r"^[a-fA-F0-9]{64}$"
+# An IAM role's ARN (any partition: aws, aws-cn, aws-us-gov).
+ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]+$"
+DEFAULT_WEB_IDENTITY_AUDIENCE = "sts.amazonaws.com"
 
 
 class ShardingSpec(ApiModel):
@@ -74,6 +78,16 @@ class LocalObjectReference(ApiModel):
     name: str | None = ""
 
 
+class WebIdentity(ApiModel):
+    """An s3:// source read with the pod's own identity (an llmkube addition): a ServiceAccount
+    token of the audience, projected into the downloader, exchanged with STS
+    (AssumeRoleWithWebIdentity) for temporary keys of the role, as IRSA and workload identity
+    federation do."""
+
+    role_arn: str = Field(pattern=ROLE_ARN_PATTERN, max_length=2048)
+    audience: str | None = Field(default=DEFAULT_WEB_IDENTITY_AUDIENCE, min_length=1, max_length=256)
+
+
 class ModelSpec(ApiModel):
     source: str = Field(pattern=SOURCE_PATTERN)
     sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)
@@ -92,6 +106,9 @@ class ModelSpec(ApiModel):
     files: list[str] | None = Field(default=None, max_length=MAX_FILES)
     #: a multimodal projector to stage beside the model (llama.cpp's --mmproj)
     mmproj: str | None = Field(default=None, max_length=MAX_FILE_PATH)
+    # -- llmkube additions ------------------------------------------------------------------------
+    #: s3:// with the pod's identity instead of (or besides) the Secret's keys
+    web_identity: WebIdentity | None = None
 
 
 class GGUFMetadata(ApiModel):

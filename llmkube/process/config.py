@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 from llmkube.controllers.worker_counts import model_workers_for
 
 if TYPE_CHECKING:
+    from llmkube.apimachinery.proxy import ProxyConfig
     from llmkube.controllers.setup import ControllersConfig
     from llmkube.manager import ManagerConfig
     from llmkube.plan.model.egress import EgressConfig
@@ -32,8 +33,10 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
     intel = os.environ.get("LLMKUBE_INTEL_GPU_RESOURCE") or "gpu.intel.com/i915"
     roots = normalized_roots((args.model_local_roots or "").split(","))
     cache_sizes = service_cache_sizes(args.service_cache_size, args.max_service_cache_size)
+    egress = egress_config(args)
+    proxy = download_proxy(egress)
     return ControllersConfig(
-        model_egress=egress_config(args),
+        model_egress=egress,
         operator=OperatorConfig(
             model_cache_path=args.model_cache_path,
             model_cache_size=args.model_cache_size,
@@ -48,6 +51,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             ca_cert_configmap=args.ca_cert_configmap,
             init_container_image=args.init_container_image,
             hf_endpoint=args.hf_endpoint,
+            download_proxy=proxy,
             runtime_images=MappingProxyType(
                 _parsed("--runtime-images", args.runtime_images, parse_runtime_images)
             ),
@@ -62,6 +66,7 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             intel_gpu_resource=intel,
             local_source_roots=roots,
             hf_endpoint=args.hf_endpoint,
+            download_proxy=proxy,
             namespace_cache=bool(args.model_cache_path),
             downloader_image=args.init_container_image,
             default_fsgroup=args.default_fsgroup,
@@ -76,28 +81,38 @@ def controllers_config(args: argparse.Namespace) -> "ControllersConfig":
             tenancy_policy(args, roots),
             allowed_images=args.router_allowed_images,
             external_hosts=args.router_external_hosts,
+            proxy=proxy,
         ),
         controller_namespace=args.leader_election_namespace,
     )
 
 
 def router_plan_config(
-    image: str, tenancy: "TenancyPolicy", *, allowed_images: str = "", external_hosts: str = ""
+    image: str,
+    tenancy: "TenancyPolicy",
+    *,
+    allowed_images: str = "",
+    external_hosts: str = "",
+    proxy: "ProxyConfig | None" = None,
 ) -> "RouterPlanConfig":
     """--router-image, --router-allowed-images, --router-external-hosts. Raises ValueError naming
     the flag."""
+    from dataclasses import replace
+
     from llmkube.plan.allowed_hosts import parse_allowed_hosts
     from llmkube.plan.router.objects import RouterPlanConfig
 
     images = _listed(allowed_images)
     if bad := [i for i in images if any(c.isspace() for c in i) or i.startswith(("-", "@", ":"))]:
         raise ValueError(f"--router-allowed-images: {', '.join(bad)}: not an image reference")
-    return RouterPlanConfig(
+    config = RouterPlanConfig(
         tenancy=tenancy,
         allowed_images=tuple(images),
         external_hosts=_parsed("--router-external-hosts", external_hosts, parse_allowed_hosts),
-        **({"image": image} if image else {}),
     )
+    if image:
+        config = replace(config, image=image)
+    return replace(config, egress_proxy=proxy) if proxy is not None else config
 
 
 def heartbeat_timeout(seconds: float) -> float:
@@ -178,6 +193,7 @@ def _parsed(flag: str, value: str | None, parse: Callable[[str], T]) -> "T":
 
 def egress_config(args: argparse.Namespace) -> "EgressConfig":
     """--model-source-allowed-hosts, --service-cidr, --pod-cidr; a ValueError names the flag."""
+    from llmkube.apimachinery.proxy import ProxyConfig
     from llmkube.plan.model.egress import EgressConfig, parse_allowed_hosts, parse_cidrs
 
     return EgressConfig(
@@ -186,6 +202,21 @@ def egress_config(args: argparse.Namespace) -> "EgressConfig":
         ),
         service_cidrs=_parsed("--service-cidr", args.service_cidr, parse_cidrs),
         pod_cidrs=_parsed("--pod-cidr", args.pod_cidr, parse_cidrs),
+        proxy=_parsed("HTTPS_PROXY/HTTP_PROXY", "", lambda _: ProxyConfig.from_environ(os.environ)),
+    )
+
+
+def download_proxy(egress: "EgressConfig") -> "ProxyConfig":
+    """The downloader's proxies: the controller's, with what it knows of the cluster's own addresses
+    at start (`.svc`, the cluster domain, --service-cidr, --pod-cidr, the API server's Service
+    address) in NO_PROXY. (What it discovers later is not: pod specs must not change with it.)"""
+    from llmkube.plan.model.egress import cluster_networks, endpoints_at, proxy_bypassing_cluster
+
+    host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+    return proxy_bypassing_cluster(
+        egress.proxy,
+        cluster_networks(egress.service_cidrs, egress.pod_cidrs),
+        endpoints_at([host], 443) if host else frozenset(),
     )
 
 

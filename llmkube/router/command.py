@@ -1,6 +1,7 @@
 """`llmkube router`: serve one ModelRouter until told to stop."""
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ def _listen(value: str) -> tuple[str, int]:
 def router_settings(args: argparse.Namespace, *, loop: str = "asyncio") -> "RouterSettings":
     """What `llmkube router ARGS` runs with (the tests run a router pod's own arguments through it).
     Raises ValueError naming the flag."""
+    from llmkube.apimachinery.proxy import ProxyConfig
     from llmkube.plan.allowed_hosts import parse_allowed_hosts
     from llmkube.router.http import Limits
     from llmkube.router.process import RouterSettings
@@ -41,6 +43,10 @@ def router_settings(args: argparse.Namespace, *, loop: str = "asyncio") -> "Rout
         external_hosts = parse_allowed_hosts(args.external_hosts or "")
     except ValueError as invalid:
         raise ValueError(f"--external-hosts: {invalid}") from None
+    try:
+        proxy = ProxyConfig.from_environ(os.environ)
+    except ValueError as invalid:
+        raise ValueError(f"HTTPS_PROXY/HTTP_PROXY: {invalid}") from None
     return RouterSettings(
         name=args.model_router,
         namespace=namespace,
@@ -52,6 +58,7 @@ def router_settings(args: argparse.Namespace, *, loop: str = "asyncio") -> "Rout
         stream_idle_timeout=args.stream_idle_timeout,
         endpoint_wait=max(0.0, args.endpoint_wait),
         external_hosts=external_hosts,
+        proxy=proxy,
         limits=Limits(
             max_connections=max(0, args.max_connections),
             max_connections_per_client=max(0, args.max_connections_per_client),

@@ -17,6 +17,7 @@ from pathlib import Path
 import prometheus_client
 import structlog
 
+from llmkube.apimachinery.proxy import DIRECT, ProxyConfig
 from llmkube.kube.exposition import exposition_chunks
 from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.plan.allowed_hosts import AllowedHost
@@ -51,6 +52,8 @@ class RouterSettings:
     endpoint_wait: float = 30.0
     #: --external-hosts: where a backend with credentials may lead besides its provider's own host
     external_hosts: tuple[AllowedHost, ...] = ()
+    #: HTTPS_PROXY / HTTP_PROXY / NO_PROXY: the proxy external providers are reached through
+    proxy: ProxyConfig = DIRECT
     #: /readyz fails once a watch has failed this long
     watch_failure_tolerance: float = 120.0
     handle_signals: bool = True
@@ -132,7 +135,7 @@ class RouterProcess:
         if self._client is None:
             self._client = ApiClient.from_config(await load_client_config(settings.kubeconfig))
         unregister = self.metrics.register_state(self.state)
-        self.upstreams = Upstreams(stream_idle_timeout=settings.stream_idle_timeout)
+        self.upstreams = Upstreams(stream_idle_timeout=settings.stream_idle_timeout, proxy=settings.proxy)
         self.watches = RouterWatches(self.client, self.state)
         prober = Prober(self.state, self.upstreams)
         self.proxy = Proxy(

@@ -6,20 +6,28 @@ checked before the request, every address a name resolves to before the router c
 Answers are passed through as the backend sent them: no decompression (the router asks for
 `identity`, so the usage in an answer can be read), no redirects followed, no cookies kept (the
 pools are shared by every client: a cookie one answer sets must not go out with the next client's
-request)."""
+request).
+
+Behind a company proxy (the router's HTTPS_PROXY / HTTP_PROXY / NO_PROXY, read as kubectl reads
+them; the controller gives its own to the router pods) external providers are reached through it
+in CONNECT tunnels, the provider's host still resolved and checked here first; the cluster's own
+addresses (`.svc`, the cluster domain, the API server's Service address) never go to the proxy, and
+the pods of InferenceServices are always reached directly."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import ipaddress
 import os
 import socket
 from collections.abc import Iterable
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
+from llmkube.apimachinery.proxy import DIRECT, ProxyConfig, in_cluster_bypass
 from llmkube.plan.router import egress
-from llmkube.router.http import Answer, Origin, Pool, Resolve
+from llmkube.router.http import Answer, Origin, Pool, Resolve, Route, Tunnel
 
 __all__ = [
     "EXTERNAL_KEEPALIVE_SECONDS",
@@ -30,6 +38,7 @@ __all__ = [
     "check_literal",
     "guarded_resolve",
     "origin_of",
+    "proxy_route",
 ]
 
 Endpoint = tuple[egress.IPAddress, int]
@@ -99,6 +108,33 @@ def guarded_resolve(api_servers: tuple[Endpoint, ...]) -> Resolve:
     return resolve
 
 
+def _tunnel(proxy_url: str) -> Tunnel:
+    parts = urlsplit(proxy_url)
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    authorization = ""
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        authorization = "Basic " + base64.b64encode(pair.encode()).decode()
+    return Tunnel(Origin(scheme, parts.hostname or "", port), authorization)
+
+
+def proxy_route(proxy: ProxyConfig, api_servers: Iterable[Endpoint] = ()) -> Route | None:
+    """Which external origins go through the proxy (None when there is none): NO_PROXY's, and the
+    cluster's own addresses, which a proxy outside the cluster cannot reach."""
+    if not proxy.enabled:
+        return None
+    hosts = [str(address) for address, _ in api_servers]
+    config = proxy.bypassing(in_cluster_bypass(hosts=hosts))
+    tunnels = {url: _tunnel(url) for url in config.proxies}
+
+    def route(origin: Origin) -> Tunnel | None:
+        proxy_url = config.proxy_for(f"{origin.scheme}://{origin.host_header}/")
+        return tunnels[proxy_url] if proxy_url is not None else None
+
+    return route
+
+
 #: How long the router keeps an idle connection to a pod. Below the idle timeout of the servers an
 #: InferenceService runs (llama.cpp's cpp-httplib and vLLM's uvicorn close after 5 s): a connection
 #: the backend closes just as the router reuses it fails a request the backend never read.
@@ -109,7 +145,11 @@ EXTERNAL_KEEPALIVE_SECONDS = 15.0
 
 class Upstreams:
     def __init__(
-        self, *, stream_idle_timeout: float, api_servers: tuple[Endpoint, ...] | None = None
+        self,
+        *,
+        stream_idle_timeout: float,
+        api_servers: tuple[Endpoint, ...] | None = None,
+        proxy: ProxyConfig = DIRECT,
     ) -> None:
         self.api_servers = api_server_endpoints() if api_servers is None else api_servers
         self.local = Pool(keepalive=LOCAL_KEEPALIVE_SECONDS, read_timeout=stream_idle_timeout)
@@ -117,6 +157,7 @@ class Upstreams:
             keepalive=EXTERNAL_KEEPALIVE_SECONDS,
             read_timeout=stream_idle_timeout,
             resolve=guarded_resolve(self.api_servers),
+            route=proxy_route(proxy, self.api_servers),
         )
 
     async def send(

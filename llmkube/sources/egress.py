@@ -10,7 +10,11 @@ to 127.0.0.1 for the connection is the classic way around a check, DNS rebinding
 * aiohttp does not resolve an address literal (`http://127.0.0.1/`, `http://[::ffff:7f00:1]/`),
   so `open_checked` checks a literal host itself before each request;
 * `open_checked` follows redirects itself, one hop at a time, so each hop's host is checked like
-  the first (aiohttp's own redirect following would connect first).
+  the first (aiohttp's own redirect following would connect first);
+* behind a proxy (the policy's `proxy`: HTTPS_PROXY / NO_PROXY) aiohttp connects to the proxy
+  only, so `open_checked` resolves the hop's host itself and checks every address before the
+  proxy is asked for it; the resolver lets the proxy's own address through (the admin's), and
+  nothing else.
 
 A refusal is a `SourceNotAllowed` (an OSError, which is what aiohttp expects from a resolver and
 wraps into a ClientConnectorError); `refused` finds it in whatever aiohttp raised.
@@ -21,11 +25,13 @@ import errno
 import ipaddress
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
+from llmkube.apimachinery.proxy import DIRECT
 from llmkube.plan.model.egress import EgressPolicy, refusal
 
 __all__ = [
@@ -79,6 +85,39 @@ def _literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return None
 
 
+def _proxy_endpoints(policy: EgressPolicy) -> frozenset[tuple[str, int]]:
+    endpoints = set()
+    for proxy in policy.proxy.proxies:
+        url = URL(proxy)
+        if url.raw_host:
+            endpoints.add((url.raw_host.lower(), url.port or (443 if url.scheme == "https" else 80)))
+    return frozenset(endpoints)
+
+
+async def check_resolved(url: URL, policy: EgressPolicy, inner: AbstractResolver | None = None) -> None:
+    """Resolve the URL's host and refuse it when the policy refuses any of its addresses (what the
+    guarded resolver does for a direct connection, for a request the proxy will connect)."""
+    host = url.raw_host or ""
+    if _literal(host) is not None:
+        return  # check_url has checked it
+    resolver = GuardedResolver(lambda: replace(policy, proxy=DIRECT), inner)
+    try:
+        await resolver.resolve(host, url.port or 0, socket.AF_UNSPEC)
+    except SourceNotAllowed:
+        raise
+    except OSError as error:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        if any(entry.names(host, port) for entry in policy.allowed):
+            return  # the admin named it (whatever it resolves to): the proxy resolves it
+        raise SourceNotAllowed(
+            host,
+            f"{host} does not resolve here ({error.strerror or error}), so the egress rules cannot check it",
+        ) from None
+    finally:
+        if inner is None:
+            await resolver.close()
+
+
 def check_url(url: URL, policy: EgressPolicy) -> None:
     """Refuse a URL the controller must not fetch before anything is sent: a scheme other than
     http(s), or an address literal the policy refuses. A host name is checked by the resolver."""
@@ -109,6 +148,8 @@ class GuardedResolver(AbstractResolver):
             self._inner = aiohttp.ThreadedResolver()
         results = await self._inner.resolve(host, port, family)
         policy = self._policy()
+        if (host.lower(), port) in _proxy_endpoints(policy):
+            return results  # the admin's proxy: the rules are asked about what it is asked for
         for result in results:
             address = _literal(result["host"])
             reason = (
@@ -140,16 +181,28 @@ async def open_checked(
     *,
     headers: Mapping[str, str],
     client_timeout: aiohttp.ClientTimeout,
+    resolver: AbstractResolver | None = None,
 ) -> AsyncIterator[aiohttp.ClientResponse]:
     """`session.request(method, url)`, redirects followed one checked hop at a time; yields the
     first answer that is not a redirect. Raises SourceNotAllowed for a refused hop (the message
-    names where the source redirected to), TooManyRedirects, or what aiohttp raises."""
+    names where the source redirected to), TooManyRedirects, or what aiohttp raises. `resolver`
+    resolves the hosts asked of a proxy (the system's by default), to check them first."""
     hop = URL(url)
     for _ in range(MAX_REDIRECTS + 1):
         try:
-            check_url(hop, policy())
+            current = policy()
+            check_url(hop, current)
+            proxy = current.proxy.proxy_for(str(hop))
+            if current.proxy.enabled:
+                # The proxy's own host may be named too: checked like any, however it is reached.
+                await check_resolved(hop, current, resolver)
             response = await session.request(
-                method, hop, headers=dict(headers), timeout=client_timeout, allow_redirects=False
+                method,
+                hop,
+                headers=dict(headers),
+                timeout=client_timeout,
+                allow_redirects=False,
+                proxy=proxy,
             )
         except (SourceNotAllowed, aiohttp.ClientError) as error:
             denied = refused(error)

@@ -8,6 +8,7 @@ import os
 import aiohttp
 import orjson
 
+from llmkube.apimachinery.proxy import ProxyConfig, ProxyURLError
 from llmkube.plan.model.source import SourceKind, classify_source, parse_hf_source
 from llmkube.usercli.errors import UserError
 from llmkube.usercli.hub_files import Chosen, choose_files, split_quantization
@@ -34,9 +35,13 @@ async def repository_files(repo: str, revision: str) -> list[str]:
     url = f"{endpoint}/api/models/{repo}/revision/{revision}"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
+        proxy = ProxyConfig.from_environ(os.environ).proxy_for(url)  # HTTPS_PROXY / NO_PROXY, as kubectl
+    except ProxyURLError as error:
+        raise UserError(f"HTTPS_PROXY/HTTP_PROXY: {error}") from None
+    try:
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS)) as http,
-            http.get(url, headers=headers) as response,
+            http.get(url, headers=headers, proxy=proxy) as response,
         ):
             if response.status in (401, 403):
                 raise UserError(

@@ -146,8 +146,8 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("args not a list", "InferenceService", {"args": "--verbose"}, "spec.args"),
     ("model without source", "Model", {"source": None}, "spec.source"),
     ("model source with spaces", "Model", {"source": "my model.gguf"}, "spec.source"),
-    # s3:// and hf:// are sources; gs:// is not
-    ("model source scheme", "Model", {"source": "gs://bucket/m.gguf"}, "spec.source"),
+    # s3://, gs:// and hf:// are sources; ftp:// is not
+    ("model source scheme", "Model", {"source": "ftp://bucket/m.gguf"}, "spec.source"),
     ("sha256 too short", "Model", {"sha256": "abc123"}, "spec.sha256"),
     ("refresh policy", "Model", {"refreshPolicy": "Always"}, "spec.refreshPolicy"),
     ("format", "Model", {"format": "onnx"}, "spec.format"),

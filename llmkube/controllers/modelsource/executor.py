@@ -51,6 +51,8 @@ from llmkube.sources import PolicySource
 
 #: The downloader's endpoint for s3:// without AWS_ENDPOINT_URL or AWS_REGION (download_scripts.py).
 PUBLIC_S3_ENDPOINT = "https://s3.us-east-1.amazonaws.com"
+#: Cloud Storage's XML API: public objects at /<bucket>/<object>, with ETags and Range
+PUBLIC_GCS_ENDPOINT = "https://storage.googleapis.com"
 
 
 def combined_probe(outcomes: Sequence[ProbeOutcome]) -> ProbeOutcome:
@@ -106,6 +108,8 @@ class ModelSourceIO:
     copy_bytes_per_second: float | None = None
     local_roots: tuple[str, ...] = ()
     policy: PolicySource = default_policy
+    #: where a public gs:// object is read (Cloud Storage's; a stand-in in tests)
+    gcs_endpoint: str = PUBLIC_GCS_ENDPOINT
 
     async def observe_cached_file(self, model: Model, config: ModelPlanConfig) -> CachedFile | None:
         """What `<cache>/<cacheKey>/` holds for a controller-cached (local, non-metal) Model."""
@@ -159,10 +163,15 @@ class ModelSourceIO:
     async def _probe(self, action: ModelAction, facts: ModelFacts) -> ModelFacts:
         if action.source_kind is SourceKind.LOCAL:
             return replace(facts, probe=await probe_local_fingerprint(action.source, self.local_roots))
-        if action.secret:
+        if action.secret or action.identity:
             # The credentials are the downloader's (docs/security.md: the controller reads no
-            # Secret): nothing is sent, and status says what is therefore not known.
-            detail = f"Secret {action.secret!r} holds the credentials, which the controller does not read"
+            # Secret, and has no pod's identity): nothing is sent, and status says what is
+            # therefore not known.
+            detail = (
+                f"the pods' web identity (role {action.identity!r}) signs the requests"
+                if action.identity
+                else f"Secret {action.secret!r} holds the credentials, which the controller does not read"
+            )
             unread = ProbeOutcome(failure=ProbeFailure.CREDENTIALS_UNREADABLE, detail=detail)
             header = RemoteHeader(failure=HeaderFailure.CREDENTIALS_UNREADABLE, detail=detail)
             return replace(facts, probe=unread, remote_header=header if action.read_header else None)
@@ -185,6 +194,8 @@ class ModelSourceIO:
         the one the downloader uses without AWS_ENDPOINT_URL."""
         if action.remote_kind is SourceKind.S3:
             return f"{PUBLIC_S3_ENDPOINT}{location}"
+        if action.remote_kind is SourceKind.GS:
+            return f"{self.gcs_endpoint.rstrip('/')}{location}"
         return location
 
 

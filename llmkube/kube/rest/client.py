@@ -124,7 +124,9 @@ class ApiClient:
 
     @classmethod
     def from_config(cls, config: ClientConfig, **kwargs: Any) -> ApiClient:
-        transport = AiohttpTransport(config.ssl_context, server_hostname=config.tls_server_name)
+        transport = AiohttpTransport(
+            config.ssl_context, server_hostname=config.tls_server_name, proxy=config.proxy
+        )
         return cls(config.host, transport=transport, auth=config.auth, **kwargs)
 
     def without_write_guard(self) -> ApiClient:

@@ -12,10 +12,12 @@ import os
 import ssl
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from llmkube.apimachinery.proxy import ProxyConfig, ProxyURLError
 from llmkube.kube.rest.exec_credential import ExecAuth, ExecCredential, run_exec_plugin
 from llmkube.kube.rest.kubeconfig import ConfigError, Material, ResolvedConfig, merge_kubeconfigs, resolve
 
@@ -95,6 +97,8 @@ class ClientConfig:
     tls_server_name: str | None = None
     #: the namespace the kubeconfig context names (or the pod's own, in-cluster); None if neither
     namespace: str | None = None
+    #: the proxies of the requests: the kubeconfig's `proxy-url`, else HTTPS_PROXY/NO_PROXY
+    proxy: ProxyConfig = field(default_factory=ProxyConfig)
 
 
 def in_cluster(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> bool:
@@ -198,6 +202,23 @@ def ssl_context(resolved: ResolvedConfig, credential: ExecCredential | None = No
     return context
 
 
+def proxy_config(resolved: ResolvedConfig, environ: Mapping[str, str] | None = None) -> ProxyConfig:
+    """kubectl's rule: the cluster's `proxy-url` when it has one (every request, loopback
+    included), else the environment's HTTPS_PROXY / HTTP_PROXY / NO_PROXY (loopback never). In a
+    pod, the API server's Service address is never proxied (a proxy outside the cluster cannot
+    reach it; client-go leaves that to NO_PROXY, which is easy to forget)."""
+    environ = os.environ if environ is None else environ
+    try:
+        if resolved.proxy_url:
+            return ProxyConfig.through(resolved.proxy_url)
+        proxy = ProxyConfig.from_environ(environ)
+    except ProxyURLError as error:
+        where = "the cluster's proxy-url" if resolved.proxy_url else "HTTPS_PROXY/HTTP_PROXY"
+        raise ConfigError(f"{where}: {error}") from None
+    service_host = environ.get("KUBERNETES_SERVICE_HOST", "")
+    return proxy.bypassing([service_host]) if proxy.enabled and service_host else proxy
+
+
 async def client_config(resolved: ResolvedConfig) -> ClientConfig:
     auth: AuthProvider
     credential = None
@@ -219,6 +240,7 @@ async def client_config(resolved: ResolvedConfig) -> ClientConfig:
         ssl_context=ssl_context(resolved, credential),
         tls_server_name=resolved.tls_server_name,
         namespace=resolved.namespace,
+        proxy=proxy_config(resolved),
     )
 
 

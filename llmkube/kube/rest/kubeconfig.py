@@ -76,6 +76,8 @@ class ResolvedConfig:
     cluster_info: Mapping[str, Any] = field(default_factory=dict)
     #: the context's namespace (the user commands' default), None when it names none
     namespace: str | None = None
+    #: the cluster's `proxy-url`: every request to it goes through that proxy (client-go's rule)
+    proxy_url: str | None = None
 
 
 _PATH_KEYS = {
@@ -246,6 +248,7 @@ def resolve(config: Mapping[str, Any], context: str | None = None) -> ResolvedCo
         exec_plugin=_exec_plugin(exec_body, str(user_name)) if isinstance(exec_body, Mapping) else None,
         cluster_info=_cluster_info(cluster, ca),
         namespace=_context_namespace(ctx),
+        proxy_url=str(cluster["proxy-url"]) if cluster.get("proxy-url") else None,
     )
 
 

@@ -87,6 +87,7 @@ async def _relay(
             headers=headers,
             ssl=ssl_option,
             server_hostname=config.tls_server_name,
+            proxy=config.proxy.proxy_for(config.host),
             max_msg_size=0,
             autoping=True,
         ) as ws:

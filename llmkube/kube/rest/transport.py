@@ -13,6 +13,8 @@ from typing import Protocol
 import aiohttp
 from yarl import URL
 
+from llmkube.apimachinery.proxy import ProxyConfig
+
 __all__ = ["AiohttpTransport", "HttpResponse", "RequestTimeout", "Transport", "TransportError"]
 
 
@@ -99,8 +101,10 @@ class AiohttpTransport:
         *,
         server_hostname: str | None = None,
         pool_size: int = 100,
+        proxy: ProxyConfig | None = None,
     ) -> None:
         self._ssl_context = ssl_context
+        self._proxy = proxy or ProxyConfig()
         self._server_hostname = server_hostname
         self._pool_size = pool_size
         self._session: aiohttp.ClientSession | None = None
@@ -141,6 +145,7 @@ class AiohttpTransport:
                 timeout=client_timeout,
                 server_hostname=self._server_hostname,
                 allow_redirects=False,
+                proxy=self._proxy.proxy_for(url),
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TransportError(f"{method} {url}: {exc!r}") from exc

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from llmkube.api.enums import GPUVendor
+from llmkube.apimachinery.proxy import DIRECT, ProxyConfig
 from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT
 from llmkube.plan.tenancy import TenancyPolicy
 
@@ -43,6 +44,9 @@ class OperatorConfig:
     init_container_image: str = "docker.io/curlimages/curl:8.18.0"
     # Where hf:// Models' files are fetched from (--hf-endpoint): the Hub, or a mirror of it.
     hf_endpoint: str = DEFAULT_HF_ENDPOINT
+    # The controller's HTTPS_PROXY / HTTP_PROXY / NO_PROXY, the cluster's own addresses bypassing
+    # it: what the model downloader gets (plan/model/downloader.py).
+    download_proxy: ProxyConfig = DIRECT
     # <= 0 disables the default fsGroup (OpenShift assigns its own).
     default_fsgroup: int = 102
     # LLMKUBE_INTEL_GPU_RESOURCE; kept as its own setting for parity with the reference flag.

@@ -12,7 +12,9 @@ cache key instead, which is a hash of the source it describes.
 from llmkube.api.model import Model
 from llmkube.plan.model.source import SourceKind, cache_key, classify_source
 
-_HASHED_SOURCES = frozenset({SourceKind.HTTP, SourceKind.HF, SourceKind.S3, SourceKind.LOCAL, SourceKind.PVC})
+_HASHED_SOURCES = frozenset(
+    {SourceKind.HTTP, SourceKind.HF, SourceKind.S3, SourceKind.GS, SourceKind.LOCAL, SourceKind.PVC}
+)
 
 
 def describes_current_spec(model: Model) -> bool:

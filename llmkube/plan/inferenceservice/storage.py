@@ -207,10 +207,13 @@ def plan_storage(
             sha256=model.spec.sha256,
             on_change=model.spec.refresh_policy == "OnChange",
             hf_endpoint=config.hf_endpoint,
+            proxy=config.download_proxy,
         )
         model_path = posixpath.join(cache_dir, remote.primary.dest)
         mmproj_path = posixpath.join(cache_dir, remote.mmproj) if remote.mmproj else ""
         env, env_from = downloader.download_env(target), downloader.secret_env_from(remote)
+        volumes += downloader.identity_volume(remote)
+        init_mounts += downloader.identity_mount(remote)
     init_container = downloader.downloader_container(
         image=config.init_container_image,
         env=env,

@@ -104,15 +104,15 @@ def msg_unsupported_source(source: str) -> str:
     return (
         f"spec.source {go_quote(source)} is not a supported model source: expected http(s)://..., "
         "file://..., pvc://<claim>/<path>, hf://<org>/<repo>[@<revision>], s3://<bucket>/<key>, "
-        "an absolute path, or a HuggingFace repo id (org/name)"
+        "gs://<bucket>/<object>, an absolute path, or a HuggingFace repo id (org/name)"
     )
 
 
 def msg_files_unsupported(source: str) -> str:
     return (
-        f"spec.files and spec.mmproj stage files from a Hugging Face repository, an s3:// prefix, an "
-        f"http(s) base URL or a pvc:// directory, not from {go_quote(source)} (a local path, or an "
-        "http(s) source of a Model the host agent serves, is one file: list none)"
+        "spec.files and spec.mmproj stage files from a Hugging Face repository, an s3:// or gs:// "
+        f"prefix, an http(s) base URL or a pvc:// directory, not from {go_quote(source)} (a local "
+        "path, or an http(s) source of a Model the host agent serves, is one file: list none)"
     )
 
 
@@ -143,6 +143,13 @@ def msg_credentials_unreadable(secret: str) -> str:
     return (
         f"status.gguf and status.size are not read: the controller may not read Secret {go_quote(secret)} "
         "(a Role in this namespace granting it get on that Secret lets it; see docs/models.md)"
+    )
+
+
+def msg_identity_credentials(role_arn: str) -> str:
+    return (
+        "status.gguf and status.size are not read: the pods' web identity (role "
+        f"{go_quote(role_arn)}) signs the requests, and the controller has none of its keys"
     )
 
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from llmkube.api.base import KubeObject
 from llmkube.api.model import ModelStatus
+from llmkube.apimachinery.proxy import DIRECT, ProxyConfig
 from llmkube.plan.model.remote import DEFAULT_HF_ENDPOINT
 from llmkube.plan.model.source import SourceKind
 
@@ -41,6 +42,8 @@ class ModelPlanConfig:
     local_source_roots: tuple[str, ...] = ()
     # --hf-endpoint: the Hub (or its mirror) hf:// files come from.
     hf_endpoint: str = DEFAULT_HF_ENDPOINT
+    # The proxies the model downloader goes through (OperatorConfig.download_proxy's).
+    download_proxy: ProxyConfig = DIRECT
     # What a prefetch Job needs: the namespace's model cache (off when --model-cache-path is
     # empty), the downloader's image, the pods' fsGroup and the custom CA.
     namespace_cache: bool = True
@@ -95,6 +98,8 @@ class ModelAction:
     #: sourceSecretRef: the Secret whose keys sign the requests ("" for none), and its namespace
     secret: str = ""
     namespace: str = ""
+    #: spec.webIdentity's role: the pod's identity signs the requests, which the controller lacks
+    identity: str = ""
 
 
 NO_ACTION = ModelAction()

@@ -7,7 +7,7 @@ InferenceService field can inject shell syntax, and curl gets each URL after `--
 option) and only http(s) (`--proto`). Credentials go to curl on its standard input (`-K -`), never
 on its command line, where every process of the pod could read them.
 
-DOWNLOAD_REMOTE stages every file of an http(s), hf:// or s3:// Model (`MODEL_FILES`: one
+DOWNLOAD_REMOTE stages every file of an http(s), hf://, s3:// or gs:// Model (`MODEL_FILES`: one
 `<path below CACHE_DIR><TAB><URL>` line per file, the model file first):
 
 * a file that is there is a cache hit: with refreshPolicy IfNotPresent no request is made for it;
@@ -29,6 +29,17 @@ DOWNLOAD_REMOTE stages every file of an http(s), hf:// or s3:// Model (`MODEL_FI
 * progress every 5 seconds, `llmkube-download: <bytes> of <total> bytes (<n>%)`, which the
   controller reads into status, and a last line, also the container's termination message:
   `llmkube-download: done: <n> files, <bytes> bytes in <dir> (<d> downloaded, <h> cache hits)`.
+
+An s3:// Model with `webIdentity` (or a pod that IRSA's webhook gave AWS_ROLE_ARN and
+AWS_WEB_IDENTITY_TOKEN_FILE) has no keys of its own: the projected ServiceAccount token is sent to
+STS (`AssumeRoleWithWebIdentity`, at AWS_ENDPOINT_URL_STS or the region's endpoint) in a POST body
+read from the file (never on a command line), and the temporary keys it answers sign the requests
+with their session token; they are renewed (the token file read again: the kubelet rotates it)
+five minutes before they expire. EKS Pod Identity (AWS_CONTAINER_CREDENTIALS_FULL_URI and
+AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, which its webhook injects) is asked for the keys the same
+way, its token sent from curl's standard input. Static keys (AWS_ACCESS_KEY_ID), when the Secret
+has them, win, as in the AWS SDKs. STS's refusal is reported in its own words (`AccessDenied`,
+`InvalidIdentityToken`) with exit 3; no answer or a 5xx with exit 1.
 
 Two pods staging the same Model at once (replicas starting together) take turns on a lock file in
 its directory (`flock`).
@@ -84,6 +95,80 @@ transient_or_not() {  # the exit code for an HTTP status (000: no answer at all)
   case "$1" in 000|408|429|5??) echo 1 ;; *) echo 3 ;; esac
 }
 cfg() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
+ID_KEY=; ID_SECRET=; ID_TOKEN=; ID_UNTIL=0
+# An hour: every role allows that (its MaxSessionDuration is at least an hour); renewed 5 minutes
+# before the end (a session of 10 minutes or less: when it ends).
+ID_SECONDS=${LLMKUBE_WEB_IDENTITY_SECONDS:-3600}
+case "$ID_SECONDS" in ''|*[!0-9]*) ID_SECONDS=3600 ;; esac
+ID_MARGIN=300; [ "$ID_SECONDS" -gt 600 ] || ID_MARGIN=0
+xml() { sed -n "s:.*<$1>\([^<]*\)</$1>.*:\1:p" "$B" 2>/dev/null | head -n 1; }
+json() { tr -d '\n' < "$B" 2>/dev/null | sed -n "s/.*\"$1\" *: *\"\([^\"]*\)\".*/\1/p" | head -n 1; }
+identity() {  # temporary keys from the pod's identity, when the Secret gives no static ones
+  [ "$DOWNLOAD_KIND" = s3 ] && [ -z "${AWS_ACCESS_KEY_ID:-}" ] || return 0
+  if [ -n "${AWS_ROLE_ARN:-}" ]; then
+    web_identity
+  elif [ -n "${AWS_CONTAINER_CREDENTIALS_FULL_URI:-}" ]; then
+    pod_identity
+  fi
+}
+pod_identity() {  # EKS Pod Identity: the node agent's keys for the pod, renewed likewise
+  now=$(date +%s)
+  [ "$now" -lt "$ID_UNTIL" ] && return 0
+  file=${AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE:-}
+  if [ -z "$file" ] || [ ! -r "$file" ] || [ ! -s "$file" ]; then
+    finish 3 "failed: the pod identity token ${file:-(no token file named)} cannot be read"
+  fi
+  uri=$AWS_CONTAINER_CREDENTIALS_FULL_URI
+  rm -f "$H" "$B"
+  result=$(printf 'header = "Authorization: %s"\n' "$(cfg "$(cat "$file")")" | curl -K - -sS \
+    --proto =http,https --connect-timeout 10 --retry 5 --retry-connrefused --retry-max-time 60 \
+    -A llmkube-model-downloader -D "$H" -o "$B" -w '%{http_code} %{errormsg}' --url "$uri" 2>/dev/null)
+  code=${result%% *}
+  [ -f "$H" ] || : > "$H"
+  if [ "$code" != 200 ]; then
+    if [ "$code" = 000 ]; then why="no answer (${result#* })"; else why=$(server_error "$code"); fi
+    finish "$(transient_or_not "$code")" "failed: the pod identity agent at $uri refused: $why"
+  fi
+  ID_KEY=$(json AccessKeyId); ID_SECRET=$(json SecretAccessKey); ID_TOKEN=$(json Token)
+  rm -f "$H" "$B"
+  if [ -z "$ID_KEY" ] || [ -z "$ID_SECRET" ]; then
+    finish 1 "failed: the pod identity agent at $uri answered without credentials"
+  fi
+  ID_UNTIL=$((now + ID_SECONDS - ID_MARGIN))
+  say "signed in with the pod identity (keys renewed in $((ID_SECONDS - ID_MARGIN)) s)"
+}
+web_identity() {  # temporary keys of AWS_ROLE_ARN for the web identity token, renewed before expiry
+  now=$(date +%s)
+  [ "$now" -lt "$ID_UNTIL" ] && return 0
+  file=${AWS_WEB_IDENTITY_TOKEN_FILE:-}
+  if [ -z "$file" ] || [ ! -r "$file" ] || [ ! -s "$file" ]; then
+    finish 3 "failed: the web identity token ${file:-(AWS_WEB_IDENTITY_TOKEN_FILE is not set)} cannot be read"
+  fi
+  region=${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}
+  sts=${AWS_ENDPOINT_URL_STS:-https://sts.$region.amazonaws.com}
+  rm -f "$H" "$B"
+  result=$(curl -sS --proto =http,https --connect-timeout 30 --retry 5 --retry-connrefused \
+    --retry-max-time 120 -A llmkube-model-downloader -D "$H" -o "$B" -w '%{http_code} %{errormsg}' \
+    --data-urlencode Action=AssumeRoleWithWebIdentity --data-urlencode Version=2011-06-15 \
+    --data-urlencode "RoleArn=$AWS_ROLE_ARN" \
+    --data-urlencode "RoleSessionName=${AWS_ROLE_SESSION_NAME:-llmkube-model-downloader}" \
+    --data-urlencode "DurationSeconds=$ID_SECONDS" --data-urlencode "WebIdentityToken@$file" \
+    --url "${sts%/}/" 2>/dev/null)
+  code=${result%% *}
+  [ -f "$H" ] || : > "$H"
+  if [ "$code" != 200 ]; then
+    if [ "$code" = 000 ]; then why="no answer (${result#* })"; else why=$(server_error "$code"); fi
+    finish "$(transient_or_not "$code")" \
+      "failed: STS at $sts refused the web identity for $AWS_ROLE_ARN: $why"
+  fi
+  ID_KEY=$(xml AccessKeyId); ID_SECRET=$(xml SecretAccessKey); ID_TOKEN=$(xml SessionToken)
+  rm -f "$H" "$B"
+  if [ -z "$ID_KEY" ] || [ -z "$ID_SECRET" ]; then
+    finish 1 "failed: STS at $sts answered without credentials for $AWS_ROLE_ARN"
+  fi
+  ID_UNTIL=$((now + ID_SECONDS - ID_MARGIN))
+  say "signed in as $AWS_ROLE_ARN with the web identity token (keys renewed in $((ID_SECONDS - ID_MARGIN)) s)"
+}
 credentials() {  # curl's configuration (-K -): the Secret's keys never reach a command line
   case "$DOWNLOAD_KIND" in
     hf)
@@ -97,6 +182,10 @@ credentials() {  # curl's configuration (-K -): the Secret's keys never reach a 
         if [ -n "${AWS_SESSION_TOKEN:-}" ]; then
           printf 'header = "x-amz-security-token: %s"\n' "$(cfg "$AWS_SESSION_TOKEN")"
         fi
+      elif [ -n "$ID_KEY" ]; then
+        printf 'user = "%s:%s"\n' "$(cfg "$ID_KEY")" "$(cfg "$ID_SECRET")"
+        printf 'aws-sigv4 = "aws:amz:%s:s3"\n' "$(cfg "${AWS_REGION:-us-east-1}")"
+        printf 'header = "x-amz-security-token: %s"\n' "$(cfg "$ID_TOKEN")"
       fi ;;
   esac
 }
@@ -107,6 +196,9 @@ fetch() {  # curl with the credentials and the options every request shares
 url_of() {
   if [ "$DOWNLOAD_KIND" = s3 ]; then
     endpoint=${AWS_ENDPOINT_URL:-https://s3.${AWS_REGION:-us-east-1}.amazonaws.com}
+    printf '%s%s' "${endpoint%/}" "$1"
+  elif [ "$DOWNLOAD_KIND" = gs ]; then
+    endpoint=${GCS_ENDPOINT_URL:-https://storage.googleapis.com}
     printf '%s%s' "${endpoint%/}" "$1"
   else
     printf '%s' "$1"
@@ -128,6 +220,7 @@ server_error() {  # the server's own words for a refusal: S3's <Code>/<Message>,
   [ -n "$text" ] || text=$(sed -n 's:.*<Message>\([^<]*\)</Message>.*:\1:p' "$B" 2>/dev/null | head -n 1 \
     | sed "s/&#39;/'/g; s/&apos;/'/g; s/&quot;/\"/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\\&/g")
   [ -n "$text" ] || text=$(sed -n 's/.*"error" *: *"\([^"]*\)".*/\1/p' "$B" 2>/dev/null | head -n 1)
+  [ -n "$text" ] || text=$(sed -n 's/.*"message" *: *"\([^"]*\)".*/\1/p' "$B" 2>/dev/null | head -n 1)
   printf 'HTTP %s%s%s' "$1" "${code:+ $code}" "${text:+: $text}" | tr -d '\000-\037' | cut -c 1-300
 }
 probe() {  # probe URL: P_CODE, P_SIZE, P_ETAG, P_SHA, P_RANGES, P_ERROR from one ranged request
@@ -182,6 +275,7 @@ while IFS="$TAB" read -r dest location; do
     continue
   fi
   url=$(url_of "$location")
+  identity
   if ! probe "$url"; then
     if [ -f "$path" ]; then
       say "$dest: $MODEL_SOURCE answered $P_ERROR; keeping the cached copy"
@@ -222,6 +316,7 @@ while IFS="$TAB" read -r dest url size etag want ranges; do
     say "downloading $dest ($size bytes) from $MODEL_SOURCE" | sed 's/(- bytes)/(size unknown)/'
   fi
   if [ "$size" = - ] || [ "$(size_of "$part")" -lt "$size" ]; then
+    identity
     fetch -f --retry 5 --retry-connrefused --retry-max-time 900 -C - -o "$part" \
       -w '%{http_code} %{errormsg}' --url "$url" > "$R" 2>/dev/null &
     pid=$!

@@ -4,12 +4,15 @@ Model's prefetch Job run (the same script, the same environment, the same place 
 The container gets the Model's `sourceSecretRef` as environment (`envFrom`): HF_TOKEN, AWS_* go
 to this container only, never to the inference container. The variables we set ourselves are
 listed under `env`, which Kubernetes lets win over `envFrom`, so no key of the Secret can change
-what is fetched or where it goes.
+what is fetched or where it goes. Behind a company proxy it gets the controller's HTTPS_PROXY,
+HTTP_PROXY and NO_PROXY (both spellings: curl reads only the lower-case `http_proxy`), the
+cluster's own addresses added to NO_PROXY.
 """
 
 from dataclasses import dataclass
 
 from llmkube.api.base import KubeObject
+from llmkube.apimachinery.proxy import DIRECT, ProxyConfig
 from llmkube.plan.model.download_scripts import downloader_script
 from llmkube.plan.model.remote import RemoteSource
 from llmkube.plan.model.source import SourceKind
@@ -18,12 +21,18 @@ NAME = "model-downloader"
 MODELS_MOUNT = "/models"  # where the model volume sits in the downloader and the inference container
 CA_MOUNT = "/custom-certs"
 CA_VOLUME = "custom-ca-cert"
+#: spec.webIdentity: the projected ServiceAccount token the downloader exchanges with STS
+IDENTITY_VOLUME = "web-identity-token"
+IDENTITY_MOUNT = "/var/run/secrets/llmkube.dev/web-identity"
+IDENTITY_TOKEN_FILE = f"{IDENTITY_MOUNT}/token"
+#: the kubelet renews a projected token at 80% of its life: the downloader reads it at each exchange
+IDENTITY_TOKEN_SECONDS = 3600
 #: It asks for little and is capped: curl streams to disk.
 RESOURCES: KubeObject = {
     "requests": {"cpu": "100m", "memory": "64Mi"},
     "limits": {"memory": "512Mi"},
 }
-_KIND_NAMES = {SourceKind.HTTP: "http", SourceKind.HF: "hf", SourceKind.S3: "s3"}
+_KIND_NAMES = {SourceKind.HTTP: "http", SourceKind.HF: "hf", SourceKind.S3: "s3", SourceKind.GS: "gs"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,8 @@ class DownloadTarget:
     sha256: str | None  # spec.sha256: the model file's
     on_change: bool  # refreshPolicy OnChange
     hf_endpoint: str
+    #: the proxies the downloader goes through (HTTPS_PROXY, NO_PROXY... as curl reads them)
+    proxy: ProxyConfig = DIRECT
 
 
 def model_files_value(remote: RemoteSource) -> str:
@@ -58,6 +69,13 @@ def download_env(target: DownloadTarget) -> list[KubeObject]:
     if target.remote.kind is SourceKind.HF:
         # What the Hub's own tools read: the URLs above already point there.
         env.append({"name": "HF_ENDPOINT", "value": target.hf_endpoint})
+    if target.remote.identity is not None:
+        env += [
+            {"name": "AWS_ROLE_ARN", "value": target.remote.identity.role_arn},
+            {"name": "AWS_WEB_IDENTITY_TOKEN_FILE", "value": IDENTITY_TOKEN_FILE},
+        ]
+    # Under `env`, so a Secret's keys cannot send the download through a proxy of its own.
+    env.extend({"name": name, "value": value} for name, value in target.proxy.environment().items())
     return env
 
 
@@ -94,6 +112,24 @@ def downloader_container(
         }
     )
     return container
+
+
+def identity_volume(remote: RemoteSource) -> list[KubeObject]:
+    """spec.webIdentity: the pod's ServiceAccount token for the audience, projected (none without)."""
+    if remote.identity is None:
+        return []
+    token = {
+        "audience": remote.identity.audience,
+        "expirationSeconds": IDENTITY_TOKEN_SECONDS,
+        "path": "token",
+    }
+    return [{"name": IDENTITY_VOLUME, "projected": {"sources": [{"serviceAccountToken": token}]}}]
+
+
+def identity_mount(remote: RemoteSource) -> list[KubeObject]:
+    if remote.identity is None:
+        return []
+    return [{"name": IDENTITY_VOLUME, "mountPath": IDENTITY_MOUNT, "readOnly": True}]
 
 
 def ca_volume(configmap: str) -> KubeObject:

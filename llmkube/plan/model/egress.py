@@ -10,6 +10,12 @@ exception ever opens the API server's own endpoint.
 
 The I/O side (llmkube/sources/egress.py) asks `refusal` about every address a host name
 resolves to and connects only to addresses it allowed, and asks again on every redirect.
+
+Behind a company proxy (HTTPS_PROXY / HTTP_PROXY / NO_PROXY in the process's environment, read
+as kubectl reads them: llmkube/apimachinery/proxy.py) the rule is the same: it is asked about the
+host the source names (resolved here, every address checked), never about the proxy, which is the
+admin's; the cluster's own addresses (`.svc`, the cluster domain, the Service and Pod networks)
+never go through the proxy, which cannot reach them.
 """
 
 import ipaddress
@@ -17,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmkube.apimachinery.proxy import DIRECT, ProxyConfig, in_cluster_bypass
 from llmkube.plan.allowed_hosts import (
     ALLOWED_HOST_FORMS,
     AllowedHost,
@@ -48,6 +55,7 @@ __all__ = [
     "parse_cidrs",
     "pod_cidrs_of",
     "policy_for",
+    "proxy_bypassing_cluster",
     "refusal",
     "service_cidrs_of",
 ]
@@ -122,6 +130,8 @@ class EgressPolicy:
     api_servers: frozenset[Endpoint] = frozenset()
     cluster_networks: tuple[DeniedNetwork, ...] = ()
     denied: tuple[DeniedNetwork, ...] = DEFAULT_DENIED
+    #: the proxies requests go through (none by default); the rule is still the target's
+    proxy: ProxyConfig = DIRECT
 
 
 def cluster_networks(
@@ -233,6 +243,8 @@ class EgressConfig:
     allowed_hosts: tuple[AllowedHost, ...] = ()
     service_cidrs: tuple[IPNetwork, ...] = ()
     pod_cidrs: tuple[IPNetwork, ...] = ()
+    #: the process's HTTPS_PROXY / HTTP_PROXY / NO_PROXY
+    proxy: ProxyConfig = DIRECT
 
 
 def policy_for(
@@ -243,10 +255,23 @@ def policy_for(
     discovered_pod_cidrs: Sequence[IPNetwork] = (),
 ) -> EgressPolicy:
     """The policy: the flags, and what the cluster says where a flag says nothing."""
+    networks = cluster_networks(
+        config.service_cidrs or discovered_service_cidrs, config.pod_cidrs or discovered_pod_cidrs
+    )
     return EgressPolicy(
         allowed=config.allowed_hosts,
         api_servers=api_servers,
-        cluster_networks=cluster_networks(
-            config.service_cidrs or discovered_service_cidrs, config.pod_cidrs or discovered_pod_cidrs
-        ),
+        cluster_networks=networks,
+        proxy=proxy_bypassing_cluster(config.proxy, networks, api_servers),
     )
+
+
+def proxy_bypassing_cluster(
+    proxy: ProxyConfig, networks: Sequence[DeniedNetwork], api_servers: Iterable[Endpoint] = ()
+) -> ProxyConfig:
+    """`proxy` with the cluster's own addresses in its NO_PROXY (a proxy outside the cluster cannot
+    reach them): what the controller's fetches use, and what the downloader containers get."""
+    if not proxy.enabled:
+        return proxy
+    hosts = sorted({str(endpoint.address) for endpoint in api_servers})
+    return proxy.bypassing(in_cluster_bypass(networks=[str(n.network) for n in networks], hosts=hosts))

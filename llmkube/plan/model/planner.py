@@ -43,7 +43,9 @@ from llmkube.plan.model.status import status_changed
 #: Where `files` can be staged from: a repository, a bucket prefix, a base URL, a claim's
 #: directory (not from a local path, which the controller copies as one file). A metal Model's
 #: host agent stages them from fewer (sources/metal.py).
-_STAGED = frozenset({SourceKind.HF, SourceKind.HUGGINGFACE, SourceKind.S3, SourceKind.HTTP, SourceKind.PVC})
+_STAGED = frozenset(
+    {SourceKind.HF, SourceKind.HUGGINGFACE, SourceKind.S3, SourceKind.GS, SourceKind.HTTP, SourceKind.PVC}
+)
 _HF_KINDS = frozenset({SourceKind.HF, SourceKind.HUGGINGFACE})
 
 

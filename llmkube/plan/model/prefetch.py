@@ -36,6 +36,8 @@ from llmkube.plan.model.downloader import (
     ca_volume,
     download_env,
     downloader_container,
+    identity_mount,
+    identity_volume,
     secret_env_from,
 )
 from llmkube.plan.model.remote import RemoteSource
@@ -190,12 +192,15 @@ def prefetch_job(
         sha256=model.spec.sha256,
         on_change=model.spec.refresh_policy == "OnChange",
         hf_endpoint=config.hf_endpoint,
+        proxy=config.download_proxy,
     )
     volumes: list[KubeObject] = [{"name": "model-cache", "persistentVolumeClaim": {"claimName": CACHE_CLAIM}}]
     mounts: list[KubeObject] = [{"name": "model-cache", "mountPath": MODELS_MOUNT}]
     if config.ca_cert_configmap:
         volumes.append(ca_volume(config.ca_cert_configmap))
         mounts.append(ca_mount())
+    volumes += identity_volume(remote)
+    mounts += identity_mount(remote)
     container = downloader_container(
         image=config.downloader_image,
         env=download_env(target),

@@ -11,18 +11,22 @@ bytes and put them at the same place:
 | `hf://org/repo@rev` | listed | `<Hub>/org/repo/resolve/rev/<file>` (the Hub's file API) |
 | `s3://bucket/key` | none | `<endpoint>/bucket/key`, stored as `<Model name>.gguf` |
 | `s3://bucket/prefix` | listed | `<endpoint>/bucket/prefix/<file>` (path-style, SigV4) |
+| `gs://bucket/object` | none | `<endpoint>/bucket/object` (Cloud Storage's XML API), as s3:// |
+| `gs://bucket/prefix` | listed | `<endpoint>/bucket/prefix/<file>` |
 
 The Hub is `--hf-endpoint` (huggingface.co by default, a mirror in an air-gapped site); an S3
-endpoint is the `AWS_ENDPOINT_URL` of the Model's Secret, so for S3 only the path is known here.
+endpoint is the `AWS_ENDPOINT_URL` of the Model's Secret, so for S3 only the path is known here;
+likewise Cloud Storage's (`https://storage.googleapis.com`, or the Secret's `GCS_ENDPOINT_URL`).
 A Hugging Face repository without `files` is the runtime's to resolve (vLLM, TGI): not remote here.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import quote
 
-from llmkube.api.model import Model
+from llmkube.api.model import DEFAULT_WEB_IDENTITY_AUDIENCE, Model
 from llmkube.plan.model.fileset import FileSetProblem, StagingPlan, staging_plan
 from llmkube.plan.model.source import (
+    BUCKET_KINDS,
     SourceKind,
     canonical_basename,
     classify_source,
@@ -42,6 +46,14 @@ class RemoteFile:
 
 
 @dataclass(frozen=True)
+class WebIdentityRole:
+    """spec.webIdentity of an s3:// Model: the role the downloader assumes with the pod's token."""
+
+    role_arn: str
+    audience: str
+
+
+@dataclass(frozen=True)
 class RemoteSource:
     kind: SourceKind  # HTTP, HF or S3
     files: tuple[RemoteFile, ...]  # the primary (what the runtime loads) first
@@ -49,6 +61,8 @@ class RemoteSource:
     #: sourceSecretRef's name ("" without one): its keys go to the downloader
     secret: str = ""
     staged: tuple[str, ...] = ()  # status.stagedFiles: the listed files and the projector
+    #: spec.webIdentity (s3:// only): the pod's ServiceAccount token is exchanged for the keys
+    identity: WebIdentityRole | None = None
 
     @property
     def primary(self) -> RemoteFile:
@@ -82,9 +96,11 @@ def remote_source(
         return plan
     if kind is SourceKind.HUGGINGFACE:
         kind = SourceKind.HF if plan is not None else kind  # `org/repo` with files: the same repository
-    if kind not in (SourceKind.HTTP, SourceKind.HF, SourceKind.S3):
+    if kind not in (SourceKind.HTTP, SourceKind.HF, SourceKind.S3, SourceKind.GS):
         return None
     secret = (spec.source_secret_ref.name or "") if spec.source_secret_ref else ""
+    if spec.web_identity is not None and kind is not SourceKind.S3:
+        return FileSetProblem("spec.webIdentity", "only s3:// sources are read with a web identity")
     if kind is SourceKind.HF:
         if plan is None:
             return None  # the whole repository: the runtime resolves it
@@ -95,17 +111,24 @@ def remote_source(
             RemoteFile(path, hf_file_url(hf_endpoint, hf.repo, hf.revision, path)) for path in plan.files
         ]
         return _source(kind, files, plan, secret)
-    if kind is SourceKind.S3:
+    if kind in BUCKET_KINDS:
         s3 = parse_s3_source(spec.source, prefix=plan is not None)
         if isinstance(s3, str):
             return FileSetProblem("spec.source", s3)
+        identity = (
+            WebIdentityRole(
+                spec.web_identity.role_arn, spec.web_identity.audience or DEFAULT_WEB_IDENTITY_AUDIENCE
+            )
+            if spec.web_identity is not None
+            else None
+        )
         if plan is None:
             single = RemoteFile(
                 canonical_basename(model.metadata.name or ""), s3_object_path(s3.bucket, s3.key)
             )
-            return RemoteSource(kind, (single,), secret=secret)
+            return RemoteSource(kind, (single,), secret=secret, identity=identity)
         files = [RemoteFile(path, s3_object_path(s3.bucket, _joined(s3.key, path))) for path in plan.files]
-        return _source(kind, files, plan, secret)
+        return replace(_source(kind, files, plan, secret), identity=identity)
     if plan is None:
         single = RemoteFile(canonical_basename(model.metadata.name or ""), spec.source)
         return RemoteSource(kind, (single,), secret=secret)

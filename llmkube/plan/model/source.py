@@ -9,6 +9,7 @@ disagree.
 | `http(s)://...` | HTTP |
 | `hf://<org>/<repo>[@<revision>]` | HF (a Hugging Face repository) |
 | `s3://<bucket>/<key or prefix>` | S3 (an S3-compatible bucket, path-style) |
+| `gs://<bucket>/<object or prefix>` | GS (a Google Cloud Storage bucket, its XML API) |
 | `<org>/<repo>` | HUGGINGFACE (a repo id, the same repository as `hf://<org>/<repo>`) |
 """
 
@@ -26,6 +27,8 @@ _HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.
 _HF_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,255}$")
 # S3's bucket naming rules (3 to 63 lowercase letters, digits, dots and hyphens).
 _S3_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+# Google Cloud Storage's (3 to 63 lowercase letters, digits, "-", "_" and "."; up to 222 with dots).
+_GS_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 HF_DEFAULT_REVISION = "main"
 
 
@@ -36,11 +39,14 @@ class SourceKind(enum.Enum):
     HUGGINGFACE = "huggingface"
     HF = "hf"
     S3 = "s3"
+    GS = "gs"
     UNKNOWN = "unknown"
 
 
 #: Sources the model downloader fetches over the network (into the cache, or an emptyDir).
-REMOTE_KINDS = frozenset({SourceKind.HTTP, SourceKind.HF, SourceKind.S3})
+REMOTE_KINDS = frozenset({SourceKind.HTTP, SourceKind.HF, SourceKind.S3, SourceKind.GS})
+#: Buckets: objects at `/<bucket>/<key>` of an endpoint (S3's path style, GCS's XML API).
+BUCKET_KINDS = frozenset({SourceKind.S3, SourceKind.GS})
 
 
 def classify_source(source: str) -> SourceKind:
@@ -55,6 +61,8 @@ def classify_source(source: str) -> SourceKind:
         return SourceKind.HF
     if source.startswith("s3://"):
         return SourceKind.S3
+    if source.startswith("gs://"):
+        return SourceKind.GS
     if source and "://" not in source and "/" in source and _HF_REPO_ID.match(source):
         return SourceKind.HUGGINGFACE
     return SourceKind.UNKNOWN
@@ -84,17 +92,24 @@ class S3Source:
 
 
 def parse_s3_source(source: str, *, prefix: bool) -> S3Source | str:
-    """`s3://<bucket>/<key>`; with `prefix` (spec.files names the objects) the key is a prefix and
-    may be empty. Else what is wrong."""
-    rest = source.removeprefix("s3://")
+    """`s3://<bucket>/<key>` (or `gs://<bucket>/<object>`); with `prefix` (spec.files names the
+    objects) the key is a prefix and may be empty. Else what is wrong."""
+    scheme, _, rest = source.partition("://")
     bucket, _, key = rest.partition("/")
-    if not _S3_BUCKET.match(bucket):
+    if scheme == "gs" and not _GS_BUCKET.match(bucket):
+        return (
+            f'"{source}": "{bucket}" is not a Cloud Storage bucket name '
+            '(3-63 lowercase letters, digits, "-", "_" and ".")'
+        )
+    if scheme != "gs" and not _S3_BUCKET.match(bucket):
         return (
             f'"{source}": "{bucket}" is not an S3 bucket name (3-63 lowercase letters, digits, "." and "-")'
         )
     key = key.strip("/") if prefix else key
     if not prefix and (not key or key.endswith("/")):
-        return f'"{source}" names no object: want s3://<bucket>/<key>, or list the objects in spec.files'
+        return (
+            f'"{source}" names no object: want {scheme}://<bucket>/<key>, or list the objects in spec.files'
+        )
     if any(part in ("", ".", "..") for part in key.split("/")) and key:
         return f'"{source}": the key "{key}" has an empty, "." or ".." part'
     return S3Source(bucket=bucket, key=key)

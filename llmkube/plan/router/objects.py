@@ -26,6 +26,7 @@ from llmkube import __version__
 from llmkube.api import constants as c
 from llmkube.api.base import KubeObject
 from llmkube.api.modelrouter import ModelRouter
+from llmkube.apimachinery.proxy import DIRECT, ProxyConfig
 from llmkube.apimachinery.quantity import QuantityError, canonical_quantity
 from llmkube.plan.allowed_hosts import AllowedHost
 from llmkube.plan.inferenceservice.hardening import NON_ROOT_USER
@@ -68,6 +69,10 @@ class RouterPlanConfig:
     #: `--router-external-hosts`: hosts a backend with credentials may lead to besides its
     #: provider's own (plan/router/credential_hosts.py); the router pods get the same list
     external_hosts: tuple[AllowedHost, ...] = ()
+    #: the controller's HTTPS_PROXY / HTTP_PROXY / NO_PROXY (the cluster's addresses bypassing it):
+    #: the router pods reach external providers through it. An admin's setting, not the spec's: a
+    #: proxy a tenant names could lead where the egress rules would not.
+    egress_proxy: ProxyConfig = DIRECT
 
 
 def router_name(name: str) -> str:
@@ -283,6 +288,7 @@ def deployment(router: ModelRouter, config: RouterPlanConfig) -> KubeObject:
                 "name": "POD_NAME",
                 "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
             },
+            *({"name": k, "value": v} for k, v in config.egress_proxy.environment().items()),
         ],
         "ports": [{"name": PORT_NAME, "containerPort": CONTAINER_PORT, "protocol": "TCP"}],
         "readinessProbe": {"httpGet": probe, "periodSeconds": 5, "timeoutSeconds": 2, "failureThreshold": 2},

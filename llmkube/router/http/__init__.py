@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the type checker reads the face here (pyproject.toml: impli
         Sink,
     )
     from llmkube.router.http.budget import ByteBudget
-    from llmkube.router.http.client import InvalidHeader, Pool, Resolve
+    from llmkube.router.http.client import InvalidHeader, Pool, Resolve, Route, Tunnel
     from llmkube.router.http.connection import ErrorBody
     from llmkube.router.http.limits import Limits
     from llmkube.router.http.messages import BodyBusy, BodyError, Headers, Request
@@ -47,6 +47,6 @@ else:
             "responder": "Handler Responder",
             "stats": "ServerStats",
             "backend": "Answer AnswerBroken AnswerSilent ConnectFailed ConnectionBroken Origin Sink",
-            "client": "InvalidHeader Pool Resolve",
+            "client": "InvalidHeader Pool Resolve Route Tunnel",
         },
     )

@@ -193,7 +193,7 @@ def test_missing_model_ref_is_rejected() -> None:
 
 
 INVALID_MODEL: list[tuple[dict[str, Any], str]] = [
-    ({"source": "gs://bucket/x"}, "spec.source"),
+    ({"source": "ftp://bucket/x"}, "spec.source"),
     ({"source": "hf://org/repo", "files": ["x"] * 257}, "spec.files"),
     ({"source": "has space/x"}, "spec.source"),
     ({"source": "/x", "sha256": "abc"}, "spec.sha256"),

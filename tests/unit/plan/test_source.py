@@ -27,7 +27,8 @@ from llmkube.plan.model.source import (
         ("hf://org/repo", SourceKind.HF),
         ("hf://org/repo@v1", SourceKind.HF),
         ("s3://bucket/key", SourceKind.S3),
-        ("gs://bucket/key", SourceKind.UNKNOWN),
+        ("gs://bucket/key", SourceKind.GS),
+        ("ftp://bucket/key", SourceKind.UNKNOWN),
         ("", SourceKind.UNKNOWN),
     ],
 )

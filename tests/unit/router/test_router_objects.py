@@ -216,3 +216,17 @@ def test_mcp_server_is_accepted_and_said_to_have_no_effect() -> None:
     status = router_status(router, raw, validate(raw, "front"), deployment=_available(), isvcs={}, now=NOW)
     mcp = next(c for c in status.conditions or () if c.type == "McpServer")
     assert (mcp.status, mcp.reason) == ("False", "NotImplemented")
+
+
+def test_the_router_pods_get_the_controller_s_proxies_and_nothing_without_them() -> None:
+    from llmkube.apimachinery.proxy import ProxyConfig
+
+    proxy = ProxyConfig(https_proxy="http://proxy.corp:3128", no_proxy=".svc,.cluster.local")
+    made = deployment(_router(), RouterPlanConfig(egress_proxy=proxy))
+    env = {e["name"]: e.get("value") for e in made["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://proxy.corp:3128"
+    assert env["NO_PROXY"] == env["no_proxy"] == ".svc,.cluster.local"
+    assert "HTTP_PROXY" not in env
+    bare = deployment(_router(), RouterPlanConfig())
+    names = [e["name"] for e in bare["spec"]["template"]["spec"]["containers"][0]["env"]]
+    assert names == ["POD_NAMESPACE", "POD_NAME"]

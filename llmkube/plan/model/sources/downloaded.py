@@ -158,7 +158,12 @@ def _ready(
     facts = inputs.facts
     message = cond.MSG_WORKLOAD_RESOLVED_METAL if inputs.is_metal else cond.MSG_WORKLOAD_RESOLVED
     if _credentials_unreadable(facts):
-        message = f"{message}; {cond.msg_credentials_unreadable(remote.secret)}"
+        unread = (
+            cond.msg_identity_credentials(remote.identity.role_arn)
+            if remote.identity is not None
+            else cond.msg_credentials_unreadable(remote.secret)
+        )
+        message = f"{message}; {unread}"
     status = ready_without_download(inputs, base, key, cond.WORKLOAD_RESOLVED, message)
     drift = None
     if facts.probe is not None:
@@ -215,6 +220,7 @@ def _probe(
         remote_kind=remote.kind,
         secret=remote.secret,
         namespace=inputs.model.metadata.namespace or "",
+        identity=remote.identity.role_arn if remote.identity is not None else "",
     )
     return ModelDecision(status=inputs.old, action=action)
 

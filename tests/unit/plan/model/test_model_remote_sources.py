@@ -593,3 +593,17 @@ def test_prefetch_result_reads_the_downloaders_last_line() -> None:
     )
     assert result is not None and (result.files, result.bytes) == (2, 1234)
     assert prefetch_result("llmkube-download: failed: x") is None
+
+
+def test_a_web_identity_model_is_never_probed_anonymously_and_says_why() -> None:
+    role = "arn:aws:iam::123456789012:role/models-reader"
+    m = model("s3://models/m.gguf", webIdentity={"roleArn": role})
+    first = plan(m, ModelFacts())
+    assert first.action.kind is ActionKind.PROBE_FINGERPRINT
+    assert (first.action.identity, first.action.secret) == (role, "")
+    # what the executor answers for it (nothing is sent: the controller has none of the keys)
+    unreadable = ProbeOutcome(failure=ProbeFailure.CREDENTIALS_UNREADABLE, detail="the pods' web identity")
+    decision = plan(m, ModelFacts(probe=unreadable))
+    assert decision.status.phase == "Ready" and decision.status.size is None
+    message = conditions(decision)["Available"][2]
+    assert f'the pods\' web identity (role "{role}") signs the requests' in message
