@@ -49,6 +49,7 @@ CHART_FILES = (
     "admission/inferenceservice_tenancy_policy.yaml",
     "admission/secret_references_policy.yaml",
     "admission/modelrouter_policy.yaml",
+    "admission/gpuquota_policy.yaml",
     "admission/agent_endpointslices_policy.yaml",
     "priorityclasses/priority_classes.yaml",
     "rbac/cluster_role.yaml",
