@@ -34,7 +34,8 @@ class GPUQuotaController:
     def __init__(self, host: ControllerHost, gate: QuotaGate) -> None:
         self.host = host
         self.gate = gate
-        self.quotas = gate.quotas
+        # The InferenceService controller's cache of quotas (the same scope: one informer, shared).
+        self.quotas = host.informer(GPU_QUOTAS)
         self.status_writer = StatusWriter(
             host.applier, GPU_QUOTAS, differs=status_changed, encode=encode_status
         )

@@ -202,13 +202,13 @@ class InferenceServiceController:
         # GPUQuotas: the GPU queue admits replicas within them (quota_gate.py).
         self.quotas = host.informer(GPU_QUOTAS)
         self.quota_gate = QuotaGate(
-            quotas=self.quotas,
-            services=self.services,
-            models=self.models,
-            deployments=self.deployments,
-            hpas=self.hpas,
-            nodes=self.nodes,
-            namespaces=self.namespaces,
+            quotas=self.quotas.store,
+            services=self.services.store,
+            models=self.models.store,
+            deployments=self.deployments.store,
+            hpas=self.hpas.store,
+            nodes=self.nodes.store,
+            namespaces=self.namespaces.store,
             gpu_resource=lambda model: gpu_resource_name(model, config),
         )
 
@@ -228,7 +228,7 @@ class InferenceServiceController:
                 Watch(INFERENCE_SERVICES, self.gpu_queue.follow),
                 # The GPU quotas: a service deleted, a workload shrunk, a quota changed let waiters in.
                 Watch(INFERENCE_SERVICES, self.quota_gate.follow_service),
-                Watch(GPU_QUOTAS, self.quota_gate.follow_quota),
+                Watch(GPU_QUOTAS, self.quota_gate.follow_quota, predicates=[generation_changed]),
                 Watch(DEPLOYMENTS, self.quota_gate.follow_workload, label_selector=MANAGED_SELECTOR),
                 Watch(
                     HORIZONTAL_POD_AUTOSCALERS,

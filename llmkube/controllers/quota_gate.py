@@ -18,8 +18,7 @@ from pydantic import ValidationError
 
 from llmkube.api.inferenceservice import InferenceService
 from llmkube.api.model import Model
-from llmkube.kube.cache.informer import Informer
-from llmkube.kube.cache.store import BY_NAMESPACE, Change
+from llmkube.kube.cache.store import BY_NAMESPACE, Change, Store
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.memory_fit import node_gpu_memory
 from llmkube.plan.inferenceservice.priority import PRIORITY_CLASSES
@@ -81,13 +80,13 @@ class QuotaGate:
     def __init__(
         self,
         *,
-        quotas: Informer,
-        services: Informer,
-        models: Informer,
-        deployments: Informer,
-        hpas: Informer,
-        nodes: Informer,
-        namespaces: Informer,
+        quotas: Store,
+        services: Store,
+        models: Store,
+        deployments: Store,
+        hpas: Store,
+        nodes: Store,
+        namespaces: Store,
         gpu_resource: Callable[[Model], str],
     ) -> None:
         self.quotas, self.services, self.models = quotas, services, models
@@ -100,7 +99,7 @@ class QuotaGate:
     # -- scope ------------------------------------------------------------------------------------
 
     def _labels(self, namespace: str) -> dict[str, str] | None:
-        obj = self.namespaces.store.get_object(None, namespace)
+        obj = self.namespaces.get_object(None, namespace)
         if obj is None:
             return None
         labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -111,7 +110,7 @@ class QuotaGate:
         labels = self._labels(namespace)
         return [
             quota
-            for quota in self.quotas.store.objects()
+            for quota in self.quotas.objects()
             if not quota_issues(quota.get("spec") or {})
             and covers(quota.get("spec") or {}, namespace, labels)
         ]
@@ -120,33 +119,33 @@ class QuotaGate:
         spec = quota.get("spec") or {}
         if spec.get("namespaceRef"):
             return [str(spec["namespaceRef"])]
-        names = [str((ns.get("metadata") or {}).get("name") or "") for ns in self.namespaces.store.objects()]
+        names = [str((ns.get("metadata") or {}).get("name") or "") for ns in self.namespaces.objects()]
         return [name for name in names if covers(spec, name, self._labels(name))]
 
     def covered_services(self, quota: Obj) -> list[ObjectKey]:
         return [
             ObjectKey.parse(key)
             for namespace in self.covered_namespaces(quota)
-            for key in self.services.store.keys_by_index(BY_NAMESPACE, namespace)
+            for key in self.services.keys_by_index(BY_NAMESPACE, namespace)
         ]
 
     # -- what is held ------------------------------------------------------------------------------
 
     def _model(self, namespace: str, name: str) -> Model | None:
-        raw = self.models.store.get_object(namespace, name)
+        raw = self.models.get_object(namespace, name)
         try:
             return Model.model_validate(raw) if raw is not None else None
         except ValidationError:
             return None
 
     def cost_of(self, isvc: InferenceService, model: Model) -> ReplicaCost:
-        memory = node_gpu_memory(self.nodes.store.objects(), self._gpu_resource(model))
+        memory = node_gpu_memory(self.nodes.objects(), self._gpu_resource(model))
         return replica_cost(isvc.spec, model, memory)
 
     def observed_held(self, identity: Identity) -> int:
         namespace, name = identity
         return held_replicas(
-            self.deployments.store.get_object(namespace, name), self.hpas.store.get_object(namespace, name)
+            self.deployments.get_object(namespace, name), self.hpas.get_object(namespace, name)
         )
 
     def holding(self, quota: Obj, exclude: Identity | None = None) -> list[Holding]:
@@ -169,7 +168,7 @@ class QuotaGate:
         return found
 
     def _cost_from_cache(self, key: ObjectKey) -> ReplicaCost | None:
-        raw = self.services.store.get_object(key.namespace, key.name)
+        raw = self.services.get_object(key.namespace, key.name)
         if raw is None:
             return None
         try:

@@ -105,6 +105,7 @@ from llmkube.plan.inferenceservice.serving_mode import resolve_mode
 from llmkube.plan.inferenceservice.speculative import NO_DRAFT, DraftWeights, plan_draft
 from llmkube.plan.inferenceservice.status import (
     DEGRADED,
+    GPU_AVAILABLE,
     FAILED_REASON,
     IGNORED_SETTINGS_REASON,
     INVALID_SPEC_REASON,
@@ -612,6 +613,7 @@ def _workload_plan(
         # No pod for the next replica exists to diagnose: the quota is why it waits (under an HPA,
         # only while none is admitted: within its capped maxReplicas the HPA decides).
         scheduling = quota_info
+        events.append(PlannedEvent("Normal", QUOTA_EXCEEDED, quota_info.message, GPU_AVAILABLE))
     elif ready == 0 and desired > 0:
         scheduling = diagnose_scheduling(
             observed.pods,

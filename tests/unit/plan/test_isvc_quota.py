@@ -30,6 +30,7 @@ def test_no_replica_admitted_waits_for_gpu_naming_the_quota() -> None:
     assert status.desired_replicas == 2
     assert condition(result, "GPUAvailable") == ("False", QUOTA_EXCEEDED, MESSAGE)
     assert condition(result, "Progressing") == ("True", "WaitingForGPU", f"Queued at position 1: {MESSAGE}")
+    assert [(e.type, e.reason, e.message) for e in result.events] == [("Normal", QUOTA_EXCEEDED, MESSAGE)]
 
 
 def test_queue_position_counts_the_others_waiting() -> None:
