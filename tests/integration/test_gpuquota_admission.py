@@ -1,7 +1,7 @@
 """manifests/admission/gpuquota_policy.yaml on a real API server: a GPUQuota with both or neither of
 namespaceRef and selector, or a negative count, is refused at apply naming the same field and
 problem as the controller's own validation (llmkube/plan/quota/validation.py); good quotas, our
-sample and the reference's own examples (tests/reference_samples/gpuquota_multi_tenancy.yaml) apply
+sample and the reference's own examples (tests/unit/api/reference_gpuquota_samples.yaml) apply
 unchanged and are stored with every field they set.
 
 The policy is applied exactly as shipped; only its binding is narrowed to namespaces labelled for
@@ -22,7 +22,7 @@ from llmkube.plan.quota.validation import quota_issues
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "manifests" / "admission" / "gpuquota_policy.yaml"
 SAMPLE = ROOT / "manifests" / "samples" / "gpuquota" / "team-quotas.yaml"
-REFERENCE = ROOT / "tests" / "reference_samples" / "gpuquota_multi_tenancy.yaml"
+REFERENCE = ROOT / "tests" / "unit" / "api" / "reference_gpuquota_samples.yaml"
 API = "inference.llmkube.dev/v1alpha1"
 SCOPE_LABEL = "llmkube-test/gpuquota-policy"
 

@@ -11,7 +11,7 @@ from llmkube.api.crds import gpuquota_crd
 from llmkube.api.gpuquota import GPUQuota, GPUQuotaSpec, GPUQuotaStatus
 
 ROOT = Path(__file__).resolve().parents[3]
-REFERENCE = ROOT / "tests" / "reference_samples" / "gpuquota_multi_tenancy.yaml"
+REFERENCE = ROOT / "tests" / "unit" / "api" / "reference_gpuquota_samples.yaml"
 SAMPLES = ROOT / "manifests" / "samples" / "gpuquota"
 
 
