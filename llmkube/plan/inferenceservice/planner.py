@@ -105,8 +105,8 @@ from llmkube.plan.inferenceservice.serving_mode import resolve_mode
 from llmkube.plan.inferenceservice.speculative import NO_DRAFT, DraftWeights, plan_draft
 from llmkube.plan.inferenceservice.status import (
     DEGRADED,
-    GPU_AVAILABLE,
     FAILED_REASON,
+    GPU_AVAILABLE,
     IGNORED_SETTINGS_REASON,
     INVALID_SPEC_REASON,
     MODEL_NOT_FOUND_REASON,
