@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
-    from llmkube.api.crds import inferenceservice_crd, model_crd, modelrouter_crd
+    from llmkube.api.crds import gpuquota_crd, inferenceservice_crd, model_crd, modelrouter_crd
     from llmkube.api.manifests import to_yaml
 
     out = ROOT / "manifests" / "crd"
@@ -21,6 +21,7 @@ def main() -> int:
         "inference.llmkube.dev_inferenceservices.yaml": inferenceservice_crd(),
         "inference.llmkube.dev_models.yaml": model_crd(),
         "inference.llmkube.dev_modelrouters.yaml": modelrouter_crd(),
+        "inference.llmkube.dev_gpuquotas.yaml": gpuquota_crd(),
     }
     for name, crd in files.items():
         (out / name).write_text(to_yaml([crd]))

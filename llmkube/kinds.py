@@ -6,11 +6,12 @@ The Kubernetes kinds are `llmkube.kube.resource`'s; each process caches only wha
 from llmkube.api import constants as c
 from llmkube.kube.resource import Resource
 
-__all__ = ["INFERENCE_SERVICES", "MANAGED_SELECTOR", "MODELS", "MODEL_ROUTERS"]
+__all__ = ["GPU_QUOTAS", "INFERENCE_SERVICES", "MANAGED_SELECTOR", "MODELS", "MODEL_ROUTERS"]
 
 INFERENCE_SERVICES = Resource(c.GROUP, c.VERSION, c.ISVC_PLURAL, c.ISVC_KIND)
 MODELS = Resource(c.GROUP, c.VERSION, c.MODEL_PLURAL, c.MODEL_KIND)
 MODEL_ROUTERS = Resource(c.GROUP, c.VERSION, c.ROUTER_PLURAL, c.ROUTER_KIND)
+GPU_QUOTAS = Resource(c.GROUP, c.VERSION, c.QUOTA_PLURAL, c.QUOTA_KIND)
 
 #: the objects the controller makes (Deployments, Services, HPAs ...) carry this label: owned kinds are
 #: cached with this selector only, never every Deployment of the cluster

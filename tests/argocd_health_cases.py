@@ -355,3 +355,63 @@ MODEL_CASES = [
         "generation 2",
     ),
 ]
+
+
+def gpuquota(status: dict[str, Any] | None, generation: int = 1) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": API,
+        "kind": "GPUQuota",
+        "metadata": {"name": "team-a", "namespace": "team-a", "generation": generation},
+        "spec": {"namespaceRef": "team-a", "gpuCount": 8},
+    }
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
+ENFORCED = "6 of 8 GPUs held by 2 services, 1 waiting"
+INVALID = (
+    "The spec is invalid, nothing is enforced: spec: exactly one of namespaceRef and selector is required"
+)
+QUOTA_CASES = [
+    ("no status yet", gpuquota(None), "Progressing", "Waiting for the llmkube controller"),
+    (
+        "enforced, services waiting",
+        gpuquota(
+            {
+                "usedGPUCount": 6,
+                "waiting": 1,
+                "observedGeneration": 1,
+                "conditions": [
+                    condition("Ready", "True", "Enforced", ENFORCED),
+                    condition("Reconciling", "False", "Enforced", ENFORCED),
+                ],
+            }
+        ),
+        "Healthy",
+        ENFORCED,
+    ),
+    (
+        "invalid spec",
+        gpuquota(
+            {
+                "observedGeneration": 1,
+                "conditions": [
+                    condition("Ready", "False", "InvalidSpec", INVALID),
+                    condition("Stalled", "True", "InvalidSpec", INVALID),
+                ],
+            }
+        ),
+        "Degraded",
+        "exactly one of namespaceRef and selector",
+    ),
+    (
+        "an older generation's status",
+        gpuquota(
+            {"observedGeneration": 1, "conditions": [condition("Ready", "True", "Enforced", ENFORCED)]},
+            generation=2,
+        ),
+        "Progressing",
+        "observe generation 2",
+    ),
+]

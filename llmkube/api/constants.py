@@ -26,6 +26,11 @@ ROUTER_PLURAL: Final = "modelrouters"
 ROUTER_SINGULAR: Final = "modelrouter"
 ROUTER_SHORT_NAMES: Final = ("mr",)
 
+QUOTA_KIND: Final = "GPUQuota"
+QUOTA_PLURAL: Final = "gpuquotas"
+QUOTA_SINGULAR: Final = "gpuquota"
+QUOTA_SHORT_NAMES: Final = ("gq",)
+
 CATEGORIES: Final = ("llmkube",)
 
 # Server-side apply's field manager for everything the controller writes.

@@ -442,4 +442,150 @@ def modelrouter_crd() -> dict[str, Any]:
 
 
 def all_crds() -> list[dict[str, Any]]:
-    return [inferenceservice_crd(), model_crd(), modelrouter_crd()]
+    return [inferenceservice_crd(), model_crd(), modelrouter_crd(), gpuquota_crd()]
+
+
+# -- GPUQuota schema -------------------------------------------------------------------------------
+
+
+def _label_selector(description: str) -> Schema:
+    """metav1.LabelSelector, as controller-gen renders it."""
+    requirement = _o(
+        "A label selector requirement: a key, an operator and values.",
+        {
+            "key": _s("The label key the selector applies to."),
+            "operator": _s(
+                "The key's relationship to the values: In, NotIn, Exists or DoesNotExist.",
+                enum=["In", "NotIn", "Exists", "DoesNotExist"],
+            ),
+            "values": {
+                "type": "array",
+                "description": "The values: non-empty for In and NotIn, empty for Exists and DoesNotExist.",
+                "items": {"type": "string"},
+                "x-kubernetes-list-type": "atomic",
+            },
+        },
+        required=["key", "operator"],
+    )
+    selector = _o(
+        description,
+        {
+            "matchLabels": {
+                "type": "object",
+                "description": "Labels a namespace must carry, key and value.",
+                "additionalProperties": {"type": "string"},
+            },
+            "matchExpressions": {
+                "type": "array",
+                "description": "Requirements a namespace's labels must meet, all of them.",
+                "items": requirement,
+                "x-kubernetes-list-type": "atomic",
+            },
+        },
+    )
+    selector["x-kubernetes-map-type"] = "atomic"
+    return selector
+
+
+def gpuquota_schema() -> Schema:
+    priorities = ["critical", "high", "normal", "low", "batch"]
+    spec = _o(
+        "A cap on the GPUs and GPU memory the InferenceServices it covers hold together. Exactly one of "
+        "namespaceRef and selector (the admission policy refuses both and neither).",
+        {
+            "selector": _label_selector(
+                "The namespaces it covers, by their labels (the reference's meaning). Not with namespaceRef."
+            ),
+            "namespaceRef": _s("The one namespace it covers. Not with selector."),
+            "gpuCount": _i("GPUs the covered services may hold together (0: none)."),
+            "vramBytes": _i(
+                "GPU memory in bytes they may hold together, by llmkube's memory-fit estimate of each "
+                "replica (0 or unset: no cap).",
+                fmt="int64",
+            ),
+            "minPriority": _s(
+                "The lowest priority a covered service may have: a service below it is refused "
+                "(Failed, reason BelowQuotaPriority).",
+                enum=priorities,
+            ),
+            "costBudgetRef": _s("The reference's placeholder for a cost budget: accepted, not enforced."),
+        },
+        required=["gpuCount"],
+    )
+    holder = _o(
+        "A service holding GPUs under the quota.",
+        {
+            "namespace": _s("Its namespace."),
+            "name": _s("Its name."),
+            "replicas": _i("Replicas admitted."),
+            "gpus": _i("GPUs they hold."),
+            "vramBytes": _i("GPU memory they hold, by the memory-fit estimate.", fmt="int64"),
+        },
+        required=["namespace", "name", "replicas", "gpus"],
+    )
+    waiter = _o(
+        "A service waiting on the quota, in queue order.",
+        {
+            "namespace": _s("Its namespace."),
+            "name": _s("Its name."),
+            "needsGPUs": _i("GPUs its next replica needs."),
+            "needsVRAMBytes": _i("GPU memory its next replica needs.", fmt="int64"),
+            "reason": _s("QuotaExceeded, or BelowQuotaPriority for a refused one."),
+            "message": _s("What it waits for."),
+        },
+        required=["namespace", "name", "needsGPUs", "reason"],
+    )
+    conditions = _condition_schema()
+    conditions["description"] = "Conditions of the GPUQuota: Ready, Reconciling, Stalled, Validated."
+    status = _o(
+        "What the GPU queue holds under the quota.",
+        {
+            "usedGPUCount": _i("GPUs the covered services hold."),
+            "usedVRAMBytes": _i("GPU memory they hold, by the memory-fit estimate.", fmt="int64"),
+            "admissionDenials": _i(
+                "The reference's cumulative denial count: not written by llmkube.", fmt="int64"
+            ),
+            "lastDenial": _s("The reference's last denial time: not written by llmkube.", format="date-time"),
+            "holders": {"type": "array", "description": "The services holding GPUs.", "items": holder},
+            "waiters": {
+                "type": "array",
+                "description": "The services waiting, in queue order.",
+                "items": waiter,
+            },
+            "waiting": _i("How many services wait on the quota."),
+            "observedGeneration": _i("The generation this status describes.", fmt="int64"),
+            "lastUpdated": _s("When the status last changed.", format="date-time"),
+            "conditions": conditions,
+        },
+    )
+    return _o(
+        "GPUQuota caps the GPUs a team's InferenceServices hold; llmkube's GPU queue enforces it.",
+        {
+            "apiVersion": _s("APIVersion defines the versioned schema of this representation of an object."),
+            "kind": _s("Kind is a string value representing the REST resource this object represents."),
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+        required=["spec"],
+    )
+
+
+def gpuquota_crd() -> dict[str, Any]:
+    return _crd(
+        kind=c.QUOTA_KIND,
+        plural=c.QUOTA_PLURAL,
+        singular=c.QUOTA_SINGULAR,
+        short_names=c.QUOTA_SHORT_NAMES,
+        schema=gpuquota_schema(),
+        scale=False,
+        columns=[
+            _column("GPU Count", ".spec.gpuCount", "integer"),
+            _column("Used GPUs", ".status.usedGPUCount", "integer"),
+            _column("VRAM", ".spec.vramBytes", "integer", priority=1, description="GPU memory cap in bytes"),
+            _column("Used VRAM", ".status.usedVRAMBytes", "integer", priority=1),
+            _column("Waiting", ".status.waiting", "integer"),
+            _column("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ],
+    )

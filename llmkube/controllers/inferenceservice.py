@@ -59,9 +59,11 @@ from llmkube.controllers.preemptions import (
     regarding_uid_index,
     uid_index,
 )
+from llmkube.controllers.quota_gate import QuotaGate
 from llmkube.controllers.resources import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,
+    GPU_QUOTAS,
     HORIZONTAL_POD_AUTOSCALERS,
     INFERENCE_SERVICES,
     MANAGED_SELECTOR,
@@ -102,11 +104,12 @@ from llmkube.kube.rest import RequestTimeout, TransportError
 from llmkube.kube.types import Obj, ObjectKey
 from llmkube.plan.inferenceservice.config import OperatorConfig
 from llmkube.plan.inferenceservice.download import downloading_pod
-from llmkube.plan.inferenceservice.gpu import is_metal
+from llmkube.plan.inferenceservice.gpu import gpu_resource_name, is_metal
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.inferenceservice.objects import controlled_by
 from llmkube.plan.inferenceservice.observed import ObservedState
 from llmkube.plan.inferenceservice.planner import InferenceServicePlan, plan_inference_service
+from llmkube.plan.inferenceservice.priority import effective_priority, priority_class_name
 from llmkube.plan.inferenceservice.rollout import rollout_of
 from llmkube.plan.inferenceservice.server_key import ANNOTATION as SERVER_KEY_ANNOTATION
 from llmkube.plan.inferenceservice.service_cache import SERVICE_CACHE_SELECTOR, service_cache_claim_name
@@ -199,6 +202,19 @@ class InferenceServiceController:
         # What each namespace allows (Pod Security level, local sources, priority ceiling).
         self.namespaces = host.informer(NAMESPACES, transform=NAMESPACE_CACHE_TRANSFORM)
 
+        # GPUQuotas: the GPU queue admits replicas within them (quota_gate.py).
+        self.quotas = host.informer(GPU_QUOTAS)
+        self.quota_gate = QuotaGate(
+            quotas=self.quotas.store,
+            services=self.services.store,
+            models=self.models.store,
+            deployments=self.deployments.store,
+            hpas=self.hpas.store,
+            nodes=self.nodes.store,
+            namespaces=self.namespaces.store,
+            gpu_resource=lambda model: gpu_resource_name(model, config),
+        )
+
         host.add_task("inferenceservice:state-metrics", self._publish_state_metrics)
         self.controller: Controller = host.add_controller(
             ISVC_CONTROLLER,
@@ -213,6 +229,15 @@ class InferenceServiceController:
                 ),
                 # The GPU queue follows the cache; the services whose position moved are re-planned.
                 Watch(INFERENCE_SERVICES, self.gpu_queue.follow),
+                # The GPU quotas: a service deleted, a workload shrunk, a quota changed let waiters in.
+                Watch(INFERENCE_SERVICES, self.quota_gate.follow_service),
+                Watch(GPU_QUOTAS, self.quota_gate.follow_quota, predicates=[generation_changed]),
+                Watch(DEPLOYMENTS, self.quota_gate.follow_workload, label_selector=MANAGED_SELECTOR),
+                Watch(
+                    HORIZONTAL_POD_AUTOSCALERS,
+                    self.quota_gate.follow_workload,
+                    label_selector=MANAGED_SELECTOR,
+                ),
                 Watch(MODELS, enqueue_mapped(self._services_of_model)),
                 Watch(DEPLOYMENTS, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
                 Watch(SERVICES, enqueue_owner(INFERENCE_SERVICES), label_selector=MANAGED_SELECTOR),
@@ -303,6 +328,8 @@ class InferenceServiceController:
     async def reconcile(self, key: ObjectKey) -> Result | None:
         raw = self.services.store.get_object(key.namespace, key.name)
         if raw is None:
+            for waiter in self.quota_gate.waiters(self.quota_gate.forget((key.namespace, key.name))):
+                self.controller.enqueue(waiter)
             self.metrics.forget_isvc(key.namespace, key.name)
             self.status_writer.forget(key)
             self.model_wait.forget(key)
@@ -342,7 +369,18 @@ class InferenceServiceController:
         downloading = downloading_pod(observed.pods)
         if downloading:
             observed = replace(observed, download_log=await self._download_log(key.namespace, downloading))
+        # The quota decision, the plan and the ledger's record with no await between them: no other
+        # worker decides in the meantime (quota_gate.py).
+        grant, claim = None, None
+        if model is not None and model.status is not None and model.status.phase == "Ready":
+            grant, claim = self.quota_gate.decide(
+                isvc, model, _priority_of(isvc, observed), dict(observed.priority_classes)
+            )
+            observed = replace(observed, quota=grant)
         plan = plan_inference_service(isvc, model, observed, self.config)
+        woken = self.quota_gate.record((key.namespace, key.name), claim, applied=plan.deployment is not None)
+        for waiter in self.quota_gate.waiters(woken, skip=(key.namespace, key.name)):
+            self.controller.enqueue(waiter)
 
         # Announced whether or not the objects can be written: the status says the same either way.
         for event in plan.events:
@@ -629,6 +667,11 @@ def _recorded_key(service: Obj | None) -> str | None:
     annotations = ((service or {}).get("metadata") or {}).get("annotations") or {}
     value = annotations.get(SERVER_KEY_ANNOTATION)
     return value if isinstance(value, str) else None
+
+
+def _priority_of(isvc: InferenceService, observed: ObservedState) -> int | None:
+    """The service's effective priority (the value of the PriorityClass its pods use)."""
+    return effective_priority(priority_class_name(isvc.spec), observed.priority_classes)
 
 
 def _draft_model_ref(isvc: InferenceService) -> str:

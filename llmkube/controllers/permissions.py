@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from llmkube.controllers.resources import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,
+    GPU_QUOTAS,
     HORIZONTAL_POD_AUTOSCALERS,
     INFERENCE_SERVICES,
     JOBS,
@@ -56,6 +57,10 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission(
         MODEL_ROUTERS, ("patch",), Scope.WATCHED, "status, by server-side apply", subresource="status"
     ),
+    Permission(
+        GPU_QUOTAS, ("list", "watch"), Scope.WATCHED, "GPUQuotas, from the cache: the GPU queue enforces them"
+    ),
+    Permission(GPU_QUOTAS, ("patch",), Scope.WATCHED, "status, by server-side apply", subresource="status"),
     # A router's pod runs as a ServiceAccount of its own, bound to a Role made from
     # plan/router/permissions.py: the controller may only grant what it holds itself (modelrouters
     # and endpointslices list/watch, both above), so it needs neither `bind` nor `escalate`.

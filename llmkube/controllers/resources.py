@@ -2,7 +2,7 @@
 their caches keep them."""
 
 from llmkube.api import constants as c
-from llmkube.kinds import INFERENCE_SERVICES, MANAGED_SELECTOR, MODEL_ROUTERS, MODELS
+from llmkube.kinds import GPU_QUOTAS, INFERENCE_SERVICES, MANAGED_SELECTOR, MODEL_ROUTERS, MODELS
 from llmkube.kube.cache import keep_only
 from llmkube.kube.resource import (
     DEPLOYMENTS,
@@ -20,7 +20,6 @@ from llmkube.kube.resource import (
 )
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.memory_fit import GPU_MEMORY_LABELS
-from llmkube.plan.tenancy import POLICY_LABELS
 
 JOBS = Resource("batch", "v1", "jobs", "Job")
 # What a ModelRouter's pod runs as (plan/router/objects.py).
@@ -42,11 +41,10 @@ NODE_CACHE_TRANSFORM = keep_only(
     ("spec", "podCIDRs"),
     *(("metadata", "labels", label) for label in GPU_MEMORY_LABELS.values()),
 )
-# Namespaces are cached for the labels that say what they allow (plan/tenancy.py), and whether they
-# are being deleted (nothing can be created in them then), and nothing else.
-NAMESPACE_CACHE_TRANSFORM = keep_only(
-    ("metadata", "deletionTimestamp"), *(("metadata", "labels", label) for label in POLICY_LABELS)
-)
+# Namespaces are cached for their labels (what they allow, plan/tenancy.py; which GPUQuota selectors
+# pick them, plan/quota/scope.py), and whether they are being deleted (nothing can be created in them
+# then), and nothing else.
+NAMESPACE_CACHE_TRANSFORM = keep_only(("metadata", "deletionTimestamp"), ("metadata", "labels"))
 
 
 def namespace_being_deleted(namespace: Obj | None) -> bool:
@@ -57,6 +55,7 @@ def namespace_being_deleted(namespace: Obj | None) -> bool:
 __all__ = [
     "DEPLOYMENTS",
     "ENDPOINT_SLICES",
+    "GPU_QUOTAS",
     "HORIZONTAL_POD_AUTOSCALERS",
     "INFERENCE_SERVICES",
     "MANAGED_SELECTOR",

@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 from functools import partial
 
+from llmkube.controllers.gpuquota import GPUQuotaController
 from llmkube.controllers.host import ControllerHost
 from llmkube.controllers.inferenceservice import InferenceServiceController
 from llmkube.controllers.metal_services import MetalServicesController
@@ -46,12 +47,14 @@ class Controllers:
     priority_classes: PriorityClassController | None
     model_routers: ModelRouterController
     metal_services: MetalServicesController
+    gpu_quotas: GPUQuotaController
 
 
 def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Controllers:
     metrics = default_metrics()
+    inference_services = InferenceServiceController(host, config.operator, metrics, config.isvc_workers)
     return Controllers(
-        inference_services=InferenceServiceController(host, config.operator, metrics, config.isvc_workers),
+        inference_services=inference_services,
         models=ModelController(
             host,
             config.model,
@@ -64,4 +67,5 @@ def setup_controllers(host: ControllerHost, config: ControllersConfig) -> Contro
         priority_classes=PriorityClassController(host) if config.manage_priority_classes else None,
         model_routers=ModelRouterController(host, config.router),
         metal_services=MetalServicesController(host, config.controller_namespace),
+        gpu_quotas=GPUQuotaController(host, inference_services.quota_gate),
     )

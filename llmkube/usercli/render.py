@@ -120,7 +120,15 @@ def cache_table(rows: Sequence[Any], *, all_namespaces: bool) -> Table:
 
 def queue_table(rows: Sequence[QueueRow], *, headers: bool = True) -> Table:
     table = _table(
-        "POSITION", "NAMESPACE", "NAME", "PRIORITY", "VALUE", "WAITING FOR", "WAITING", show_header=headers
+        "POSITION",
+        "NAMESPACE",
+        "NAME",
+        "PRIORITY",
+        "VALUE",
+        "WAITING FOR",
+        "WAITING",
+        "REASON",
+        show_header=headers,
     )
     for row in rows:
         table.add_row(
@@ -131,6 +139,7 @@ def queue_table(rows: Sequence[QueueRow], *, headers: bool = True) -> Table:
             row.effective_priority,
             row.waiting_for,
             row.waiting,
+            row.reason,
         )
     return table
 

@@ -166,6 +166,15 @@ class QueueRow:
     effective_priority: str
     waiting_for: str
     waiting: str
+    #: why it waits: the scheduler's reason, or a GPUQuota's (QuotaExceeded: which quota, what it needs)
+    reason: str = ""
+
+
+def queue_reason(status: Obj) -> str:
+    reason = str(status.get("schedulingStatus") or "")
+    if reason == "QuotaExceeded" and status.get("schedulingMessage"):
+        return f"{reason}: {status['schedulingMessage']}"
+    return reason
 
 
 def _waiting_since(isvc: Obj) -> datetime | None:
@@ -200,6 +209,7 @@ def queue_rows(services: Iterable[Obj], now: datetime) -> list[QueueRow]:
                 effective_priority="" if effective is None else str(effective),
                 waiting_for=str(status.get("waitingFor") or ""),
                 waiting=human_duration((now - since).total_seconds()) if since else "",
+                reason=queue_reason(status),
             )
         )
     return rows

@@ -10,6 +10,7 @@ from llmkube.api.model import Model
 from llmkube.plan.inferenceservice.preemption import Preemption
 from llmkube.plan.inferenceservice.queue import GpuQueue
 from llmkube.plan.inferenceservice.scheduling import NodeGpus
+from llmkube.plan.quota.decision import Grant
 from llmkube.plan.tenancy import NamespacePolicy
 
 
@@ -47,3 +48,6 @@ class ObservedState:
     server_key_master: bytes | None = None
     # v0.9 speculativeDecoding.draftModelRef: the draft Model, as cached (None: none named, or absent).
     draft_model: Model | None = None
+    # What the GPU quotas covering the service let it hold (plan/quota/decision.py), decided by the
+    # controller (the leader) just before planning; None: no quota covers it.
+    quota: Grant | None = None

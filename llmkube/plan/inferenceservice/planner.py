@@ -106,6 +106,7 @@ from llmkube.plan.inferenceservice.speculative import NO_DRAFT, DraftWeights, pl
 from llmkube.plan.inferenceservice.status import (
     DEGRADED,
     FAILED_REASON,
+    GPU_AVAILABLE,
     IGNORED_SETTINGS_REASON,
     INVALID_SPEC_REASON,
     MODEL_NOT_FOUND_REASON,
@@ -120,6 +121,7 @@ from llmkube.plan.inferenceservice.status import (
 )
 from llmkube.plan.inferenceservice.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
 from llmkube.plan.inferenceservice.validation import Issue, ValidationInputs, validate
+from llmkube.plan.quota.decision import BELOW_QUOTA_PRIORITY, QUOTA_EXCEEDED
 from llmkube.plan.tenancy import POLICY_VIOLATION, PolicyIssue
 
 #: where a pod's server listens unless spec.bindAddress says (every IPv4 interface, as before v0.9)
@@ -514,12 +516,32 @@ def _workload_plan(
 ) -> InferenceServicePlan:
     isvc, observed = ctx.isvc, ctx.observed
     spec = isvc.spec
+    grant = observed.quota
+    if grant is not None and grant.refused:
+        # Below a covering GPUQuota's minPriority: refused, and what runs is left as it is (the
+        # quota counts it), as for any refused spec.
+        events.append(PlannedEvent("Warning", BELOW_QUOTA_PRIORITY, grant.message, DEGRADED))
+        return _invalid(ctx, conditions, [grant.message], events, reason=BELOW_QUOTA_PRIORITY)
     # spec.suspend (v0.9): scaled to 0 and no HPA, spec.replicas kept for when it resumes.
     suspended = bool(spec.suspend)
     autoscaling = None if suspended else spec.autoscaling
     replicas = 0 if suspended else _spec_replicas(ctx)
+    # The GPU quotas (plan/quota/decision.py) admit replicas one by one: the Deployment gets those
+    # admitted, an HPA a maxReplicas no higher (so it never scales past them), and none before one is.
+    admitted = replicas if grant is None else min(replicas, grant.replicas)
+    if autoscaling is not None and grant is not None and replicas > 0:
+        if grant.replicas <= 0:
+            autoscaling = None
+        elif grant.replicas < autoscaling.max_replicas:
+            autoscaling = autoscaling.model_copy(
+                update={
+                    "max_replicas": grant.replicas,
+                    "min_replicas": min(autoscaling.min_replicas or 1, grant.replicas),
+                }
+            )
     # replicas: 0 stops the service even with autoscaling (an HPA leaves a zero-replica target alone).
     hpa_owns_replicas = autoscaling is not None and replicas > 0
+    quota_wait = grant is not None and grant.waiting and replicas > 0
     port = container_port(spec, runtime)
     process = server_process(
         runtime.name,
@@ -551,7 +573,7 @@ def _workload_plan(
             gpu_resource=gpu_resource,
             image=spec.image or default_image(runtime.name, model, gpu_count, ctx.config.runtime_images),
             priority_class_name=ctx.priority_class,
-            replicas=None if hpa_owns_replicas else replicas,
+            replicas=None if hpa_owns_replicas else admitted,
             config=ctx.config,
             drain=drain,
             toleration_key=gpu_toleration_key(model, gpu_resource),
@@ -565,7 +587,8 @@ def _workload_plan(
     migrate = live is not None and _selector(live) != selector_labels(ctx.name)
     if live is not None and migrate:
         deletes.append(object_ref(live))
-    if autoscaling is None and observed.hpa is not None and _owned(ctx, observed.hpa):  # or suspended
+    # Without autoscaling, suspended, or no replica admitted by the quota yet (then none was before).
+    if autoscaling is None and observed.hpa is not None and _owned(ctx, observed.hpa):
         deletes.append(object_ref(observed.hpa))
     current = None if migrate else live
     ready = _int_at(current, "status", "readyReplicas")
@@ -576,10 +599,22 @@ def _workload_plan(
         # The HPA's choice, as carried by the Deployment, is what "all ready" means (so a scale-out
         # is Ready once its replicas are, not Progressing for ever).
         desired = _int_at(current, "spec", "replicas", default=first)
+    elif quota_wait and spec.autoscaling is not None:
+        desired = initial_replicas(replicas, spec.autoscaling)  # none admitted yet: what it starts with
     else:
         desired = replicas
     scheduling = failure = None
-    if ready == 0 and desired > 0:
+    quota_info = (
+        SchedulingInfo(QUOTA_EXCEEDED, grant.message, f"{gpu_resource}: {gpu_count}")
+        if quota_wait and grant is not None
+        else None
+    )
+    if quota_info is not None and (admitted == 0 or (ready > 0 and not hpa_owns_replicas)):
+        # No pod for the next replica exists to diagnose: the quota is why it waits (under an HPA,
+        # only while none is admitted: within its capped maxReplicas the HPA decides).
+        scheduling = quota_info
+        events.append(PlannedEvent("Normal", QUOTA_EXCEEDED, quota_info.message, GPU_AVAILABLE))
+    elif ready == 0 and desired > 0:
         scheduling = diagnose_scheduling(
             observed.pods,
             ctx.config.known_gpu_resources(),
@@ -611,7 +646,11 @@ def _workload_plan(
         endpoint=endpoint_url(isvc),
         model_ready=True,
         effective_priority=ctx.priority,
-        scheduling=scheduling if phase in ("Creating", "WaitingForGPU") else None,
+        scheduling=(
+            scheduling
+            if phase in ("Creating", "WaitingForGPU") or (scheduling is quota_info and phase == "Progressing")
+            else None
+        ),
         queue_position=shown,
         failure_reason=failure.reason if failure else FAILED_REASON,
         failure_message=failure.message if failure else "",

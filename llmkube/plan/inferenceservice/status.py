@@ -34,6 +34,7 @@ from llmkube.plan.conditions.summary import (
 )
 from llmkube.plan.inferenceservice.rollout import ROLLING_OUT, Rollout
 from llmkube.plan.inferenceservice.scheduling import INSUFFICIENT_GPU, SchedulingInfo
+from llmkube.plan.quota.decision import QUOTA_EXCEEDED
 
 AVAILABLE, PROGRESSING, DEGRADED, GPU_AVAILABLE = "Available", "Progressing", "Degraded", "GPUAvailable"
 VLLM_SPEC_VALID, SPEC_VALID = "VLLMSpecValid", "SpecValid"
@@ -97,7 +98,7 @@ def determine_phase(ready: int, desired: int, scheduling: SchedulingInfo | None)
         return "Progressing"
     if desired == 0:
         return "Stopped"
-    if scheduling is not None and scheduling.status == INSUFFICIENT_GPU:
+    if scheduling is not None and scheduling.status in (INSUFFICIENT_GPU, QUOTA_EXCEEDED):
         return "WaitingForGPU"
     return "Creating"
 
@@ -171,10 +172,19 @@ def phase_conditions(
     elif phase == "WaitingForGPU":
         waiting_for = facts.scheduling.waiting_for if facts.scheduling else ""
         put(AVAILABLE, "False", "WaitingForGPU", "No replica is ready: waiting for GPU resources")
-        put(
-            PROGRESSING, "True", "WaitingForGPU", f"Queued at position {facts.queue_position} waiting for GPU"
-        )
-        put(GPU_AVAILABLE, "False", "InsufficientGPU", f"Waiting for GPU resources: {waiting_for}")
+        if facts.scheduling is not None and facts.scheduling.status == QUOTA_EXCEEDED:
+            # Held back by a GPUQuota (plan/quota/decision.py): the message names it and the need.
+            quota = facts.scheduling.message
+            put(PROGRESSING, "True", "WaitingForGPU", f"Queued at position {facts.queue_position}: {quota}")
+            put(GPU_AVAILABLE, "False", QUOTA_EXCEEDED, quota)
+        else:
+            put(
+                PROGRESSING,
+                "True",
+                "WaitingForGPU",
+                f"Queued at position {facts.queue_position} waiting for GPU",
+            )
+            put(GPU_AVAILABLE, "False", "InsufficientGPU", f"Waiting for GPU resources: {waiting_for}")
     elif phase == "Suspended":
         message = "Suspended: spec.suspend is true (spec.replicas is kept for when it resumes)"
         put(AVAILABLE, "False", "Suspended", message)

@@ -48,6 +48,7 @@ def test_committed_manifests_are_generated_not_hand_edited() -> None:
     assert (CRD_DIR / "inference.llmkube.dev_modelrouters.yaml").read_text() == to_yaml(
         [crds.modelrouter_crd()]
     )
+    assert (CRD_DIR / "inference.llmkube.dev_gpuquotas.yaml").read_text() == to_yaml([crds.gpuquota_crd()])
 
 
 def _walk_types(node: Any, path: str = "") -> list[str]:
@@ -67,8 +68,8 @@ def _walk_types(node: Any, path: str = "") -> list[str]:
 
 @pytest.mark.parametrize(
     "crd",
-    [crds.inferenceservice_crd(), crds.model_crd(), crds.modelrouter_crd()],
-    ids=["isvc", "model", "modelrouter"],
+    [crds.inferenceservice_crd(), crds.model_crd(), crds.modelrouter_crd(), crds.gpuquota_crd()],
+    ids=["isvc", "model", "modelrouter", "gpuquota"],
 )
 def test_schemas_are_structural(crd: dict[str, Any]) -> None:
     assert _walk_types(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]) == []

@@ -37,6 +37,9 @@ def test_the_argocd_snippet_carries_each_lua_script_verbatim() -> None:
         "resource.customizations.health.inference.llmkube.dev_Model": (
             argocd / "health-model.lua"
         ).read_text(),
+        "resource.customizations.health.inference.llmkube.dev_GPUQuota": (
+            argocd / "health-gpuquota.lua"
+        ).read_text(),
     }
 
 

@@ -117,6 +117,30 @@ def test_queue_rows_follow_stored_positions_and_say_how_long() -> None:
     assert rows[0].waiting_for == "nvidia.com/gpu: 2"
 
 
+def test_queue_rows_say_which_quota_a_service_waits_on() -> None:
+    quota = "GPUQuota team-a uses 6 of 8 GPUs, this replica needs 4"
+    rows = views.queue_rows(
+        [
+            isvc(
+                "q",
+                phase="WaitingForGPU",
+                queuePosition=1,
+                schedulingStatus="QuotaExceeded",
+                schedulingMessage=quota,
+            ),
+            isvc(
+                "g",
+                phase="WaitingForGPU",
+                queuePosition=2,
+                schedulingStatus="InsufficientGPU",
+                schedulingMessage="0/3",
+            ),
+        ],
+        NOW,
+    )
+    assert [(r.name, r.reason) for r in rows] == [("q", f"QuotaExceeded: {quota}"), ("g", "InsufficientGPU")]
+
+
 def test_events_newest_last_limited_with_series_counts() -> None:
     events = [
         {
