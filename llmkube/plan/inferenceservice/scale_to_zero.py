@@ -25,20 +25,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from llmkube.api import constants as c
 from llmkube.api.meta import Condition
 from llmkube.plan.durations import format_duration, parse_duration
 from llmkube.plan.events import PlannedEvent
 
-#: on the InferenceService, by the user: how long without a request before it sleeps (Go duration)
-SCALE_TO_ZERO_ANNOTATION = "inference.llmkube.dev/scale-to-zero-after"
-#: on the InferenceService, by the routers: the last request they saw (RFC 3339, UTC)
-LAST_REQUEST_ANNOTATION = "inference.llmkube.dev/last-request"
-#: on the Deployment, by the controller, while the service sleeps: when it went to sleep
-SLEEPING_ANNOTATION = "inference.llmkube.dev/scaled-to-zero"
-
-CONDITION = "ScaledToZero"
+SCALE_TO_ZERO_ANNOTATION = c.ANNOTATION_SCALE_TO_ZERO_AFTER
+LAST_REQUEST_ANNOTATION = c.ANNOTATION_LAST_REQUEST
+SLEEPING_ANNOTATION = c.ANNOTATION_SCALED_TO_ZERO
+CONDITION = c.CONDITION_SCALED_TO_ZERO
 #: the reason of a sleeping service's `Stopped` phase (REASON column) and its Event
-SCALED_TO_ZERO = "ScaledToZero"
+SCALED_TO_ZERO = c.CONDITION_SCALED_TO_ZERO
 IDLE, WAKING, AWAKE = "Idle", "Waking", "Awake"
 WOKE = "Woke"
 #: shortest idle period accepted: the routers share their clock at most once a minute each
