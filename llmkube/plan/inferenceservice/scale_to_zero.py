@@ -36,7 +36,7 @@ SLEEPING_ANNOTATION = c.ANNOTATION_SCALED_TO_ZERO
 CONDITION = c.CONDITION_SCALED_TO_ZERO
 #: the reason of a sleeping service's `Stopped` phase (REASON column) and its Event
 SCALED_TO_ZERO = c.CONDITION_SCALED_TO_ZERO
-IDLE, WAKING, AWAKE = "Idle", "Waking", "Awake"
+IDLE, WAKING, AWAKE = "Idle", "Waking", "Awake"  # plan/router/wake.py reads Waking too
 WOKE = "Woke"
 #: shortest idle period accepted: the routers share their clock at most once a minute each
 #: (--activity-interval), so a shorter one would sleep a service that has traffic

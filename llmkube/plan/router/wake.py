@@ -31,6 +31,10 @@ DEFAULT_WAKE_TIMEOUT = 300.0
 DEFAULT_ACTIVITY_INTERVAL = 60.0
 
 
+#: the reason of a ScaledToZero condition while the service wakes (plan/inferenceservice/scale_to_zero.py)
+WAKING_REASON = "Waking"
+
+
 class Join(enum.Enum):
     WAKE = "wake"
     WAIT = "wait"
@@ -156,7 +160,7 @@ class Sleeper:
 
     #: it has the scale-to-zero annotation (its requests count on the shared idle clock)
     marked: bool
-    #: it sleeps: its ScaledToZero condition is True
+    #: it sleeps, or wakes: its ScaledToZero condition is True, or False with the reason Waking
     asleep: bool
     #: the routers' last request, in seconds since the epoch (None: none written)
     last_request: float | None = None
@@ -165,10 +169,11 @@ class Sleeper:
 def sleeper_of(obj: Mapping[str, Any]) -> Sleeper:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     conditions = (obj.get("status") or {}).get("conditions") or ()
+    # Waking counts: a request that comes before the pod is ready waits as long as the first.
     asleep = any(
         isinstance(cond, dict)
         and cond.get("type") == c.CONDITION_SCALED_TO_ZERO
-        and cond.get("status") == "True"
+        and (cond.get("status") == "True" or cond.get("reason") == WAKING_REASON)
         for cond in conditions
     )
     return Sleeper(

@@ -136,8 +136,15 @@ def _isvc(annotations: dict[str, str], conditions: list[dict[str, str]]) -> dict
             _isvc({c.ANNOTATION_LAST_REQUEST: "noon"}, [{"type": "ScaledToZero", "status": "False"}]),
             Sleeper(False, False),
         ),
+        (
+            _isvc(
+                {c.ANNOTATION_SCALE_TO_ZERO_AFTER: "1m"},
+                [{"type": "ScaledToZero", "status": "False", "reason": "Waking"}],
+            ),
+            Sleeper(True, True),
+        ),
     ],
-    ids=["nothing", "marked", "asleep", "awake, a time that is not one"],
+    ids=["nothing", "marked", "asleep", "awake, a time that is not one", "waking counts as asleep"],
 )
 def test_what_the_router_reads_of_a_backend(obj: dict[str, Any], expected: Sleeper) -> None:
     assert sleeper_of(obj) == expected
