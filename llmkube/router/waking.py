@@ -77,10 +77,11 @@ class Waker:
             isvc = backend.inference_service
             if not isvc:
                 continue
-            if self.state.wakes.join(isvc, self.state.clock()) is Join.FULL:
-                continue  # filled since admission looked (it cannot on one event loop)
+            joined_as = self.state.wakes.join(isvc, self.state.clock())
+            if joined_as is Join.FULL:
+                continue  # it fell asleep while the request waited, and its queue is full: not held
             joined.append(isvc)
-            if self.state.wakes.held(isvc) == 1:
+            if joined_as is Join.WAKE:
                 self._spawn(self._wake(isvc))
         return joined
 
