@@ -50,7 +50,7 @@ HPA = ("autoscaling/v2", "HorizontalPodAutoscaler")
 pytestmark = pytest.mark.skipif(ADDRESS is None, reason="this machine has no address but loopback")
 
 
-def sleepy(name: str, after: str = "3s", **spec: Any) -> dict[str, Any]:
+def sleepy(name: str, after: str = "8s", **spec: Any) -> dict[str, Any]:
     found = isvc(name, modelRef="m", skipModelInit=True, **spec)
     found["metadata"]["annotations"] = {c.ANNOTATION_SCALE_TO_ZERO_AFTER: after}
     return found
@@ -188,6 +188,18 @@ async def test_an_idle_service_sleeps_and_twenty_requests_wake_it_with_one_scale
                 lambda: process.state.sleepers.get("sleepy"), within=30, what="the router sees it"
             )
             # Quiet while it sleeps: neither the controller nor the router writes anything.
+            await eventually(
+                lambda: (
+                    not admin.list("v1", "Pod", ns, label_selector="inference.llmkube.dev/service=sleepy")
+                ),
+                within=60,
+                what="its pod gone",
+            )
+            await eventually(
+                lambda: status_of(admin, "InferenceService", "sleepy", ns).get("replicas") == 0,
+                within=30,
+                what="no replica counted",
+            )
             await settled(operator.controllers.inference_services.controller)
             before = (
                 admin.get(API, "InferenceService", "sleepy", ns)["metadata"]["resourceVersion"],
