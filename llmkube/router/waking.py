@@ -111,6 +111,12 @@ class Waker:
 
     async def _wake(self, isvc: str) -> None:
         """Its Deployment from 0 to 1 replica, unless someone already did (or its HPA went further)."""
+        try:
+            await self._scale_up(isvc)
+        except Exception as error:  # a defect: logged; the next request after this wake tries again
+            log.exception("wake failed", service=isvc, error=str(error))
+
+    async def _scale_up(self, isvc: str) -> None:
         client, namespace = self.client, self.state.namespace
         if client is None:
             return
@@ -149,10 +155,13 @@ class Waker:
         while True:
             now = self.wall()
             for isvc, at in activity.due(now):
-                if await self._write_last_request(isvc, at):
-                    activity.written(isvc, at, now)
-                else:
-                    activity.written(isvc, 0.0, now)  # try again after an interval, not at once
+                try:
+                    wrote = await self._write_last_request(isvc, at)
+                except Exception as error:  # a defect: logged, and the clock goes on
+                    log.exception("last request not shared", service=isvc, error=str(error))
+                    wrote = False
+                # Not written: tried again after an interval, not at once.
+                activity.written(isvc, at if wrote else float("-inf"), now)
             wait = activity.next_due(self.wall())
             self._poke.clear()
             with contextlib.suppress(TimeoutError):
