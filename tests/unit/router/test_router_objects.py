@@ -155,6 +155,15 @@ def _available(generation: int = 1, available: int = 1) -> dict[str, Any]:
 
 READY_ISVC = {"metadata": {"name": "tiny"}, "status": {"phase": "Ready"}}
 PENDING_ISVC = {"metadata": {"name": "tiny"}, "status": {"phase": "Pending"}}
+#: scaled to zero after an idle period: the router wakes it, so it counts as a healthy backend
+ASLEEP_ISVC = {
+    "metadata": {"name": "tiny"},
+    "status": {
+        "phase": "Stopped",
+        "conditions": [{"type": "ScaledToZero", "status": "True", "reason": "Idle"}],
+    },
+}
+STOPPED_ISVC = {"metadata": {"name": "tiny"}, "status": {"phase": "Stopped"}}
 PROVISIONING, ROLLING_OUT = ("False", "Provisioning"), ("True", "RollingOut")
 CONVERGED, INVALID = ("False", "Converged"), ("False", "InvalidSpec")
 
@@ -167,6 +176,8 @@ CONVERGED, INVALID = ("False", "Converged"), ("False", "InvalidSpec")
         ({}, _available(), {}, "Degraded", ("True", "BackendsNotReady"), CONVERGED),
         ({}, _available(), {"tiny": PENDING_ISVC}, "Degraded", ("True", "BackendsNotReady"), CONVERGED),
         ({}, _available(), {"tiny": READY_ISVC}, "Ready", ("True", "Ready"), CONVERGED),
+        ({}, _available(), {"tiny": ASLEEP_ISVC}, "Ready", ("True", "Ready"), CONVERGED),
+        ({}, _available(), {"tiny": STOPPED_ISVC}, "Degraded", ("True", "BackendsNotReady"), CONVERGED),
         ({"defaultRoute": "nowhere"}, _available(), {"tiny": READY_ISVC}, "Failed", INVALID, INVALID),
     ],
 )
