@@ -306,7 +306,7 @@ async def test_the_wake_queue_is_bounded_and_a_client_that_leaves_is_dropped(
             within=15,
             what="the wake's scale write",
         )
-        assert process.waker.scaled == {"stuck": 1}
+        assert process.waker is not None and process.waker.scaled == {"stuck": 1}
         assert all(not task.done() for n, task in enumerate(held) if n != 1)
         for task in held:
             task.cancel()

@@ -76,23 +76,21 @@ def routed(
             node_cluster.kubectl_run(
                 "apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all([*objects, model_router(ns)])
             )
-            wait_for(
-                lambda ns=ns: (
-                    deployment_available(admin, PROXY, ns)
-                    and ready_pods(admin, ns, f"inference.llmkube.dev/service={MODEL}")
-                ),
-                within=420,
-                what="the service and its router ready",
-            )
+
+            def ready(namespace: str = ns) -> bool:
+                pods = ready_pods(admin, namespace, f"inference.llmkube.dev/service={MODEL}")
+                return deployment_available(admin, PROXY, namespace) and bool(pods)
+
+            wait_for(ready, within=420, what="the service and its router ready")
             service = admin.get("v1", "Service", PROXY, ns)
             yield Routed(ns, f"http://{service['spec']['clusterIP']}:{service['spec']['ports'][0]['port']}")
     finally:
         for name in names:
-            wait_for(
-                lambda n=name: admin.get_or_none("v1", "Namespace", n) is None,
-                within=180,
-                what=f"{name} gone",
-            )
+
+            def gone(namespace: str = name) -> bool:
+                return admin.get_or_none("v1", "Namespace", namespace) is None
+
+            wait_for(gone, within=180, what=f"{name} gone")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
