@@ -597,7 +597,7 @@ def _workload_plan(
         # The HPA's choice, as carried by the Deployment, is what "all ready" means (so a scale-out
         # is Ready once its replicas are, not Progressing for ever).
         desired = _int_at(current, "spec", "replicas", default=first)
-        if desired == 0:
+        if desired == 0 and sleep.condition is not None:
             # Woken from zero without a router's scale write (its request seen first): an HPA never
             # scales a target at 0, so the first replica is ours to ask for.
             desired = first
