@@ -200,12 +200,12 @@ async def test_two_router_replicas_wake_a_sleeping_service_with_one_scale_write(
     try:
         async with _routers(identity, namespace, 2) as routers, aiohttp.ClientSession() as session:
             for process in routers:
-                await _eventually(
-                    lambda p=process: all(
-                        (s := p.state.sleepers.get(n)) and s.asleep for n in ("sleepy", "busy")
-                    ),
-                    what="each replica sees both asleep",
-                )
+
+                def sees_both_asleep(p: RouterProcess = process) -> bool:
+                    found = [p.state.sleepers.get(n) for n in ("sleepy", "busy")]
+                    return all(s is not None and s.asleep for s in found)
+
+                await _eventually(sees_both_asleep, what="each replica sees both asleep")
             answers = [
                 asyncio.create_task(_chat(session, _url(routers[n % 2]), "sleepy", stream=n % 4 < 2))
                 for n in range(20)
