@@ -46,6 +46,8 @@ from llmkube.router.process import RouterProcess
 
 CHAT = "/v1/chat/completions"
 HPA = ("autoscaling/v2", "HorizontalPodAutoscaler")
+#: the kwok CPU node (llmkube_testing.cluster)
+NODE = "kwok-cpu-0"
 
 pytestmark = pytest.mark.skipif(ADDRESS is None, reason="this machine has no address but loopback")
 
@@ -155,9 +157,15 @@ async def test_an_idle_service_sleeps_and_twenty_requests_wake_it_with_one_scale
     ns = full_namespace
     assert ADDRESS is not None
     pod = await Upstream(name="woken-pod", host=ADDRESS).start()
+    # Its pod runs only once a node has this label: until then the stand-in alone is its endpoint
+    # (a kwok pod's address answers nothing of ours), and the label comes once every request is in.
+    label = f"llmkube-test/wake-{ns}"
     try:
         admin.create(hf_model("m"), namespace=ns)
-        admin.create(sleepy("sleepy", autoscaling={"minReplicas": 1, "maxReplicas": 3}), namespace=ns)
+        admin.create(
+            sleepy("sleepy", autoscaling={"minReplicas": 1, "maxReplicas": 3}, nodeSelector={label: "true"}),
+            namespace=ns,
+        )
         admin.create(front("sleepy"), namespace=ns)
         admin.create(slice_for(service_name("sleepy"), ADDRESS, pod.port, ready=False), namespace=ns)
 
@@ -224,7 +232,7 @@ async def test_an_idle_service_sleeps_and_twenty_requests_wake_it_with_one_scale
                 within=15,
                 what="the router's scale write",
             )
-            # The woken pod's endpoint turns ready (a stand-in: kwok's pod answers nothing).
+            # The woken pod's endpoint turns ready (a stand-in: kwok's pod is not even scheduled).
             patch(
                 admin, "discovery.k8s.io/v1", "EndpointSlice", f"{service_name('sleepy')}-stand-in", ns,
                 {"endpoints": [{"addresses": [ADDRESS], "conditions": {"ready": True}}]},
@@ -236,6 +244,8 @@ async def test_an_idle_service_sleeps_and_twenty_requests_wake_it_with_one_scale
             assert process.waker is not None
             assert process.waker.scaled == {"sleepy": 1}
             assert pod.requests == 20
+            # Now its pod may run (kwok's node gets the label): it turns ready, and the wake is over.
+            patch(admin, "v1", "Node", NODE, None, {"metadata": {"labels": {label: "true"}}})
 
             # Awake: the status and an Event say how long the wake took; the HPA is back (min 1).
             def awake() -> tuple[str, str, str] | None:
@@ -275,6 +285,7 @@ async def test_an_idle_service_sleeps_and_twenty_requests_wake_it_with_one_scale
             )
             assert annotations[c.ANNOTATION_LAST_REQUEST].endswith("Z")
     finally:
+        patch(admin, "v1", "Node", NODE, None, {"metadata": {"labels": {label: None}}})
         await pod.stop()
 
 
