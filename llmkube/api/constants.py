@@ -72,3 +72,13 @@ AGENT_EVENT_REPORTER: Final = "llmkube-agent"
 # mounts for each InferenceService backend, `<service>-server-key`, and its key.
 SERVER_KEY_SECRET_SUFFIX: Final = "-server-key"
 SERVER_KEY_SECRET_KEY: Final = "key"
+
+# Scale to zero (plan/inferenceservice/scale_to_zero.py, docs/scale-to-zero.md).
+# On an InferenceService, by its user: how long without a request before it sleeps (Go duration).
+ANNOTATION_SCALE_TO_ZERO_AFTER: Final = f"{GROUP}/scale-to-zero-after"
+# On an InferenceService, by the routers in front of it: the last request they saw (RFC 3339, UTC).
+ANNOTATION_LAST_REQUEST: Final = f"{GROUP}/last-request"
+# On its Deployment, by the controller, while it sleeps: when it went to sleep.
+ANNOTATION_SCALED_TO_ZERO: Final = f"{GROUP}/scaled-to-zero"
+# Its condition: True while it sleeps; the reason of its Stopped phase then.
+CONDITION_SCALED_TO_ZERO: Final = "ScaledToZero"

@@ -51,6 +51,23 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission(
         INFERENCE_SERVICES, ("patch",), Scope.WATCHED, "status, by server-side apply", subresource="status"
     ),
+    # Held to grant them to a router's pods (plan/router/permissions.py: scale to zero wakes a
+    # backend and shares its last request); the controller makes neither call itself.
+    Permission(
+        INFERENCE_SERVICES,
+        ("patch",),
+        Scope.WATCHED,
+        "granted to routers: the last-request annotation of their InferenceService backends",
+        grant_only=True,
+    ),
+    Permission(
+        DEPLOYMENTS,
+        ("get", "patch"),
+        Scope.WATCHED,
+        "granted to routers: wake a sleeping backend (its Deployment's scale from 0 to 1)",
+        subresource="scale",
+        grant_only=True,
+    ),
     Permission(MODELS, ("list", "watch"), Scope.WATCHED, "Models, from the cache"),
     Permission(MODELS, ("patch",), Scope.WATCHED, "status, by server-side apply", subresource="status"),
     Permission(MODEL_ROUTERS, ("list", "watch"), Scope.WATCHED, "ModelRouters, from the cache"),

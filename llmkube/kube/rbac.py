@@ -46,6 +46,9 @@ class Permission:
     #: only these objects (RBAC's resourceNames; list and watch then need a metadata.name field
     #: selector, and create cannot be limited so: it names no object)
     resource_names: tuple[str, ...] = ()
+    #: held only to grant it (Kubernetes lets no one grant what they do not hold): the process
+    #: itself never makes the call, a Role it writes for another does
+    grant_only: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.verbs) - set(VERB_ORDER)

@@ -4,6 +4,10 @@ relayed, what happened noted in its `Trace`.
 * A request nothing can serve now waits, as long as admission allowed (`Admission.wait`), for a
   backend's Service to get a ready endpoint (between the pods of a rollout); the EndpointSlice
   watch wakes it, and a client that leaves ends the wait (the server cancels its request).
+  A backend that sleeps (scale to zero) is woken: the request joins its wake queue, the first one
+  held makes the scale write (llmkube.router.waking), and it leaves the queue however it ends.
+* A request an InferenceService backend works on is activity on its idle clock while it lasts (a
+  stream too), which the routers share (llmkube.plan.router.wake).
 * An attempt that fails before the client got a byte (a connect error, a 5xx, no headers within
   the timeout) goes to the next endpoint of the same InferenceService (at most
   `MAX_ENDPOINT_TRIES`), then to the next backend of the route. A pod is chosen per attempt
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Collection
 
 import structlog
 
@@ -38,6 +43,7 @@ from llmkube.plan.router import (
     header_timeout,
     plan_attempts,
     returned,
+    sleeping,
     upstream_body,
     upstream_url,
 )
@@ -48,6 +54,7 @@ from llmkube.router.relay import StreamRelay, UpstreamReset
 from llmkube.router.sending import Outgoing, Sender
 from llmkube.router.shadows import Shadows
 from llmkube.router.trace import Trace
+from llmkube.router.waking import Waker
 
 __all__ = ["MAX_ENDPOINT_TRIES", "Delivery"]
 
@@ -58,11 +65,14 @@ MAX_ENDPOINT_TRIES = 3
 
 
 class Delivery:
-    def __init__(self, sender: Sender, shadows: Shadows, metrics: RouterMetrics) -> None:
+    def __init__(
+        self, sender: Sender, shadows: Shadows, metrics: RouterMetrics, waker: Waker | None = None
+    ) -> None:
         self.sender = sender
         self.state = sender.state
         self.shadows = shadows
         self.metrics = metrics
+        self.waker = waker or Waker(None, sender.state)
 
     async def deliver(
         self, admission: Admission, outgoing: Outgoing, responder: Responder, trace: Trace
@@ -93,6 +103,7 @@ class Delivery:
         started = time.perf_counter()
         deadline = started + admission.wait
         self.metrics.waiting(1)
+        joined = self._hold_for_wake(admission)
         try:
             while not planned.order and (left := deadline - time.perf_counter()) > 0:
                 if not await state.endpoints_change(left) or state.deleted:
@@ -104,10 +115,27 @@ class Delivery:
                     sensitive=admission.sensitive,
                     draw=admission.draw,
                 )
+                joined += self._hold_for_wake(admission, already=joined)
         finally:
+            self.waker.release(joined)
             self.metrics.waiting(-1)
             trace.waited = time.perf_counter() - started
         return planned
+
+    def _hold_for_wake(self, admission: Admission, already: Collection[str] = ()) -> list[str]:
+        """The sleeping backends of its route it now waits for: it joins their wake queues (a
+        backend may fall asleep while it waits for it: it joins then)."""
+        config, state = admission.config, self.state
+        asleep = frozenset(b.name for b in config.backends.values() if not b.external and state.asleep(b))
+        if not asleep:
+            return []
+        names = sleeping(config, admission.decision, asleep, sensitive=admission.sensitive)
+        backends = tuple(
+            backend
+            for name in names
+            if (backend := config.backend(name)) is not None and backend.inference_service not in already
+        )
+        return self.waker.hold(backends)
 
     async def _try_backend(
         self, admission: Admission, outgoing: Outgoing, backend: Backend, responder: Responder, trace: Trace
@@ -151,6 +179,8 @@ class Delivery:
         verdict: bool | None = None  # None: no verdict (the client left)
         left = False  # the client went away while this backend had its request
         trace.working = backend
+        if not backend.external:
+            self.waker.began(backend)
         try:
             if url is not None:
                 sent = await self.sender.send(backend, url, attempt.body, attempt.headers, attempt.timeout)
@@ -194,6 +224,8 @@ class Delivery:
                 # never makes an answer free; an attempt that ended otherwise hands the request on.
                 trace.working = None
             state.request_ended(target)
+            if not backend.external:
+                self.waker.ended(backend)
             now = state.clock()
             if verdict is True:
                 state.quarantine.succeeded(target, now)

@@ -5,6 +5,7 @@ import argparse
 import os
 
 from llmkube.flags import add_kubeconfig_flag, add_logging_flags
+from llmkube.plan.router.wake import DEFAULT_ACTIVITY_INTERVAL, DEFAULT_WAKE_QUEUE, DEFAULT_WAKE_TIMEOUT
 from llmkube.router.http import Limits
 
 
@@ -61,6 +62,29 @@ def add_router_flags(parser: argparse.ArgumentParser) -> None:
         help="seconds a request nothing else can serve waits for an InferenceService backend with no "
         "ready pod to get one (a Recreate rollout between its pods), at most its header timeout; 0: "
         "answer 503 at once (default 30) [LLMKUBE_ROUTER_ENDPOINT_WAIT]",
+    )
+    parser.add_argument(
+        "--wake-timeout",
+        type=float,
+        default=float(env("LLMKUBE_ROUTER_WAKE_TIMEOUT", str(DEFAULT_WAKE_TIMEOUT))),
+        help="seconds a request for an InferenceService scaled to zero waits for it to wake (a pod "
+        "started and its model loaded), at most its header timeout; 0: answer 503 (default "
+        f"{DEFAULT_WAKE_TIMEOUT:g}) [LLMKUBE_ROUTER_WAKE_TIMEOUT]",
+    )
+    parser.add_argument(
+        "--wake-queue",
+        type=int,
+        default=int(env("LLMKUBE_ROUTER_WAKE_QUEUE", str(DEFAULT_WAKE_QUEUE))),
+        help="requests held at once for one waking InferenceService; one more is answered 503 with "
+        f"Retry-After (default {DEFAULT_WAKE_QUEUE}) [LLMKUBE_ROUTER_WAKE_QUEUE]",
+    )
+    parser.add_argument(
+        "--activity-interval",
+        type=float,
+        default=float(env("LLMKUBE_ROUTER_ACTIVITY_INTERVAL", str(DEFAULT_ACTIVITY_INTERVAL))),
+        help="seconds between two writes of an InferenceService's last-request time by this router "
+        "(scale to zero's idle clock; none while there is no traffic; default "
+        f"{DEFAULT_ACTIVITY_INTERVAL:g}) [LLMKUBE_ROUTER_ACTIVITY_INTERVAL]",
     )
     limits = Limits()
     parser.add_argument(

@@ -22,6 +22,7 @@ from llmkube.kube.exposition import exposition_chunks
 from llmkube.kube.rest import ApiClient, load_client_config
 from llmkube.plan.allowed_hosts import AllowedHost
 from llmkube.plan.router import RouterConfig, errors
+from llmkube.plan.router.wake import DEFAULT_ACTIVITY_INTERVAL, DEFAULT_WAKE_QUEUE, DEFAULT_WAKE_TIMEOUT
 from llmkube.router.audit import AuditSink
 from llmkube.router.health import Prober
 from llmkube.router.http import ByteBudget, HttpServer, Limits
@@ -30,6 +31,7 @@ from llmkube.router.proxy import Proxy
 from llmkube.router.secrets import SecretFiles
 from llmkube.router.state import RouterState
 from llmkube.router.upstream import Upstreams
+from llmkube.router.waking import Waker
 from llmkube.router.watches import RouterWatches
 
 __all__ = ["RouterProcess", "RouterSettings"]
@@ -50,6 +52,11 @@ class RouterSettings:
     #: a stream that sends nothing for this long is cut off
     stream_idle_timeout: float = 600.0
     endpoint_wait: float = 30.0
+    #: scale to zero (llmkube.plan.router.wake): the longest a request waits for a sleeping backend
+    #: to wake, how many wait per backend, and how often the last request time is shared
+    wake_timeout: float = DEFAULT_WAKE_TIMEOUT
+    wake_queue: int = DEFAULT_WAKE_QUEUE
+    activity_interval: float = DEFAULT_ACTIVITY_INTERVAL
     #: --external-hosts: where a backend with credentials may lead besides its provider's own host
     external_hosts: tuple[AllowedHost, ...] = ()
     #: HTTPS_PROXY / HTTP_PROXY / NO_PROXY: the proxy external providers are reached through
@@ -101,6 +108,7 @@ class RouterProcess:
         self.watches: RouterWatches | None = None
         self.upstreams: Upstreams | None = None
         self.proxy: Proxy | None = None
+        self.waker: Waker | None = None
 
     @property
     def client(self) -> ApiClient:
@@ -137,6 +145,9 @@ class RouterProcess:
         unregister = self.metrics.register_state(self.state)
         self.upstreams = Upstreams(stream_idle_timeout=settings.stream_idle_timeout, proxy=settings.proxy)
         self.watches = RouterWatches(self.client, self.state)
+        self.state.wakes.bound = settings.wake_queue
+        self.state.activity.interval = settings.activity_interval
+        self.waker = Waker(self.client, self.state)
         prober = Prober(self.state, self.upstreams)
         self.proxy = Proxy(
             self.state,
@@ -150,12 +161,15 @@ class RouterProcess:
             metrics_page=metrics_page,
             endpoint_wait=settings.endpoint_wait,
             bodies=ByteBudget(settings.limits.body_budget),
+            waker=self.waker,
+            wake_timeout=settings.wake_timeout,
         )
         server = http_server(self.proxy, settings.limits)
         unregister_server = self.metrics.register_server(server)
         installed = self._install_signals()
         try:
             self.watches.start()
+            self.waker.start()
             self.address = await server.start(settings.host, settings.port, backlog=1024)
             log.info(
                 "listening",
@@ -170,6 +184,7 @@ class RouterProcess:
             self._remove_signals(installed)
             await prober.stop()
             await self.proxy.stop_shadows()
+            await self.waker.stop()
             await server.close()
             await self.watches.stop()
             await self.upstreams.close()

@@ -66,6 +66,7 @@ from llmkube.router.shadows import Shadows
 from llmkube.router.state import RouterState
 from llmkube.router.trace import Trace
 from llmkube.router.upstream import Upstreams
+from llmkube.router.waking import Waker
 
 __all__ = ["DETECT_OFF_LOOP_BYTES", "Proxy"]
 
@@ -111,6 +112,8 @@ class Proxy:
         metrics_page: Callable[[], bytes],
         endpoint_wait: float = 0.0,
         bodies: ByteBudget | None = None,
+        waker: Waker | None = None,
+        wake_timeout: float = 0.0,
     ) -> None:
         self.state = state
         self.upstreams = upstreams
@@ -121,13 +124,15 @@ class Proxy:
         self.metrics_page = metrics_page
         #: the most a request waits for a backend's first ready endpoint (llmkube.plan.router.hold)
         self.endpoint_wait = endpoint_wait
+        #: the most a request waits for a sleeping backend to wake (llmkube.plan.router.wake)
+        self.wake_timeout = wake_timeout
         self._api_keys: dict[str, ApiKeys] = {}
         #: what bodies in flight hold, shared with the HTTP server (which counts them as they come)
         self.bodies = bodies or ByteBudget(Limits().body_budget)
         self.rates = RateLimits()
         sender = Sender(state, upstreams, credentials=credentials, server_keys=server_keys)
         self.shadows = Shadows(sender, metrics)
-        self.delivery = Delivery(sender, self.shadows, metrics)
+        self.delivery = Delivery(sender, self.shadows, metrics, waker)
         #: requests being answered (a graceful stop waits for them)
         self.in_flight = 0
         self.idle = asyncio.Event()
@@ -272,6 +277,7 @@ class Proxy:
             key=key,
             found=found,
             wait_limit=self.endpoint_wait,
+            wake_limit=self.wake_timeout,
         )
         if isinstance(admitted, Refusal):
             return admitted

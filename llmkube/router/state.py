@@ -14,12 +14,15 @@ from typing import Any
 
 from llmkube.plan.allowed_hosts import AllowedHost
 from llmkube.plan.router import (
+    ActivityClock,
     Backend,
     Budgets,
     Issue,
     Quarantine,
     RollingP95,
     RouterConfig,
+    Sleeper,
+    WakeQueue,
     compile_config,
     credential_host_issues,
     validate,
@@ -71,6 +74,12 @@ class RouterState:
         self.turn = 0
         #: per weighted rule: its last draw (a router process starts each rule at a random point)
         self.draws: dict[str, float] = {}
+        #: per InferenceService backend (by its name): whether it sleeps (scale to zero)
+        self.sleepers: dict[str, Sleeper] = {}
+        #: requests held for sleeping backends, by InferenceService (plan/router/wake.py)
+        self.wakes = WakeQueue()
+        #: the last request of each backend that may sleep, shared through the API
+        self.activity = ActivityClock()
         #: called with the new config once one is accepted (the watches and probes follow it)
         self.listeners: list[Callable[[RouterConfig], None]] = []
         #: set (and replaced) when some Service's ready endpoints change: held requests look again
@@ -157,6 +166,28 @@ class RouterState:
             waiting.discard(future)
             if not waiting:
                 del self._leaving[endpoint]
+
+    def set_sleeper(self, isvc: str, sleeper: Sleeper | None) -> None:
+        """What an InferenceService backend says of its sleep (None: it is gone, or not watched)."""
+        before = self.sleepers.get(isvc)
+        if sleeper is None:
+            self.sleepers.pop(isvc, None)
+            self.activity.forget(isvc)
+        else:
+            self.sleepers[isvc] = sleeper
+            if sleeper.last_request is not None:
+                self.activity.shared(isvc, sleeper.last_request)
+        if sleeper != before:
+            self._endpoints_changed.set()  # a request held for it looks again (it may sleep now)
+            self._endpoints_changed = asyncio.Event()
+
+    def asleep(self, backend: Backend) -> bool:
+        """An InferenceService backend that sleeps (scaled to zero), with no ready endpoint."""
+        sleeper = self.sleepers.get(backend.inference_service or "")
+        return sleeper is not None and sleeper.asleep and not self.endpoints_of(backend)
+
+    def wake_room(self, backend: Backend) -> bool:
+        return self.wakes.room(backend.inference_service or "")
 
     def drop_service(self, service: str) -> None:
         self.endpoint_names.pop(service, None)

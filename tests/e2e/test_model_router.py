@@ -81,7 +81,7 @@ async def test_a_model_router_becomes_its_deployment_service_and_rbac(
     service = admin.get("v1", "Service", name, ns)
     assert service["spec"]["ports"][0]["port"] == 8080
     assert admin.get("v1", "ServiceAccount", name, ns)["metadata"]["ownerReferences"][0]["name"] == "front"
-    assert admin.get(RBAC, "Role", name, ns)["rules"] == role_rules("front")
+    assert admin.get(RBAC, "Role", name, ns)["rules"] == role_rules("front", ["tiny"])
     binding = admin.get(RBAC, "RoleBinding", name, ns)
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": ns}]
 

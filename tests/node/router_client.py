@@ -10,7 +10,9 @@ Plans:
   (so the router's prefix affinity spreads them over a backend's pods); a last `summary` line;
 - `{"mode": "embed", "base": URL, "model": M, "input": [...]}`: one POST /v1/embeddings (an
   `embeddings` line: status, backend, how many vectors of how many dimensions), then one chat
-  completion for the same model (a `result` line)."""
+  completion for the same model (a `result` line);
+- `{"mode": "one", "base": URL, "model": M, "stream": S, "max_tokens": T}`: one completion (the
+  first request to a service scaled to zero wakes it)."""
 
 import itertools
 import json
@@ -177,11 +179,16 @@ def embed(plan: dict[str, Any], lock: threading.Lock) -> None:
     emit(complete(plan["base"], plan["model"], False, "Hello, who are you?", 8), lock)
 
 
+def one(plan: dict[str, Any], lock: threading.Lock) -> None:
+    stream = bool(plan["stream"])
+    emit(complete(plan["base"], plan["model"], stream, "Hello, who are you?", int(plan["max_tokens"])), lock)
+
+
 def main() -> None:
     plan = json.loads(sys.argv[-1])
     lock = threading.Lock()
     emit({"kind": "start", "at": time.time()}, lock)
-    {"each": each, "load": load, "embed": embed}[plan["mode"]](plan, lock)
+    {"each": each, "load": load, "embed": embed, "one": one}[plan["mode"]](plan, lock)
 
 
 if __name__ == "__main__":

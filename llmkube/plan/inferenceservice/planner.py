@@ -17,7 +17,7 @@ from llmkube.api.enums import Phase
 from llmkube.api.inferenceservice import InferenceService, InferenceServiceStatus
 from llmkube.api.meta import Condition
 from llmkube.api.model import Model
-from llmkube.plan.conditions.standard import remove_condition
+from llmkube.plan.conditions.standard import find_condition, remove_condition, set_condition
 from llmkube.plan.events import IGNORED_SETTING, INVALID_SPEC, PlannedEvent, announced
 from llmkube.plan.inferenceservice.advice import missing_memory_request, missing_skip_model_init
 from llmkube.plan.inferenceservice.agent_verdict import (
@@ -90,6 +90,19 @@ from llmkube.plan.inferenceservice.runtimes import (
     server_process,
 )
 from llmkube.plan.inferenceservice.runtimes.vllm import speculative_missing_model
+from llmkube.plan.inferenceservice.scale_to_zero import (
+    CONDITION as SCALE_TO_ZERO_CONDITION,
+)
+from llmkube.plan.inferenceservice.scale_to_zero import (
+    SCALE_TO_ZERO_ANNOTATION,
+    SCALED_TO_ZERO,
+    SLEEPING_ANNOTATION,
+    Sleep,
+    decide,
+    idle_setting,
+    last_request,
+    stamp,
+)
 from llmkube.plan.inferenceservice.scheduling import SchedulingInfo, diagnose_scheduling, running_pod_count
 from llmkube.plan.inferenceservice.server_key import ANNOTATION as SERVER_KEY_ANNOTATION
 from llmkube.plan.inferenceservice.server_key import annotation_value
@@ -323,6 +336,9 @@ def _plan_with_model(ctx: _Context, model: Model) -> InferenceServicePlan:
             cache = planned
             issues += [Issue(w.field, w.message, "warning", w.reason) for w in planned.warnings]
     issues += _ownership_conflicts(ctx, metal=metal, service_cache=cache is not None)
+    idle = idle_setting(ctx.isvc.metadata.annotations)
+    if idle.problem is not None:
+        issues.append(Issue(f"metadata.annotations[{SCALE_TO_ZERO_ANNOTATION}]", idle.problem, "warning"))
     errors = [i.text() for i in issues if i.severity == "error"]
     # A spec asking for more than the admin allows is a policy violation first, whatever else is wrong.
     error_reason = next(
@@ -526,6 +542,9 @@ def _workload_plan(
     suspended = bool(spec.suspend)
     autoscaling = None if suspended else spec.autoscaling
     replicas = 0 if suspended else _spec_replicas(ctx)
+    sleep = _sleep(ctx, replicas)
+    if sleep.asleep:  # scaled to zero by idleness: no HPA to fight the router that wakes it
+        autoscaling, replicas = None, 0
     # The GPU quotas (plan/quota/decision.py) admit replicas one by one: the Deployment gets those
     # admitted, an HPA a maxReplicas no higher (so it never scales past them), and none before one is.
     admitted = replicas if grant is None else min(replicas, grant.replicas)
@@ -581,6 +600,8 @@ def _workload_plan(
         )
     )
     live = observed.deployment
+    if sleep.asleep and sleep.slept_at is not None:
+        deployment["metadata"]["annotations"] = {SLEEPING_ANNOTATION: stamp(sleep.slept_at)}
     deletes: list[ObjectRef] = []
     # The selector is immutable: a Deployment from before 0.8 (selector {app}) is replaced, which the
     # reference operator learnt from a hot loop: https://github.com/defilantech/LLMKube/issues/606.
@@ -599,6 +620,11 @@ def _workload_plan(
         # The HPA's choice, as carried by the Deployment, is what "all ready" means (so a scale-out
         # is Ready once its replicas are, not Progressing for ever).
         desired = _int_at(current, "spec", "replicas", default=first)
+        if desired == 0 and sleep.condition is not None:
+            # Woken from zero without a router's scale write (its request seen first): an HPA never
+            # scales a target at 0, so the first replica is ours to ask for.
+            desired = first
+            deployment["spec"]["replicas"] = first
     elif quota_wait and spec.autoscaling is not None:
         desired = initial_replicas(replicas, spec.autoscaling)  # none admitted yet: what it starts with
     else:
@@ -632,6 +658,8 @@ def _workload_plan(
     phase: Phase = "Failed" if failure else determine_phase(ready, desired, scheduling)
     if suspended and not failure:
         phase = "Suspended"
+    if sleep.asleep and not failure:
+        phase = "Stopped"
     downloading = downloading_pod(observed.pods) if phase == "Creating" else None
     download = download_progress(downloading, observed.download_log) if downloading else None
     entry = QueueEntry(ctx.namespace, ctx.name, ctx.priority or 0, isvc.metadata.creation_timestamp)
@@ -657,7 +685,11 @@ def _workload_plan(
         rollout=rollout_of(current),
         download=download.message() if download is not None else "",
         mode=resolve_mode(spec),
+        stopped=(SCALED_TO_ZERO, sleep.message) if sleep.asleep else None,
     )
+    conditions = _sleep_conditions(ctx, conditions, sleep)
+    if sleep.event is not None:
+        events.append(sleep.event)
     conditions = preempted_conditions(
         conditions,
         observed.preemption,
@@ -693,9 +725,41 @@ def _workload_plan(
             if migrate
             else DOWNLOAD_REQUEUE_SECONDS
             if download is not None
-            else _sooner(hold, drained.requeue_after, recycle.requeue_after)
+            else _sooner(hold, drained.requeue_after, recycle.requeue_after, sleep.requeue_after)
         ),
         evictions=(recycle.evict,) if recycle.evict else (),
+    )
+
+
+def _sleep(ctx: _Context, replicas: int) -> Sleep:
+    """Scale to zero's decision (scale_to_zero.py): only for a service that asks for replicas."""
+    annotations = ctx.isvc.metadata.annotations
+    setting = idle_setting(annotations)
+    live = ctx.observed.deployment if _owned(ctx, ctx.observed.deployment) else None
+    marked = SLEEPING_ANNOTATION in ((live or {}).get("metadata", {}).get("annotations") or {})
+    return decide(
+        setting.after if replicas > 0 else None,
+        find_condition(_previous_conditions(ctx), SCALE_TO_ZERO_CONDITION),
+        request=last_request(annotations),
+        marked=marked,
+        deployment_replicas=_int_at(live, "spec", "replicas"),
+        ready=_int_at(live, "status", "readyReplicas"),
+        now=ctx.observed.now,
+    )
+
+
+def _sleep_conditions(ctx: _Context, conditions: list[Condition], sleep: Sleep) -> list[Condition]:
+    if sleep.condition is None:
+        return remove_condition(conditions, SCALE_TO_ZERO_CONDITION)
+    status, reason, message = sleep.condition
+    return set_condition(
+        conditions,
+        type_=SCALE_TO_ZERO_CONDITION,
+        status=status,
+        reason=reason,
+        message=message,
+        now=ctx.observed.now,
+        observed_generation=ctx.generation,
     )
 
 

@@ -76,6 +76,9 @@ class StatusFacts:
     download: str = ""
     #: the serving mode in effect (v0.9 status.mode: chat, embedding or rerank); "" leaves it out
     mode: str = ""
+    #: why a `Stopped` service is stopped when it is not its spec.replicas: (reason, message)
+    #: (scale to zero after an idle period: plan/inferenceservice/scale_to_zero.py)
+    stopped: tuple[str, str] | None = None
 
 
 def reason_column(facts: StatusFacts) -> str:
@@ -86,6 +89,8 @@ def reason_column(facts: StatusFacts) -> str:
         return facts.scheduling.status
     if facts.phase in ("Failed", "Pending"):
         return facts.failure_reason
+    if facts.phase == "Stopped" and facts.stopped is not None:
+        return facts.stopped[0]
     return facts.model_problem[0] if facts.model_problem else ""
 
 
@@ -190,8 +195,9 @@ def phase_conditions(
         put(AVAILABLE, "False", "Suspended", message)
         put(PROGRESSING, "False", "Suspended", message)
     elif phase == "Stopped":
-        put(AVAILABLE, "False", "Stopped", "Scaled to zero: spec.replicas is 0")
-        put(PROGRESSING, "False", "Stopped", "Scaled to zero: spec.replicas is 0")
+        reason, message = facts.stopped or ("Stopped", "Scaled to zero: spec.replicas is 0")
+        put(AVAILABLE, "False", reason, message)
+        put(PROGRESSING, "False", reason, message)
     elif phase == "Pending":
         put(AVAILABLE, "False", "Pending", WAITING_FOR_MODEL)
         put(PROGRESSING, "True", "Pending", WAITING_FOR_MODEL)

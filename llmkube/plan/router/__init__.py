@@ -11,7 +11,8 @@ For the router process (llmkube.router), one request at a time:
 * what those are made of: `config` (the spec compiled, as the router watches it, without pydantic),
   `requests` and `bodies` (the body read and bounded), `detector` (personal data), `matching`,
   `strategy`, `balancer`, `hold` (waiting for a rollout's pod), `timeouts`, `headers`, `providers`,
-  `usage`, `errors` (its own answers), `audit`; the state machines `budgets`, `ratelimit`,
+  `usage`, `errors` (its own answers), `audit`, `wake` (scale to zero: the wake queue and the idle
+  clock the routers share); the state machines `budgets`, `ratelimit`,
   `quarantine`, `latency`; `endpoints` (EndpointSlices read) and `egress` (where it may connect).
 
 For the controller (llmkube.controllers.modelrouter): `validation`, `credential_hosts` and
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # the type checker reads the face here (pyproject.toml: impli
     from llmkube.plan.router.endpoints import endpoint_names, ready_endpoints, serving_mode
     from llmkube.plan.router.errors import Refused
     from llmkube.plan.router.headers import forwarded, presented_key, request_id, returned
+    from llmkube.plan.router.hold import sleeping
     from llmkube.plan.router.latency import RollingP95
     from llmkube.plan.router.matching import Decision, served_models
     from llmkube.plan.router.objects import (
@@ -97,6 +99,7 @@ if TYPE_CHECKING:  # the type checker reads the face here (pyproject.toml: impli
     from llmkube.plan.router.timeouts import header_timeout
     from llmkube.plan.router.usage import StreamUsage, Usage, estimate, usage_of_body
     from llmkube.plan.router.validation import Issue, validate
+    from llmkube.plan.router.wake import ActivityClock, Join, Sleeper, WakeQueue, sleeper_of
 else:
     __all__, __getattr__ = lazy_face(
         __name__,
@@ -121,6 +124,7 @@ else:
             "endpoints": "endpoint_names ready_endpoints serving_mode",
             "providers": "auth_headers upstream_url",
             "timeouts": "header_timeout",
+            "hold": "sleeping",
             "audit": "AuditRecord audit_line",
             "validation": "Issue validate",
             "credential_hosts": "credential_host_issues",
@@ -128,5 +132,6 @@ else:
             "status": "router_status stamped status_changed",
             "policy": "policy_issues",
             "permissions": "ROUTER_PERMISSIONS role_rules",
+            "wake": "ActivityClock Join Sleeper WakeQueue sleeper_of",
         },
     )

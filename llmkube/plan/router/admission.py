@@ -30,7 +30,7 @@ from llmkube.plan.router.budgets import Budgets, reservation_estimate
 from llmkube.plan.router.config import TASK_COMPLEXITY_HEADER, WEIGHTED, ApiKey, Backend, Budget, RouterConfig
 from llmkube.plan.router.detector import Detection
 from llmkube.plan.router.errors import Refused
-from llmkube.plan.router.hold import endpoint_wait
+from llmkube.plan.router.hold import endpoint_wait, sleeping
 from llmkube.plan.router.matching import Decision, Features, decide, for_endpoint
 from llmkube.plan.router.requests import NOT_GENERATING, Endpoint, ParsedRequest, parse_request, too_costly
 from llmkube.plan.router.strategy import Attempts, attempts, next_draw
@@ -55,6 +55,14 @@ class View(Protocol):
 
     def mode(self, backend: Backend) -> str:
         """The serving mode (chat, embedding, rerank) its Service's label says ("": not known)."""
+        ...
+
+    def asleep(self, backend: Backend) -> bool:
+        """An InferenceService backend scaled to zero, with no ready endpoint (plan/router/wake.py)."""
+        ...
+
+    def wake_room(self, backend: Backend) -> bool:
+        """Its wake queue has room for one more request."""
         ...
 
     def p95(self) -> Mapping[str, float]:
@@ -210,10 +218,12 @@ def admit(
     key: ApiKey | None = None,
     found: Detection | None = None,
     wait_limit: float = 0.0,
+    wake_limit: float = 0.0,
 ) -> Refusal | Admission:
     """A parsed request: `headers` its lower-case names and first values, `key` its client key's
     policy (keys on), `found` what the detector found in it (where `reads_body`), `wait_limit` the
-    most a request waits for an endpoint (the router's --endpoint-wait)."""
+    most a request waits for an endpoint (the router's --endpoint-wait), `wake_limit` for a sleeping
+    backend to wake (--wake-timeout)."""
     detected: tuple[str, ...] = ()
     if found is None:
         classification = headers.get(config.classification.header, "").strip().lower()
@@ -258,8 +268,25 @@ def admit(
     planned = plan_attempts(config, decision, view, sensitive=sensitive, draw=draw)
     wait = 0.0
     if not planned.order:
-        counts = {b.name: view.endpoint_count(b) for b in config.backends.values() if not b.external}
-        wait = endpoint_wait(config, decision, counts, sensitive=sensitive, limit=wait_limit)
+        local = [b for b in config.backends.values() if not b.external]
+        counts = {b.name: view.endpoint_count(b) for b in local}
+        asleep = frozenset(b.name for b in local if view.asleep(b)) if wake_limit > 0 else frozenset()
+        full = [
+            name
+            for name in sleeping(config, decision, asleep, sensitive=sensitive)
+            if not view.wake_room(config.backends[name])
+        ]
+        if full:
+            return Refusal(errors.wake_queue_full(full[0]), facts)
+        wait = endpoint_wait(
+            config,
+            decision,
+            counts,
+            sensitive=sensitive,
+            limit=wait_limit,
+            asleep=asleep,
+            wake_limit=wake_limit,
+        )
     return Admission(config, parsed, decision, sensitive, draw, planned, wait, hold, facts)
 
 

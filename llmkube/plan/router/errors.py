@@ -137,6 +137,19 @@ def busy() -> Refused:
     )
 
 
+def wake_queue_full(backend: str) -> Refused:
+    """A request for a sleeping backend whose wake queue is full (plan/router/wake.py)."""
+    return Refused(
+        503,
+        f'Backend "{backend}" is waking from zero and as many requests as the router holds are waiting '
+        "for it: retry shortly.",
+        UNAVAILABLE,
+        "waking",
+        retry_after=5,
+        outcome="wake_queue_full",
+    )
+
+
 def no_route(router: str, model: str) -> Refused:
     return Refused(
         503,

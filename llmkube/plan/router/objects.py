@@ -130,12 +130,19 @@ def service_account(router: ModelRouter) -> KubeObject:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _metadata(router)}
 
 
+def backend_services(router: ModelRouter) -> list[str]:
+    """The InferenceServices its backends name (the router may wake them: plan/router/wake.py)."""
+    return sorted(
+        {ref.name for b in router.spec.backends if (ref := b.inference_service_ref) is not None and ref.name}
+    )
+
+
 def role(router: ModelRouter) -> KubeObject:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": _metadata(router),
-        "rules": role_rules(router.metadata.name or ""),
+        "rules": role_rules(router.metadata.name or "", backend_services(router)),
     }
 
 

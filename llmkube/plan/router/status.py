@@ -29,6 +29,7 @@ from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.router.config import effective_tier, external_url
 from llmkube.plan.router.objects import endpoint_url
 from llmkube.plan.router.validation import Issue, errors
+from llmkube.plan.router.wake import sleeper_of
 from llmkube.plan.tenancy import POLICY_VIOLATION, PolicyIssue
 
 READY, RECONCILING, STALLED, MCP_SERVER = "Ready", "Reconciling", "Stalled", "McpServer"
@@ -64,6 +65,18 @@ def backend_statuses(
         address = f"http://{service_name(isvc_name)}.{namespace}.svc"
         if isvc is None:
             message = f'InferenceService "{isvc_name}" does not exist'
+        elif sleeper_of(isvc).asleep:
+            # Scaled to zero after an idle period: the router wakes it on the next request.
+            found.append(
+                BackendStatus(
+                    name=name,
+                    tier=tier,
+                    address=address,
+                    healthy=True,
+                    message=f'InferenceService "{isvc_name}" is asleep (scaled to zero): a request wakes it',
+                )
+            )
+            continue
         elif not _isvc_ready(isvc):
             message = (
                 f'InferenceService "{isvc_name}" is {(isvc.get("status") or {}).get("phase") or "not Ready"}'

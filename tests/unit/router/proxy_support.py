@@ -6,7 +6,7 @@ tests/integration/test_router_process_on_server.py)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from llmkube.router.proxy import Proxy
 from llmkube.router.secrets import SecretFiles
 from llmkube.router.state import RouterState
 from llmkube.router.upstream import Upstreams
+from llmkube.router.waking import Waker
 
 
 @dataclass
@@ -62,10 +63,14 @@ async def running_proxy(
     endpoint_wait: float = 0.0,
     external_hosts: str = "",
     limits: Limits | None = None,
+    waker: Callable[[RouterState], Waker] | None = None,
+    wake_timeout: float = 0.0,
+    wake_queue: int = 100,
 ) -> AsyncIterator[RunningProxy]:
     """`external_hosts`: the router's --external-hosts (where a backend with credentials may lead)."""
     limits = limits or Limits()
     state = RouterState(name, "ns", external_hosts=parse_allowed_hosts(external_hosts))
+    state.wakes.bound = wake_queue
     metrics = RouterMetrics(name)
     unregister = metrics.register_state(state)
     lines: list[bytes] = []
@@ -81,6 +86,8 @@ async def running_proxy(
         metrics_page=metrics_page,
         endpoint_wait=endpoint_wait,
         bodies=ByteBudget(limits.body_budget),
+        waker=waker(state) if waker is not None else None,
+        wake_timeout=wake_timeout,
     )
     server = http_server(proxy, limits)
     unregister_server = metrics.register_server(server)

@@ -7,7 +7,7 @@ from types import MappingProxyType
 import pytest
 from router_factories import config, external, local, rule
 
-from llmkube.plan.router.hold import endpoint_wait
+from llmkube.plan.router.hold import endpoint_wait, sleeping
 from llmkube.plan.router.matching import Features, decide
 
 ROUTER = config(
@@ -56,3 +56,50 @@ def test_endpoint_wait(
 ) -> None:
     decision = decide(ROUTER, Features(model, "", "", MappingProxyType({})))
     assert endpoint_wait(ROUTER, decision, ready, sensitive=sensitive, limit=limit) == expected
+
+
+WAKE_CASES: list[tuple[str, str, frozenset[str], bool, float, float, tuple[str, ...]]] = [
+    # (case, model, asleep backends, sensitive, wake limit, expected wait, backends it would wake)
+    (
+        "a sleeping backend: the wake limit, not the endpoint wait",
+        "one",
+        frozenset({"a"}),
+        False,
+        50.0,
+        50.0,
+        ("a",),
+    ),
+    ("the header timeout bounds a wake too", "one", frozenset({"a"}), False, 300.0, 60.0, ("a",)),
+    ("and the rule's timeout", "fast", frozenset({"a"}), False, 300.0, 3.0, ("a",)),
+    ("one asleep, one between pods: the longer", "pair", frozenset({"b"}), False, 300.0, 30.0, ("b",)),
+    ("shadow: only the answering backend is woken", "shadow", frozenset({"a"}), False, 300.0, 0.0, ()),
+    ("sensitive data wakes no cloud backend", "cloud", frozenset({"cloudy"}), True, 300.0, 0.0, ()),
+    ("a wake limit of 0 waits as for a rollout", "one", frozenset({"a"}), False, 0.0, 0.0, ("a",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("model", "asleep", "sensitive", "wake_limit", "expected", "woken"),
+    [case[1:] for case in WAKE_CASES],
+    ids=[case[0] for case in WAKE_CASES],
+)
+def test_a_sleeping_backend_is_waited_for_as_long_as_a_wake_takes(
+    model: str,
+    asleep: frozenset[str],
+    sensitive: bool,
+    wake_limit: float,
+    expected: float,
+    woken: tuple[str, ...],
+) -> None:
+    decision = decide(ROUTER, Features(model, "", "", MappingProxyType({})))
+    found = endpoint_wait(
+        ROUTER,
+        decision,
+        {},
+        sensitive=sensitive,
+        limit=30.0 if wake_limit else 0.0,
+        asleep=asleep,
+        wake_limit=wake_limit,
+    )
+    assert found == expected
+    assert sleeping(ROUTER, decision, asleep, sensitive=sensitive) == woken

@@ -111,11 +111,19 @@ def test_every_object_is_owned_named_and_labelled_alike() -> None:
 
 
 def test_the_role_is_the_router_permission_list_its_own_router_only() -> None:
-    rules = role_rules("front")
+    rules = role_rules("front", ["tiny", "big", "tiny"])
     assert len(rules) == len(ROUTER_PERMISSIONS)
     own = next(r for r in rules if r["resources"] == ["modelrouters"])
     assert own["resourceNames"] == ["front"] and own["verbs"] == ["list", "watch"]
     assert not any("secrets" in r["resources"] for r in rules)  # Secrets come mounted, never read
+    # Scale to zero: its own backends only, by name (their Deployments have their names).
+    backends = next(r for r in rules if r["resources"] == ["inferenceservices"])
+    assert backends["resourceNames"] == ["big", "tiny"] and backends["verbs"] == ["list", "watch", "patch"]
+    scale = next(r for r in rules if r["resources"] == ["deployments/scale"])
+    assert scale["resourceNames"] == ["big", "tiny"] and scale["verbs"] == ["get", "patch"]
+    # No InferenceService backend: no rule (an empty resourceNames would grant every object).
+    assert not any(r.get("resourceNames") == [] for r in role_rules("front"))
+    assert len(role_rules("front")) == len(ROUTER_PERMISSIONS) - 2
     binding = role_binding(_router())
     assert binding["roleRef"]["name"] == "front-router-proxy"
 
@@ -147,6 +155,15 @@ def _available(generation: int = 1, available: int = 1) -> dict[str, Any]:
 
 READY_ISVC = {"metadata": {"name": "tiny"}, "status": {"phase": "Ready"}}
 PENDING_ISVC = {"metadata": {"name": "tiny"}, "status": {"phase": "Pending"}}
+#: scaled to zero after an idle period: the router wakes it, so it counts as a healthy backend
+ASLEEP_ISVC = {
+    "metadata": {"name": "tiny"},
+    "status": {
+        "phase": "Stopped",
+        "conditions": [{"type": "ScaledToZero", "status": "True", "reason": "Idle"}],
+    },
+}
+STOPPED_ISVC = {"metadata": {"name": "tiny"}, "status": {"phase": "Stopped"}}
 PROVISIONING, ROLLING_OUT = ("False", "Provisioning"), ("True", "RollingOut")
 CONVERGED, INVALID = ("False", "Converged"), ("False", "InvalidSpec")
 
@@ -159,6 +176,8 @@ CONVERGED, INVALID = ("False", "Converged"), ("False", "InvalidSpec")
         ({}, _available(), {}, "Degraded", ("True", "BackendsNotReady"), CONVERGED),
         ({}, _available(), {"tiny": PENDING_ISVC}, "Degraded", ("True", "BackendsNotReady"), CONVERGED),
         ({}, _available(), {"tiny": READY_ISVC}, "Ready", ("True", "Ready"), CONVERGED),
+        ({}, _available(), {"tiny": ASLEEP_ISVC}, "Ready", ("True", "Ready"), CONVERGED),
+        ({}, _available(), {"tiny": STOPPED_ISVC}, "Degraded", ("True", "BackendsNotReady"), CONVERGED),
         ({"defaultRoute": "nowhere"}, _available(), {"tiny": READY_ISVC}, "Failed", INVALID, INVALID),
     ],
 )
