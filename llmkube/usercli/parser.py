@@ -463,9 +463,8 @@ def _benchmark(sub: Any) -> None:
     p.add_argument(
         "--prompt-tokens",
         type=int,
-        default=128,
         metavar="N",
-        help="synthetic prompts of about N tokens (default: 128)",
+        help="synthetic prompts of about N tokens (default: 128, less when a service's slot is smaller)",
     )
     p.add_argument(
         "--prompt-file",
@@ -473,7 +472,10 @@ def _benchmark(sub: Any) -> None:
         help='prompts, one per line (or JSON lines with "prompt" or "messages"), used in turn',
     )
     p.add_argument(
-        "--max-tokens", type=int, default=128, metavar="N", help="output tokens per request (default: 128)"
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="output tokens per request (default: 128, less when a service's slot is smaller)",
     )
     p.add_argument("--no-stream", action="store_true", help="ask for whole answers (no TTFT or TPOT then)")
     p.add_argument(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import aiohttp
 
+from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.service import DEFAULT_ENDPOINT_PATH
 from llmkube.usercli import render
@@ -40,7 +41,8 @@ from llmkube.usercli.benchmark.report import (
     summary_lines,
     to_document,
 )
-from llmkube.usercli.benchmark.stats import LevelResult, summarize
+from llmkube.usercli.benchmark.sizes import fitted_sizes
+from llmkube.usercli.benchmark.stats import LevelResult, RequestRecord, first_messages, summarize
 from llmkube.usercli.errors import UserError
 from llmkube.usercli.inspect import get_service
 from llmkube.usercli.pods import spec_of
@@ -149,8 +151,10 @@ async def measure(
             records = await run_level(http, url, body, stream=shape.stream, level=warm, live=LiveCounts())
             index += len(records)
             if not any(record.ok for record in records):
-                kinds = sorted({record.error or "" for record in records})
-                raise UserError(f"{url} did not answer the warm-up request ({', '.join(kinds)})")
+                said = "; ".join(
+                    f"{kind}: {message}" if message else kind for kind, message in _failures(records).items()
+                )
+                raise UserError(f"{url} did not answer the warm-up request ({said})")
         for number, level in enumerate(levels, start=1):
             live = LiveCounts()
             cpu = time.process_time()
@@ -179,6 +183,12 @@ async def measure(
     return BenchmarkRun(settings=settings, levels=tuple(results), started=started)
 
 
+def _failures(records: Sequence[RequestRecord]) -> dict[str, str]:
+    """Each kind of failure, with what the server said of it (if anything)."""
+    kinds = {record.error: "" for record in records if record.error is not None}
+    return {**kinds, **first_messages(records)}
+
+
 def _stderr_progress() -> ProgressLine:
     def write(text: str) -> None:
         sys.stderr.write(text)
@@ -196,6 +206,11 @@ def _show(runs: Sequence[tuple[str, BenchmarkRun]], args: argparse.Namespace) ->
             sys.stdout.write(line + "\n")
         render.emit(render.plain_table(LEVEL_HEADERS, level_rows(run.levels)))
     for level in run.levels:
+        for kind, message in level.error_messages.items():
+            count = level.errors.get(kind, 0)
+            sys.stderr.write(
+                f"at concurrency {level.concurrency}, {kind} ({count}x): the server said: {message}\n"
+            )
         cpu = level.client_cpu_seconds
         if cpu is not None and level.seconds > 0 and cpu > CLIENT_BUSY_SHARE * level.seconds:
             sys.stderr.write(
@@ -238,6 +253,7 @@ def run_offline(args: argparse.Namespace) -> int:
         if args.compare:
             return compare(args)
         url = endpoint_url(args.url, args.endpoint)
+        args = _sized(args, None)
         run = asyncio.run(measure(url, args, target=url, model=args.model, progress=_stderr_progress()))
         return _show([(url, run)], args)
     except (UserError, ReportError) as error:
@@ -271,9 +287,20 @@ def _service_path(isvc: Obj, endpoint: str) -> str:
     return configured
 
 
+def _sized(args: argparse.Namespace, spec: InferenceServiceSpec | None) -> argparse.Namespace:
+    """The run's prompt and answer sizes: the user's, else the defaults fitted to the service."""
+    sizes = fitted_sizes(spec, args.prompt_tokens, args.max_tokens)
+    if sizes.note and not args.prompt_file:
+        sys.stderr.write(f"{args.name}: {sizes.note}\n")
+    return argparse.Namespace(
+        **{**vars(args), "prompt_tokens": sizes.prompt_tokens, "max_tokens": sizes.max_tokens}
+    )
+
+
 async def run_benchmark(session: Session, args: argparse.Namespace) -> int:
     isvc = await get_service(session, args.name)
     spec = spec_of(isvc)
+    args = _sized(args, spec)
     async with service_target(session, isvc, args.via) as target:
         model = args.model
         if model is None and spec is not None and spec.runtime in ("vllm", "tgi"):
