@@ -406,6 +406,9 @@ def _use(sub: Any) -> None:
     p.add_argument("--model", help="model id in the request (default: asked from /v1/models for vLLM/TGI)")
     p.add_argument("--via", choices=("auto", "port-forward", "direct"), default="auto", help=via_help)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the answer")
+    p.add_argument(
+        "--no-stream", action="store_true", help="wait for the whole answer (-o json and -o yaml always do)"
+    )
     _output_flag(p)
     _connection_flags(p)
     p.set_defaults(func=run_command(later("llmkube.usercli.request", "run_chat")))

@@ -74,6 +74,12 @@ async def test_each_streamed_chunk_comes_through_the_port_forward_as_it_is_sent(
             assert spread > (WORDS - 2) * STREAM_GAP, arrivals  # they came apart, as sent
     assert forward.errors == []
 
+    # `llmkube chat` streams through the same port-forward, and says when its first piece came.
+    chat = await llmkube(kc, "chat", "tiny-chat", "-n", ns, "one two", "--max-tokens", str(WORDS))
+    assert chat.code == 0, chat.text
+    assert chat.out.strip() == "This is kwok's stand-in for llama.cpp (no model runs here). You said:"
+    assert "first token after" in chat.err and "12 completion tokens" in chat.err, chat.err
+
     # The benchmark's own path: its time to the first token is about one request's set-up, not the
     # answer's length (the answer takes (WORDS - 1) gaps).
     run = await llmkube(

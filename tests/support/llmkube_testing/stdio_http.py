@@ -42,6 +42,10 @@ def _read_request(stream: BinaryIO) -> tuple[str, str, bytes] | None:
     return method, path, stream.read(length) if length else b""
 
 
+def _content(said: str) -> str:
+    return f"This is kwok's stand-in for llama.cpp (no model runs here). You said: {said}"
+
+
 def answer(method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
     """(status, JSON body) for one request: pure, so it is tested without a stream."""
     path = path.split("?", 1)[0]
@@ -56,7 +60,7 @@ def answer(method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
             return 400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}}
         messages = request.get("messages") or [{}]
         said = str(messages[-1].get("content") or "")
-        content = f"This is kwok's stand-in for llama.cpp (no model runs here). You said: {said}"
+        content = _content(said)
         prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
         return 200, {
             "id": "chatcmpl-stand-in",
@@ -83,7 +87,7 @@ def streamed(body: bytes) -> Iterator[bytes]:
     if not isinstance(request, dict) or request.get("stream") is not True:
         return
     said = str(((request.get("messages") or [{}])[-1] or {}).get("content") or "")
-    words = f"This is kwok's stand-in streaming. You said: {said}".split()
+    words = _content(said).split()
     limit = request.get("max_tokens")
     words = words[: limit if isinstance(limit, int) and limit > 0 else len(words)]
     for index, word in enumerate(words):
