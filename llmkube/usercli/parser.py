@@ -289,7 +289,7 @@ def _inspect(sub: Any) -> None:
     p = sub.add_parser("status", help="everything about one service: phase, why, model, conditions, events")
     p.add_argument("name", help="InferenceService name")
     _watch_flag(p, "show it again whenever the service or its Model changes")
-    _output_flag(p, ("name", "json", "yaml", "jsonpath"))
+    _output_flag(p, ("wide", "name", "json", "yaml", "jsonpath"))
     _connection_flags(p)
     p.set_defaults(func=run_command(later("llmkube.usercli.inspect", "run_status")))
 
@@ -300,6 +300,7 @@ def _inspect(sub: Any) -> None:
         action="store_true",
         help="accepted out of kubectl habit: the queue is always cluster-wide (one pool of GPUs)",
     )
+    p.add_argument("-l", "--selector", help="only InferenceServices with these labels (as kubectl's -l)")
     _no_headers_flag(p)
     _output_flag(p)
     _connection_flags(p)
@@ -329,6 +330,7 @@ def _cache(sub: Any) -> None:
     cache = p.add_subparsers(dest="cache_command", metavar="{list,preload,clear}", required=True)
     q = cache.add_parser("list", aliases=["ls"], help="what each cache holds, and which services use it")
     q.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace's cache")
+    q.add_argument("-l", "--selector", help="only Models with these labels (as kubectl's -l)")
     _output_flag(q)
     _connection_flags(q)
     q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_list")))
@@ -540,8 +542,24 @@ def add_user_commands(sub: Any) -> None:
         "line to ~/.bashrc or ~/.zshrc; fish: llmkube completion fish > "
         "~/.config/fish/completions/llmkube.fish.",
     )
-    p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
-    p.set_defaults(func=_print_completion)
+    p.add_argument(
+        "shell",
+        choices=("bash", "zsh", "fish", "namespaces", "contexts"),
+        help="the shell (namespaces, contexts: the names the scripts offer after -n and --context)",
+    )
+    _connection_flags(p)
+    namespaces = run_command(later("llmkube.usercli.completion_names", "run_namespaces"))
+
+    def complete(args: argparse.Namespace) -> int:
+        if args.shell == "namespaces":
+            return namespaces(args)
+        if args.shell == "contexts":
+            from llmkube.usercli.completion_names import run_contexts
+
+            return run_contexts(args)
+        return _print_completion(args)
+
+    p.set_defaults(func=complete)
 
 
 def _print_completion(args: argparse.Namespace) -> int:
