@@ -133,7 +133,13 @@ class ProgressLine:
 
 
 async def measure(
-    url: str, args: argparse.Namespace, *, target: str, model: str | None, progress: ProgressLine
+    url: str,
+    args: argparse.Namespace,
+    *,
+    target: str,
+    model: str | None,
+    progress: ProgressLine,
+    fresh_connections: bool = False,
 ) -> BenchmarkRun:
     shape = _shape(args, model)
     body, prompt = _bodies(args, shape)
@@ -143,7 +149,7 @@ async def measure(
     results: list[LevelResult] = []
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, args.timeout))
     async with aiohttp.ClientSession(
-        connector=connector(), timeout=timeout, trace_configs=[tracing()]
+        connector=connector(fresh=fresh_connections), timeout=timeout, trace_configs=[tracing()]
     ) as http:
         index = 0
         if args.warmup:
@@ -316,5 +322,6 @@ async def run_benchmark(session: Session, args: argparse.Namespace) -> int:
             target=f"InferenceService {session.namespace}/{args.name} via {where}",
             model=model,
             progress=_stderr_progress(),
+            fresh_connections=target.via.startswith("port-forward"),
         )
     return _show([(args.name, run)], args)

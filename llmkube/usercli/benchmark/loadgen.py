@@ -58,9 +58,11 @@ class LiveCounts:
     started: float = 0.0
 
 
-def connector() -> aiohttp.TCPConnector:
-    # No pool limit of its own: the level's concurrency is the limit.
-    return aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+def connector(*, fresh: bool = False) -> aiohttp.TCPConnector:
+    """No pool limit of its own: the level's concurrency is the limit. `fresh`: a connection per
+    request, for a port-forward, which cannot tell that the server closed a connection until a
+    second later (kube/rest/portforward.py)."""
+    return aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, force_close=fresh)
 
 
 @dataclass
