@@ -41,7 +41,7 @@ from llmkube.usercli.benchmark.report import (
     summary_lines,
     to_document,
 )
-from llmkube.usercli.benchmark.sizes import fitted_sizes
+from llmkube.usercli.benchmark.sizes import Sizes, fitted_sizes, words_that_fit
 from llmkube.usercli.benchmark.stats import LevelResult, RequestRecord, first_messages, summarize
 from llmkube.usercli.errors import UserError
 from llmkube.usercli.inspect import get_service
@@ -259,7 +259,7 @@ def run_offline(args: argparse.Namespace) -> int:
         if args.compare:
             return compare(args)
         url = endpoint_url(args.url, args.endpoint)
-        args = _sized(args, None)
+        args, _ = _sized(args, None)
         run = asyncio.run(measure(url, args, target=url, model=args.model, progress=_stderr_progress()))
         return _show([(url, run)], args)
     except (UserError, ReportError) as error:
@@ -293,21 +293,55 @@ def _service_path(isvc: Obj, endpoint: str) -> str:
     return configured
 
 
-def _sized(args: argparse.Namespace, spec: InferenceServiceSpec | None) -> argparse.Namespace:
+def _sized(args: argparse.Namespace, spec: InferenceServiceSpec | None) -> tuple[argparse.Namespace, Sizes]:
     """The run's prompt and answer sizes: the user's, else the defaults fitted to the service."""
     sizes = fitted_sizes(spec, args.prompt_tokens, args.max_tokens)
     if sizes.note and not args.prompt_file:
         sys.stderr.write(f"{args.name}: {sizes.note}\n")
-    return argparse.Namespace(
+    sized = argparse.Namespace(
         **{**vars(args), "prompt_tokens": sizes.prompt_tokens, "max_tokens": sizes.max_tokens}
     )
+    return sized, sizes
+
+
+async def _server_tokens(http: aiohttp.ClientSession, base_url: str, content: str) -> int | None:
+    """llama.cpp's own count of a chat prompt's tokens, its template applied (/apply-template, then
+    /tokenize); None from a server without them."""
+    try:
+        messages = {"messages": [{"role": "user", "content": content}]}
+        async with http.post(f"{base_url}/apply-template", json=messages) as templated:
+            prompt = (await templated.json(content_type=None)).get("prompt")
+        async with http.post(f"{base_url}/tokenize", json={"content": prompt}) as tokenized:
+            tokens = (await tokenized.json(content_type=None)).get("tokens")
+    except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
+        return None
+    return len(tokens) if isinstance(prompt, str) and isinstance(tokens, list) else None
+
+
+async def _fit_prompt(base_url: str, args: argparse.Namespace, sizes: Sizes) -> argparse.Namespace:
+    """Synthetic prompts cut to what really fits the slot, counted by the server itself (a word may
+    be several tokens of a small vocabulary, and the template adds its own)."""
+    if sizes.slot is None or args.prompt_file or args.prompt_tokens is None:
+        return args
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+        template = await _server_tokens(http, base_url, "")
+        words = args.prompt_tokens
+        counted = await _server_tokens(http, base_url, synthetic_prompt(words, 0, args.seed))
+    if template is None or counted is None or counted <= sizes.slot - args.max_tokens - 2:
+        return args
+    fitted = min(words, words_that_fit(sizes.slot, args.max_tokens, template, (words, counted - template)))
+    said = f"{words} words of synthetic prompt are {counted - template} tokens to this server"
+    sys.stderr.write(f"{args.name}: {said}: prompts of {fitted} words\n")
+    return argparse.Namespace(**{**vars(args), "prompt_tokens": fitted})
 
 
 async def run_benchmark(session: Session, args: argparse.Namespace) -> int:
     isvc = await get_service(session, args.name)
     spec = spec_of(isvc)
-    args = _sized(args, spec)
+    args, sizes = _sized(args, spec)
     async with service_target(session, isvc, args.via) as target:
+        if sizes.note:
+            args = await _fit_prompt(target.base_url, args, sizes)
         model = args.model
         if model is None and spec is not None and spec.runtime in ("vllm", "tgi"):
             model = await _served_model(target.base_url)

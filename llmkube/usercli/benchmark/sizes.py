@@ -27,6 +27,17 @@ class Sizes:
     max_tokens: int
     #: why they are smaller than the defaults ("" when they are the defaults or the user's)
     note: str = ""
+    #: the slot the sizes were fitted to (tokens), when they were
+    slot: int | None = None
+
+
+def words_that_fit(slot: int, answer: int, template_tokens: int, tokens_for_words: tuple[int, int]) -> int:
+    """How many words of synthetic prompt fit a slot with the answer, from the server's own count
+    of a templated prompt: `tokens_for_words` is (words, their tokens, template excluded)."""
+    words, tokens = tokens_for_words
+    room = slot - answer - template_tokens - 2  # a token or two of rounding
+    per_word = max(tokens / max(words, 1), 1e-6)
+    return max(1, int(room / per_word))
 
 
 def _flag(extra: Sequence[str], *names: str) -> int | None:
@@ -77,4 +88,4 @@ def fitted_sizes(
         f"sized to fit one slot: contextSize {context} over {count} slot(s) is {per_slot} tokens each; "
         f"prompts of ~{prompt} tokens, {answer} output tokens (--prompt-tokens and --max-tokens choose)"
     )
-    return Sizes(prompt, answer, note)
+    return Sizes(prompt, answer, note, slot=per_slot)

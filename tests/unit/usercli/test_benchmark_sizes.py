@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from llmkube.api.inferenceservice import InferenceServiceSpec
-from llmkube.usercli.benchmark.sizes import Sizes, fitted_sizes, slot_tokens
+from llmkube.usercli.benchmark.sizes import Sizes, fitted_sizes, slot_tokens, words_that_fit
 from llmkube.usercli.benchmark.stats import MAX_DETAIL, server_message
 
 
@@ -79,3 +79,15 @@ def test_server_message(body: bytes, message: str | None) -> None:
 def test_a_long_message_is_bounded() -> None:
     said = server_message(b"x" * 10_000)
     assert said is not None and len(said) == MAX_DETAIL
+
+
+@pytest.mark.parametrize(
+    ("slot", "answer", "template", "counted", "words"),
+    [
+        (64, 24, 10, (16, 16), 28),  # a token a word: the room is the slot less the answer and template
+        (64, 24, 10, (16, 80), 5),  # a small vocabulary: five tokens a word
+        (64, 60, 10, (16, 80), 1),  # no room: one word still
+    ],
+)
+def test_words_that_fit(slot: int, answer: int, template: int, counted: tuple[int, int], words: int) -> None:
+    assert words_that_fit(slot, answer, template, counted) == words
