@@ -70,9 +70,12 @@ class Target:
 
 
 @asynccontextmanager
-async def service_target(session: Session, isvc: Obj, via: str) -> AsyncIterator[Target]:
+async def service_target(
+    session: Session, isvc: Obj, via: str, *, many_connections: bool = False
+) -> AsyncIterator[Target]:
     """One serving replica: the Service's cluster DNS name from inside the cluster, else a
-    port-forward to a Ready pod."""
+    port-forward to a Ready pod (with a stream opened ahead of each connection when there will be
+    `many_connections`, one after another: kube/rest/portforward.py)."""
     name = isvc["metadata"]["name"]
     if via == "direct" or (via == "auto" and in_cluster()):
         spec = spec_of(isvc)
@@ -91,7 +94,10 @@ async def service_target(session: Session, isvc: Obj, via: str) -> AsyncIterator
         )
     pod = ready[0]
     port = serving_port(isvc, pod)
-    async with port_forward(session.config, session.namespace, pod["metadata"]["name"], port) as forward:
+    pod_name = pod["metadata"]["name"]
+    async with port_forward(
+        session.config, session.namespace, pod_name, port, ahead=many_connections
+    ) as forward:
         yield Target(
             f"http://127.0.0.1:{forward.local_port}", f"port-forward to {forward.pod}", forward.errors
         )

@@ -19,8 +19,9 @@ the stream, so a stream left open by the client held every answer's end for a se
 server that closes after each answer (llama-server after a streamed one) cannot be seen closing
 through this protocol until that second has passed, so an HTTP client through a forward uses a
 fresh connection for each request (`llmkube benchmark` does). Since opening a stream takes a few
-TLS handshakes (this machine to the API server, the API server to the kubelet), one is opened ahead
-of the next connection (`_Streams`), so a request's first byte does not wait for them.
+TLS handshakes (this machine to the API server, the API server to the kubelet), a forward for many
+connections (`ahead`) keeps one opened ahead of the next (`_Streams`), so a request's first byte
+does not wait for them.
 """
 
 from __future__ import annotations
@@ -145,13 +146,16 @@ class _Streams:
     server may have closed the idle connection behind it (keep-alive timeouts are 5 s and more),
     which this protocol shows only a second later."""
 
-    def __init__(self, session: aiohttp.ClientSession, config: ClientConfig, forward: PortForward) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession, config: ClientConfig, forward: PortForward, *, ahead: bool
+    ) -> None:
         self.session, self.config, self.forward = session, config, forward
         self.spare: asyncio.Task[_Opened] | None = None
         self.closed = False
+        self.ahead = ahead
 
     def _ahead(self) -> None:
-        if not self.closed:
+        if self.ahead and not self.closed:
             self.spare = asyncio.create_task(_open(self.session, self.config, self.forward))
 
     async def take(self) -> _Opened:
@@ -196,14 +200,21 @@ async def _relay(
 
 @asynccontextmanager
 async def port_forward(
-    config: ClientConfig, namespace: str, pod: str, port: int, *, local_host: str = "127.0.0.1"
+    config: ClientConfig,
+    namespace: str,
+    pod: str,
+    port: int,
+    *,
+    local_host: str = "127.0.0.1",
+    ahead: bool = False,
 ) -> AsyncIterator[PortForward]:
     """Listen on ``local_host`` (an ephemeral port, in ``PortForward.local_port``) until the block
-    ends; each accepted connection is forwarded to ``port`` of the pod."""
+    ends; each accepted connection is forwarded to ``port`` of the pod. ``ahead``: keep a stream
+    opened ahead of the next connection (for many connections one after another, `_Streams`)."""
     forward = PortForward(namespace, pod, port)
     relays: set[asyncio.Task[None]] = set()
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, connect=15)) as session:
-        streams = _Streams(session, config, forward)
+        streams = _Streams(session, config, forward, ahead=ahead)
 
         async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             forward.connections += 1

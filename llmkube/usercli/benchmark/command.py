@@ -339,7 +339,7 @@ async def run_benchmark(session: Session, args: argparse.Namespace) -> int:
     isvc = await get_service(session, args.name)
     spec = spec_of(isvc)
     args, sizes = _sized(args, spec)
-    async with service_target(session, isvc, args.via) as target:
+    async with service_target(session, isvc, args.via, many_connections=True) as target:
         if sizes.note:
             args = await _fit_prompt(target.base_url, args, sizes)
         model = args.model

@@ -55,7 +55,7 @@ async def kubelet(server: StandInProcess) -> AsyncIterator[ForwardStandIn]:
 @pytest.fixture
 async def forward(kubelet: ForwardStandIn) -> AsyncIterator[PortForward]:
     config = ClientConfig(host=kubelet.base, auth=StaticAuth())
-    async with port_forward(config, "ml", "tiny-0", 8080) as running:
+    async with port_forward(config, "ml", "tiny-0", 8080, ahead=True) as running:
         yield running
 
 
