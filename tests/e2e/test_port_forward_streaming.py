@@ -43,7 +43,9 @@ async def streamed_arrivals(base_url: str) -> list[tuple[float, float]]:
     body = {"messages": [{"role": "user", "content": "one two"}], "max_tokens": WORDS, "stream": True}
     arrivals: list[tuple[float, float]] = []
     async with (
-        aiohttp.ClientSession() as http,
+        aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(force_close=True), timeout=aiohttp.ClientTimeout(total=30)
+        ) as http,
         http.post(f"{base_url}/v1/chat/completions", json=body) as response,
     ):
         assert response.status == 200

@@ -107,7 +107,12 @@ def streamed(body: bytes) -> Iterator[bytes]:
 
 
 def _stream(events: Iterator[bytes], out: BinaryIO) -> None:
-    out.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+    """Chunked, as llama-server streams: the client knows where the answer ends (the forwarded
+    stream itself ends only when the client closes its side: kwok waits for the end of stdin)."""
+    out.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+        b"Connection: close\r\n\r\n"
+    )
     out.flush()
     for number, event in enumerate(events):
         if number:
@@ -116,8 +121,11 @@ def _stream(events: Iterator[bytes], out: BinaryIO) -> None:
             stamped = json.loads(event)
             stamped["llmkube_sent_at"] = time.time()
             event = json.dumps(stamped).encode()
-        out.write(b"data: " + event + b"\n\n")
+        data = b"data: " + event + b"\n\n"
+        out.write(b"%x\r\n%s\r\n" % (len(data), data))
         out.flush()
+    out.write(b"0\r\n\r\n")
+    out.flush()
 
 
 def main() -> int:
