@@ -114,7 +114,8 @@ def _bash(prog: str, top_flags: tuple[str, ...], found: tuple[Command, ...]) -> 
   for ((i = 1; i < COMP_CWORD; i++)); do
     word="${{COMP_WORDS[i]}}"
     case "$word" in
-      -n|--namespace|--kubeconfig|--context) conn="$conn $word ${{COMP_WORDS[i+1]}}"; ((i++)) ;;
+      -n|--namespace|--kubeconfig|--context)
+        ((i + 1 < COMP_CWORD)) && conn="$conn $word ${{COMP_WORDS[i+1]}}"; ((i++)) ;;
       -*) ;;
       *) if [[ -z "$cmd" ]]; then cmd="$word"; else ((npos++)); fi ;;
     esac
@@ -143,7 +144,8 @@ def _fish(prog: str, top_flags: tuple[str, ...], found: tuple[Command, ...]) -> 
         "    set -l words (commandline -opc)",
         "    set -l conn",
         "    for i in (seq (count $words))",
-        "        if contains -- $words[$i] -n --namespace --context --kubeconfig",
+        "        if contains -- $words[$i] -n --namespace --context --kubeconfig"
+        "; and test $i -lt (count $words)",
         "            set -a conn $words[$i] $words[(math $i + 1)]",
         "        end",
         "    end",
@@ -154,7 +156,7 @@ def _fish(prog: str, top_flags: tuple[str, ...], found: tuple[Command, ...]) -> 
         "    set -l words (commandline -opc)",
         "    set -l conn",
         "    for i in (seq (count $words))",
-        "        if contains -- $words[$i] --context --kubeconfig",
+        "        if contains -- $words[$i] --context --kubeconfig; and test $i -lt (count $words)",
         "            set -a conn $words[$i] $words[(math $i + 1)]",
         "        end",
         "    end",
