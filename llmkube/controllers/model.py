@@ -34,6 +34,7 @@ from llmkube.controllers.model_prefetch import (
 from llmkube.controllers.modelsource import ModelSourceIO, drive_model_plan
 from llmkube.controllers.modelsource.background import BackgroundActions, SlotPools
 from llmkube.controllers.modelsource.executor import ActionPerformer
+from llmkube.controllers.modelsource.hublisting import ListingCache
 from llmkube.controllers.resources import (
     INFERENCE_SERVICES,
     JOBS,
@@ -194,6 +195,7 @@ class ModelController:
         self.services.add_index(BY_MODEL, model_ref_index)
         self._cache_claim = cache_claim
         self._session: aiohttp.ClientSession | None = None
+        self._listings = ListingCache()  # the Hub's file lists (modelsource/hublisting.py)
         self._copy_bytes_per_second = copy_bytes_per_second
         # Set when the host stops the controllers: every copy and hash in flight stops within a
         # chunk and removes its partial file (the next leader copies afresh).
@@ -272,11 +274,12 @@ class ModelController:
             copy_bytes_per_second=self._copy_bytes_per_second,
             local_roots=self.config.local_source_roots,
             policy=self.addresses.policy,
+            listings=self._listings,
         )
 
     async def _perform(self, key: ObjectKey, action: ModelAction, facts: ModelFacts) -> ModelFacts | None:
         """One action, in its background task; copies are timed for the download metric."""
-        if action.source_kind in REMOTE_KINDS:
+        if action.source_kind in REMOTE_KINDS or action.kind is ActionKind.LIST_REPOSITORY:
             await self.addresses.ready()
 
         def copied(seconds: float) -> None:

@@ -7,12 +7,14 @@ its downloads and local files).
 * ``cluster_addresses``: what the cluster says about its own addresses (the API server, the
   Service and Pod networks), which those rules keep sources away from;
 * ``confined``: a local source opened without following a symbolic link out of the local roots;
+* ``bounded_read``: an answer's body read up to a bound;
 * ``ggufheader``: a GGUF header's key/values, read within bounds (the source's owner wrote it).
 
 It imports pure planning, the kube machinery's client and the API types; nothing of the
 controllers' or the agent's processes.
 """
 
+from llmkube.sources.bounded_read import read_bounded
 from llmkube.sources.cluster_addresses import ClusterAddresses
 from llmkube.sources.confined import EscapesRoots, open_beneath_roots
 from llmkube.sources.egress import (
@@ -49,6 +51,7 @@ __all__ = [
     "TooManyRedirects",
     "open_beneath_roots",
     "open_checked",
+    "read_bounded",
     "read_gguf_metadata",
     "read_gguf_metadata_or_none",
     "refused",

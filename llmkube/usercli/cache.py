@@ -89,7 +89,8 @@ def cache_rows(models: Iterable[Obj], services: Iterable[Obj]) -> list[CacheRow]
 async def run_cache_list(session: Session, args: argparse.Namespace) -> int:
     namespace = None if args.all_namespaces else session.namespace
     try:
-        models = await session.client.list_all(MODELS, namespace)
+        # -l selects Models; every service is read, to say which of them use the selected ones.
+        models = await session.client.list_all(MODELS, namespace, label_selector=args.selector)
         services = await session.client.list_all(INFERENCE_SERVICES, namespace)
     except ApiError as error:
         raise explain(error, "listing Models and InferenceServices") from error

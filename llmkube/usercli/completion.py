@@ -4,7 +4,9 @@ so it knows every command, alias and flag the installed version has (pure: parse
 Beyond the words of the parser it completes, like kubectl, what is in the cluster: the
 InferenceService names after `status`, `logs`, `chat`, `curl`, `scale`, `delete`, `benchmark` (asked with
 `llmkube list -o jsonpath=...`, in the namespace and context already typed), the kinds of `list`,
-and files after `--kubeconfig`. zsh uses the bash function through bashcompinit.
+the namespaces after `-n` and the kubeconfig's contexts after `--context` (`llmkube completion
+namespaces|contexts`, with the connection already typed), and files after `--kubeconfig`. zsh uses
+the bash function through bashcompinit.
 """
 
 import argparse
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 #: Commands whose first argument is an InferenceService's name.
 NAME_COMMANDS = frozenset({"status", "logs", "chat", "curl", "scale", "delete", "rm", "benchmark"})
 _NAMES = "llmkube list -o 'jsonpath={.items[*].metadata.name}'"
+_NAMESPACES = "llmkube completion namespaces"
+_CONTEXTS = "llmkube completion contexts"
 _TAKES_VALUE_GLOBAL = ("-n", "--namespace", "--kubeconfig", "--context")
 
 
@@ -110,14 +114,16 @@ def _bash(prog: str, top_flags: tuple[str, ...], found: tuple[Command, ...]) -> 
   for ((i = 1; i < COMP_CWORD; i++)); do
     word="${{COMP_WORDS[i]}}"
     case "$word" in
-      -n|--namespace|--kubeconfig|--context) conn="$conn $word ${{COMP_WORDS[i+1]}}"; ((i++)) ;;
+      -n|--namespace|--kubeconfig|--context)
+        ((i + 1 < COMP_CWORD)) && conn="$conn $word ${{COMP_WORDS[i+1]}}"; ((i++)) ;;
       -*) ;;
       *) if [[ -z "$cmd" ]]; then cmd="$word"; else ((npos++)); fi ;;
     esac
   done
   case "$prev" in
     --kubeconfig) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    -n|--namespace|--context) return ;;
+    -n|--namespace) COMPREPLY=($(compgen -W "$({_NAMESPACES} $conn 2>/dev/null)" -- "$cur")); return ;;
+    --context) COMPREPLY=($(compgen -W "$({_CONTEXTS} $conn 2>/dev/null)" -- "$cur")); return ;;
   esac
   case "$cmd" in
     "") if [[ "$cur" == -* ]]; then words_={_words(top_flags)}; else words_={names}; fi ;;
@@ -138,11 +144,23 @@ def _fish(prog: str, top_flags: tuple[str, ...], found: tuple[Command, ...]) -> 
         "    set -l words (commandline -opc)",
         "    set -l conn",
         "    for i in (seq (count $words))",
-        "        if contains -- $words[$i] -n --namespace --context --kubeconfig",
+        "        if contains -- $words[$i] -n --namespace --context --kubeconfig"
+        "; and test $i -lt (count $words)",
         "            set -a conn $words[$i] $words[(math $i + 1)]",
         "        end",
         "    end",
         f"    {_NAMES} $conn 2>/dev/null | string split ' '",
+        "end",
+        # The namespaces and contexts after -n and --context (the connection already typed).
+        f"function __{prog.replace('-', '_')}_conn_names",
+        "    set -l words (commandline -opc)",
+        "    set -l conn",
+        "    for i in (seq (count $words))",
+        "        if contains -- $words[$i] --context --kubeconfig; and test $i -lt (count $words)",
+        "            set -a conn $words[$i] $words[(math $i + 1)]",
+        "        end",
+        "    end",
+        "    llmkube completion $argv[1] $conn 2>/dev/null | string split ' '",
         "end",
     ]
     for command in found:
@@ -163,6 +181,9 @@ def _fish(prog: str, top_flags: tuple[str, ...], found: tuple[Command, ...]) -> 
         elif command.choices:
             lines.append(f"complete -c {prog} -n {seen} -a {_fish_quote(' '.join(command.choices))}")
     lines.append(f"complete -c {prog} -l kubeconfig -r -F")
+    conn_names = f"__{prog.replace('-', '_')}_conn_names"
+    lines.append(f"complete -c {prog} -s n -l namespace -r -a '({conn_names} namespaces)'")
+    lines.append(f"complete -c {prog} -l context -r -a '({conn_names} contexts)'")
     return "\n".join(lines) + "\n"
 
 

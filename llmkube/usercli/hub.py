@@ -1,21 +1,29 @@
 """`llmkube deploy org/repo[:QUANT]`: the repository's file list from the Hugging Face Hub (its own
 API, `HF_ENDPOINT` and `HF_TOKEN` as the Hub's tools read them), and the file(s) to serve chosen by
-hub_files.py. The answer is bounded in size and time before it is parsed."""
+plan/model/hub_files.py (the Model controller's choice too). The answer is bounded in size and time
+before it is parsed."""
 
 import argparse
 import os
 
 import aiohttp
-import orjson
 
 from llmkube.apimachinery.proxy import ProxyConfig, ProxyURLError
+from llmkube.plan.model.hub_files import (
+    MAX_LISTING_BYTES,
+    Chosen,
+    Missing,
+    NotChosen,
+    choose_files,
+    listed_files,
+    listing_url,
+    split_quantization,
+)
 from llmkube.plan.model.source import SourceKind, classify_source, parse_hf_source
+from llmkube.sources import read_bounded
 from llmkube.usercli.errors import UserError
-from llmkube.usercli.hub_files import Chosen, choose_files, split_quantization
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-#: the largest file list read (a repository of thousands of files is a few MiB)
-MAX_LISTING_BYTES = 16 * 1024 * 1024
 TIMEOUT_SECONDS = 30.0
 #: the runtimes that load one file (vLLM and TGI resolve a whole repository themselves)
 ONE_FILE_RUNTIMES = (None, "llamacpp")
@@ -32,7 +40,7 @@ def needs_a_file(source: str, runtime: str | None, files: list[str] | None) -> b
 async def repository_files(repo: str, revision: str) -> list[str]:
     endpoint = os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
     token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
-    url = f"{endpoint}/api/models/{repo}/revision/{revision}"
+    url = listing_url(endpoint, repo, revision)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         proxy = ProxyConfig.from_environ(os.environ).proxy_for(url)  # HTTPS_PROXY / NO_PROXY, as kubectl
@@ -54,7 +62,7 @@ async def repository_files(repo: str, revision: str) -> list[str]:
                 )
             if response.status != 200:
                 raise UserError(f"the Hugging Face Hub at {endpoint} answered {response.status} for {repo}")
-            body = await response.content.read(MAX_LISTING_BYTES + 1)
+            body = await read_bounded(response.content, MAX_LISTING_BYTES + 1)
     except (aiohttp.ClientError, TimeoutError) as failed:
         why = f"{failed.__class__.__name__}: {failed}" if str(failed) else failed.__class__.__name__
         raise UserError(
@@ -65,13 +73,25 @@ async def repository_files(repo: str, revision: str) -> list[str]:
         raise UserError(
             f"the file list of {repo} is larger than {MAX_LISTING_BYTES} bytes: name the file with --file"
         )
-    try:
-        siblings = orjson.loads(body).get("siblings") or []
-        return [
-            str(entry["rfilename"]) for entry in siblings if isinstance(entry, dict) and "rfilename" in entry
-        ]
-    except (orjson.JSONDecodeError, AttributeError) as bad:
-        raise UserError(f"the Hugging Face Hub's answer for {repo} is not its file list ({bad})") from None
+    files = listed_files(body)
+    if files is None:
+        raise UserError(f"the Hugging Face Hub's answer for {repo} is not its file list")
+    return files
+
+
+def not_chosen_message(problem: NotChosen) -> str:
+    repository = problem.repository
+    if problem.kind is Missing.NO_GGUF:
+        return f'the Hugging Face repository "{repository}" has no GGUF model file (llama.cpp serves GGUF)'
+    if problem.kind is Missing.AMBIGUOUS:
+        return (
+            f'the Hugging Face repository "{repository}" has {problem.models} GGUF models: name one as '
+            f"{repository}:QUANT ({', '.join(problem.quantizations)}) or with --file"
+        )
+    return (
+        f'the Hugging Face repository "{repository}" has no {problem.asked} GGUF file; it has: '
+        f"{', '.join(problem.quantizations) or 'files without a quantization in their names (use --file)'}"
+    )
 
 
 async def resolve_model_file(args: argparse.Namespace) -> argparse.Namespace:
@@ -88,8 +108,8 @@ async def resolve_model_file(args: argparse.Namespace) -> argparse.Namespace:
     chosen = choose_files(
         parsed.repo, await repository_files(parsed.repo, parsed.revision), named.quantization
     )
-    if isinstance(chosen, str):
-        raise UserError(chosen)
+    if isinstance(chosen, NotChosen):
+        raise UserError(not_chosen_message(chosen))
     return _with(args, chosen)
 
 

@@ -18,6 +18,7 @@ from llmkube.kube.types import Obj
 from llmkube.usercli import render, views
 from llmkube.usercli.errors import explain
 from llmkube.usercli.kinds import CORE_EVENTS, INFERENCE_SERVICES, MODEL_KINDS, MODELS
+from llmkube.usercli.pods import service_pods
 from llmkube.usercli.session import Session
 from llmkube.usercli.watching import changes, list_with_version
 
@@ -104,7 +105,7 @@ def _nothing(what: str, namespace: str | None, selector: str | None = None) -> s
 
 async def run_queue(session: Session, args: argparse.Namespace) -> int:
     """The GPU queue is cluster-wide (one pool of GPUs), so it is listed across namespaces."""
-    services, _ = await list_with_version(session, INFERENCE_SERVICES, None)
+    services, _ = await list_with_version(session, INFERENCE_SERVICES, None, label_selector=args.selector)
     now = datetime.now(UTC)
     rows = views.queue_rows(services, now)
     if args.output in ("json", "yaml"):
@@ -116,6 +117,10 @@ async def run_queue(session: Session, args: argparse.Namespace) -> int:
         return 0
     render.emit(render.queue_table(rows, headers=not args.no_headers))
     return 0
+
+
+#: events `status -o wide` shows (10 otherwise)
+WIDE_EVENTS = 50
 
 
 async def run_status(session: Session, args: argparse.Namespace) -> int:
@@ -194,7 +199,16 @@ async def _show_status(session: Session, args: argparse.Namespace) -> None:
             Text("Conditions", style="bold"),
             Padding(render.conditions_table(conditions), (0, 0, 1, 2)),
         ]
-    event_rows = views.event_rows(events, now)
+    wide = output == "wide"
+    if wide:
+        # -o wide: the replicas as `kubectl get pods -o wide` shows them, and every recent event.
+        pods = await service_pods(session, args.name)
+        rows = [views.pod_row(pod, now) for pod in pods]
+        parts += [
+            Text("Replicas", style="bold"),
+            Padding(render.plain_table(views.POD_HEADERS, rows) if rows else Text("none"), (0, 0, 1, 2)),
+        ]
+    event_rows = views.event_rows(events, now, limit=WIDE_EVENTS if wide else 10)
     parts.append(Text("Recent events", style="bold"))
     parts.append(Padding(render.events_table(event_rows) if event_rows else Text("none"), (0, 0, 0, 2)))
     render.emit(Group(*parts))

@@ -289,7 +289,7 @@ def _inspect(sub: Any) -> None:
     p = sub.add_parser("status", help="everything about one service: phase, why, model, conditions, events")
     p.add_argument("name", help="InferenceService name")
     _watch_flag(p, "show it again whenever the service or its Model changes")
-    _output_flag(p, ("name", "json", "yaml", "jsonpath"))
+    _output_flag(p, ("wide", "name", "json", "yaml", "jsonpath"))
     _connection_flags(p)
     p.set_defaults(func=run_command(later("llmkube.usercli.inspect", "run_status")))
 
@@ -300,6 +300,7 @@ def _inspect(sub: Any) -> None:
         action="store_true",
         help="accepted out of kubectl habit: the queue is always cluster-wide (one pool of GPUs)",
     )
+    p.add_argument("-l", "--selector", help="only InferenceServices with these labels (as kubectl's -l)")
     _no_headers_flag(p)
     _output_flag(p)
     _connection_flags(p)
@@ -329,6 +330,7 @@ def _cache(sub: Any) -> None:
     cache = p.add_subparsers(dest="cache_command", metavar="{list,preload,clear}", required=True)
     q = cache.add_parser("list", aliases=["ls"], help="what each cache holds, and which services use it")
     q.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace's cache")
+    q.add_argument("-l", "--selector", help="only Models with these labels (as kubectl's -l)")
     _output_flag(q)
     _connection_flags(q)
     q.set_defaults(func=run_command(later("llmkube.usercli.cache", "run_cache_list")))
@@ -406,6 +408,9 @@ def _use(sub: Any) -> None:
     p.add_argument("--model", help="model id in the request (default: asked from /v1/models for vLLM/TGI)")
     p.add_argument("--via", choices=("auto", "port-forward", "direct"), default="auto", help=via_help)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the answer")
+    p.add_argument(
+        "--no-stream", action="store_true", help="wait for the whole answer (-o json and -o yaml always do)"
+    )
     _output_flag(p)
     _connection_flags(p)
     p.set_defaults(func=run_command(later("llmkube.usercli.request", "run_chat")))
@@ -463,9 +468,8 @@ def _benchmark(sub: Any) -> None:
     p.add_argument(
         "--prompt-tokens",
         type=int,
-        default=128,
         metavar="N",
-        help="synthetic prompts of about N tokens (default: 128)",
+        help="synthetic prompts of about N tokens (default: 128, less when a service's slot is smaller)",
     )
     p.add_argument(
         "--prompt-file",
@@ -473,7 +477,10 @@ def _benchmark(sub: Any) -> None:
         help='prompts, one per line (or JSON lines with "prompt" or "messages"), used in turn',
     )
     p.add_argument(
-        "--max-tokens", type=int, default=128, metavar="N", help="output tokens per request (default: 128)"
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="output tokens per request (default: 128, less when a service's slot is smaller)",
     )
     p.add_argument("--no-stream", action="store_true", help="ask for whole answers (no TTFT or TPOT then)")
     p.add_argument(
@@ -535,8 +542,24 @@ def add_user_commands(sub: Any) -> None:
         "line to ~/.bashrc or ~/.zshrc; fish: llmkube completion fish > "
         "~/.config/fish/completions/llmkube.fish.",
     )
-    p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
-    p.set_defaults(func=_print_completion)
+    p.add_argument(
+        "shell",
+        choices=("bash", "zsh", "fish", "namespaces", "contexts"),
+        help="the shell (namespaces, contexts: the names the scripts offer after -n and --context)",
+    )
+    _connection_flags(p)
+    namespaces = run_command(later("llmkube.usercli.completion_names", "run_namespaces"))
+
+    def complete(args: argparse.Namespace) -> int:
+        if args.shell == "namespaces":
+            return namespaces(args)
+        if args.shell == "contexts":
+            from llmkube.usercli.completion_names import run_contexts
+
+            return run_contexts(args)
+        return _print_completion(args)
+
+    p.set_defaults(func=complete)
 
 
 def _print_completion(args: argparse.Namespace) -> int:

@@ -20,7 +20,9 @@ from llmkube.kube.rest import in_cluster, port_forward
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.names import service_name
 from llmkube.plan.inferenceservice.service import DEFAULT_ENDPOINT_PATH, endpoint_port
+from llmkube.sources import read_bounded
 from llmkube.usercli import render
+from llmkube.usercli.chat_stream import MAX_STREAM_BYTES, ChatStream
 from llmkube.usercli.errors import UserError
 from llmkube.usercli.inspect import get_service
 from llmkube.usercli.pods import ready_pods, service_pods, serving_port, spec_of
@@ -67,9 +69,12 @@ class Target:
 
 
 @asynccontextmanager
-async def service_target(session: Session, isvc: Obj, via: str) -> AsyncIterator[Target]:
+async def service_target(
+    session: Session, isvc: Obj, via: str, *, many_connections: bool = False
+) -> AsyncIterator[Target]:
     """One serving replica: the Service's cluster DNS name from inside the cluster, else a
-    port-forward to a Ready pod."""
+    port-forward to a Ready pod (with a stream opened ahead of each connection when there will be
+    `many_connections`, one after another: kube/rest/portforward.py)."""
     name = isvc["metadata"]["name"]
     if via == "direct" or (via == "auto" and in_cluster()):
         spec = spec_of(isvc)
@@ -88,7 +93,10 @@ async def service_target(session: Session, isvc: Obj, via: str) -> AsyncIterator
         )
     pod = ready[0]
     port = serving_port(isvc, pod)
-    async with port_forward(session.config, session.namespace, pod["metadata"]["name"], port) as forward:
+    pod_name = pod["metadata"]["name"]
+    async with port_forward(
+        session.config, session.namespace, pod_name, port, ahead=many_connections
+    ) as forward:
         yield Target(
             f"http://127.0.0.1:{forward.local_port}", f"port-forward to {forward.pod}", forward.errors
         )
@@ -141,6 +149,8 @@ async def run_chat(session: Session, args: argparse.Namespace) -> int:
     if model is None and spec is not None and spec.runtime in ("vllm", "tgi"):
         model = await _model_id(session, isvc, args.via)
     body = chat_body(args.message, system=args.system, max_tokens=args.max_tokens, model=model)
+    if args.output not in ("json", "yaml") and not args.no_stream:
+        return await _streamed_chat(session, isvc, path, body, args)
     answer = await send(
         session,
         isvc,
@@ -164,6 +174,58 @@ async def run_chat(session: Session, args: argparse.Namespace) -> int:
     console = render.make_console()
     console.print(text.strip(), markup=False)
     details = ", ".join(part for part in (summary, f"{answer.seconds:.2f}s", f"via {answer.via}") if part)
+    render.make_console(sys.stderr).print(f"[dim]({details})[/dim]")
+    return 0
+
+
+async def _streamed_chat(
+    session: Session, isvc: Obj, path: str, body: dict[str, Any], args: argparse.Namespace
+) -> int:
+    """The answer printed as it comes, piece by piece (and the time to its first piece)."""
+    name = isvc["metadata"]["name"]
+    body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+    stream = ChatStream()
+    first: float | None = None
+    async with service_target(session, isvc, args.via) as target:
+        started = time.monotonic()
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=args.timeout)) as http,
+                http.post(
+                    target.base_url + path,
+                    json=body,
+                    headers={"Accept": "text/event-stream"},
+                ) as response,
+            ):
+                if response.status >= 400:
+                    said = await read_bounded(response.content, 64 * 1024)
+                    raise UserError(
+                        f"{name} answered {response.status}: {said.decode(errors='replace')[:500]}"
+                    )
+                if "text/event-stream" not in response.headers.get("Content-Type", ""):
+                    # A server that does not stream answers whole: shown as such.
+                    whole = await read_bounded(response.content, MAX_STREAM_BYTES)
+                    text, _ = chat_reply(json.loads(whole))
+                    sys.stdout.write(text.strip() + "\n")
+                    return 0
+                async for line in response.content:
+                    piece = stream.feed(line)
+                    if piece:
+                        first = first if first is not None else time.monotonic() - started
+                        sys.stdout.write(piece)
+                        sys.stdout.flush()
+                    if stream.done:
+                        break
+        except (aiohttp.ClientError, TimeoutError, ValueError) as failed:
+            cause = "; ".join(target.errors) or str(failed) or type(failed).__name__
+            raise UserError(f"the request to {name} failed: {cause}") from failed
+        seconds = time.monotonic() - started
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    if stream.error is not None:
+        raise UserError(f"{name} stopped answering: {stream.error}")
+    timing = f"{seconds:.2f}s" + (f", first token after {first * 1000:.0f} ms" if first is not None else "")
+    details = ", ".join(part for part in (stream.summary(), timing, f"via {target.via}") if part)
     render.make_console(sys.stderr).print(f"[dim]({details})[/dim]")
     return 0
 

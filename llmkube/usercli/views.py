@@ -365,3 +365,32 @@ def _text(value: object) -> str:
 
 def sort_by_name(objects: Sequence[Obj]) -> list[Obj]:
     return sorted(objects, key=lambda o: (str(_meta(o).get("namespace")), str(_meta(o).get("name"))))
+
+
+POD_HEADERS = ("POD", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE")
+
+
+def pod_row(pod: Obj, now: datetime) -> tuple[str, ...]:
+    """One replica as `kubectl get pods -o wide` shows it (the reason of a waiting container first)."""
+    status = _status(pod)
+    containers = list(status.get("containerStatuses") or [])
+    ready = sum(1 for c in containers if c.get("ready"))
+    shown = str(status.get("phase") or "Pending")
+    for container in [*(status.get("initContainerStatuses") or []), *containers]:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") and not container.get("ready"):
+            shown = str(waiting["reason"])
+            break
+    if _meta(pod).get("deletionTimestamp"):
+        shown = "Terminating"
+    restarts = sum(int(c.get("restartCount") or 0) for c in containers)
+    total = len(_spec(pod).get("containers") or []) or len(containers)
+    return (
+        str(_meta(pod).get("name") or ""),
+        f"{ready}/{total}",
+        shown,
+        str(restarts),
+        age(pod, now),
+        str(status.get("podIP") or "<none>"),
+        str(_spec(pod).get("nodeName") or "<none>"),
+    )

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import yaml
 from e2e_support import API, RunningController, delete_services_and_wait, eventually, patch_isvc, phase_is
 from llmkube_testing.pytest_plugin import ClusterHandle
 from usercli_support import llmkube, plain, row_of
@@ -186,6 +187,11 @@ async def test_shell_completion(
     assert "--no-headers" in await bash("llmkube list --no")
     assert await bash("llmkube deploy x --runtime v") == ["vllm"]
     assert await bash("llmkube completion f") == ["fish"]
+    # The cluster's namespaces after -n, the kubeconfig's contexts after --context.
+    assert await bash(f"llmkube list -n {ns}") == [ns]
+    assert "default" in await bash("llmkube status --namespace ")
+    current = yaml.safe_load(await loop.run_in_executor(None, Path(kc).read_text))["current-context"]
+    assert await bash(f"llmkube list --context {current[:3]}") == [current]
 
     zsh, fish = shutil.which("zsh"), shutil.which("fish")
     env = {**os.environ, "KUBECONFIG": str(kc), "PATH": f"{LLMKUBE.parent}:{os.environ['PATH']}"}

@@ -32,6 +32,8 @@ from llmkube.plan.model import (
     FetchError,
     FetchFailure,
     HeaderFailure,
+    HubListing,
+    ListingFailure,
     ModelAction,
     ModelFacts,
     ProbeFailure,
@@ -67,7 +69,8 @@ class SlotPools:
         )
 
     def for_action(self, action: ModelAction) -> FairSlots:
-        return self.network if action.source_kind is SourceKind.HTTP else self.disk
+        network = action.source_kind is SourceKind.HTTP or action.kind is ActionKind.LIST_REPOSITORY
+        return self.network if network else self.disk
 
 
 @dataclass
@@ -92,6 +95,8 @@ def _failed(action: ModelAction, error: BaseException) -> ModelFacts:
         if action.kind is ActionKind.READ_HEADER:
             return ModelFacts(remote_header=header)
         return ModelFacts(probe=probe, remote_header=header if action.read_header else None)
+    if action.kind is ActionKind.LIST_REPOSITORY:
+        return ModelFacts(hub_listing=HubListing(failure=ListingFailure.CONNECTION, detail=detail))
     failure = FetchError(FetchFailure.IO_ERROR, detail)
     if action.kind is ActionKind.VERIFY:
         return ModelFacts(verify=failure)
@@ -132,6 +137,7 @@ class BackgroundActions:
             remote_header=found.remote_header,
             copy=found.copy,
             verify=found.verify,
+            hub_listing=found.hub_listing,
             results_for=found.results_for,
         )
         return merged, results.token
@@ -197,6 +203,7 @@ class BackgroundActions:
             remote_header=facts.remote_header or base.remote_header,
             copy=facts.copy or base.copy,
             verify=facts.verify or base.verify,
+            hub_listing=facts.hub_listing or base.hub_listing,
             results_for=action.target,
         )
         self._results[key] = _Results(next(self._tokens), kept)

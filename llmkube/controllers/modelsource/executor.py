@@ -23,6 +23,7 @@ from llmkube.controllers.modelsource.fingerprint import (
     probe_http_fingerprint,
     probe_local_fingerprint,
 )
+from llmkube.controllers.modelsource.hublisting import ListingCache, list_repository
 from llmkube.controllers.modelsource.localcopy import copy_local_model, verify_cached_file
 from llmkube.controllers.modelsource.oserrors import describe, fetch_failure_for
 from llmkube.controllers.modelsource.remoteheader import HeaderReadOptions, read_remote_gguf_metadata
@@ -110,6 +111,8 @@ class ModelSourceIO:
     policy: PolicySource = default_policy
     #: where a public gs:// object is read (Cloud Storage's; a stand-in in tests)
     gcs_endpoint: str = PUBLIC_GCS_ENDPOINT
+    #: the Hub's file lists, kept a while (the controller's one cache, shared by its Models)
+    listings: ListingCache = field(default_factory=ListingCache)
 
     async def observe_cached_file(self, model: Model, config: ModelPlanConfig) -> CachedFile | None:
         """What `<cache>/<cacheKey>/` holds for a controller-cached (local, non-metal) Model."""
@@ -142,6 +145,9 @@ class ModelSourceIO:
             return replace(facts, copy=await self._copy(action))
         if action.kind is ActionKind.READ_HEADER:
             return replace(facts, remote_header=await self._read_header(action))
+        if action.kind is ActionKind.LIST_REPOSITORY:
+            listing = await list_repository(self.session, action.source, self.policy, self.listings)
+            return replace(facts, hub_listing=listing)
         return facts
 
     async def _read_header(self, action: ModelAction) -> RemoteHeader:

@@ -134,6 +134,7 @@ from llmkube.plan.inferenceservice.status import (
 )
 from llmkube.plan.inferenceservice.storage import NO_STORAGE, ModelStorage, StorageProblem, plan_storage
 from llmkube.plan.inferenceservice.validation import Issue, ValidationInputs, validate
+from llmkube.plan.model.hub_resolution import with_resolved_files
 from llmkube.plan.quota.decision import BELOW_QUOTA_PRIORITY, QUOTA_EXCEEDED
 from llmkube.plan.tenancy import POLICY_VIOLATION, PolicyIssue
 
@@ -205,7 +206,8 @@ def plan_inference_service(
         # claim): nothing is planned from it until the Model controller has judged the new spec.
         gate = _model_gate(ctx, "Pending", WAITING_FOR_MODEL_REASON, stale_status_message(model))
         return _withdraw_forbidden(ctx, gate)
-    plan = _withdraw_forbidden(ctx, _plan_with_model(ctx, model))
+    # A repository named with a quantization: the files the Model controller chose for it.
+    plan = _withdraw_forbidden(ctx, _plan_with_model(ctx, with_resolved_files(model)))
     # Announce what changed, not what the stored status already says (plan/events.py).
     return replace(plan, events=announced(plan.events, _previous_conditions(ctx), plan.status.conditions))
 

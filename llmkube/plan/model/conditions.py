@@ -46,6 +46,11 @@ INVALID_FILE_SET = "InvalidFileSet"
 SOURCE_UNAUTHORIZED = "SourceUnauthorized"  # 401 or 403: these credentials (or none) are refused
 SOURCE_NOT_FOUND = "SourceNotFound"  # 404
 SOURCE_SECRET_NOT_FOUND = "SourceSecretNotFound"  # the Secret spec.sourceSecretRef names is not there
+# llmkube's, for a Hugging Face repository named with spec.quantization and no spec.files:
+QUANTIZATION_NOT_FOUND = "QuantizationNotFound"  # the repository has no GGUF file of it
+NO_GGUF_FILE = "NoGGUFFile"  # the repository holds no GGUF model file at all
+REPOSITORY_NOT_LISTED = "RepositoryNotListed"  # the Hub did not list the repository's files
+QUANTIZATION_RESOLVED = "QuantizationResolved"  # the file(s) of spec.quantization were chosen
 # Prefetch (the reference's reasons)
 PREFETCH_STARTED = "PrefetchStarted"
 PREFETCH_RUNNING = "PrefetchRunning"
@@ -105,6 +110,36 @@ def msg_unsupported_source(source: str) -> str:
         f"spec.source {go_quote(source)} is not a supported model source: expected http(s)://..., "
         "file://..., pvc://<claim>/<path>, hf://<org>/<repo>[@<revision>], s3://<bucket>/<key>, "
         "gs://<bucket>/<object>, an absolute path, or a HuggingFace repo id (org/name)"
+    )
+
+
+def msg_quantization_not_found(repository: str, asked: str, present: Sequence[str]) -> str:
+    has = ", ".join(present) if present else "none named in its file names (list the file in spec.files)"
+    return (
+        f"spec.quantization {go_quote(asked)}: the Hugging Face repository {go_quote(repository)} has no "
+        f"GGUF file of it; its quantizations: {has}"
+    )
+
+
+def msg_quantization_resolved(repository: str, asked: str, files: Sequence[str]) -> str:
+    more = f" (and {len(files) - 1} more shard(s))" if len(files) > 1 else ""
+    return (
+        f"spec.quantization {go_quote(asked)}: serving {go_quote(files[0])}{more} of the Hugging Face "
+        f"repository {go_quote(repository)}, chosen from the Hub's file list"
+    )
+
+
+def msg_no_gguf_file(repository: str) -> str:
+    return (
+        f"spec.quantization: the Hugging Face repository {go_quote(repository)} has no GGUF model file "
+        "(set spec.format for another format, or list the files in spec.files)"
+    )
+
+
+def msg_repository_not_listed(repository: str, detail: str) -> str:
+    return (
+        f"spec.quantization: cannot list the files of the Hugging Face repository {go_quote(repository)} "
+        f"({detail}); list the file in spec.files to name it without the Hub's list"
     )
 
 

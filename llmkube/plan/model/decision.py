@@ -67,6 +67,9 @@ class ActionKind(enum.Enum):
     # http: read the GGUF header again, after a probe found that a file the controller had
     # refused changed (the probe's result is already among the facts)
     READ_HEADER = "ReadHeader"
+    # hf:// with spec.quantization and no spec.files: the Hub's file list of the repository
+    # (`source` is its API URL), from which the planner chooses the files
+    LIST_REPOSITORY = "ListRepository"
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,28 @@ class CachedFile:
         return self.path.rsplit("/", 1)[-1]
 
 
+class ListingFailure(enum.Enum):
+    """Why the Hub did not give a repository's file list (the Model names a quantization)."""
+
+    NOT_FOUND = "NotFound"  # 404: no such repository or revision
+    UNAUTHORIZED = "Unauthorized"  # 401 or 403: private or gated (the controller sends no token)
+    UNEXPECTED_STATUS = "UnexpectedStatus"  # any other answer than 200
+    TOO_LARGE = "TooLarge"  # longer than the bound on a file list
+    NOT_A_LISTING = "NotAListing"  # 200, but not the Hub's JSON
+    TIMEOUT = "Timeout"
+    CONNECTION = "Connection"
+    NOT_ALLOWED = "NotAllowed"  # the egress policy refused the Hub's host or a redirect
+
+
+@dataclass(frozen=True)
+class HubListing:
+    """A Hugging Face repository's files at a revision, as the Hub listed them (or why it did not)."""
+
+    files: tuple[str, ...] = ()
+    failure: ListingFailure | None = None
+    detail: str = ""
+
+
 CopyResult = StoredFile | FetchError
 
 PrefetchPhase = Literal["Running", "Succeeded", "Failed"]
@@ -182,6 +204,8 @@ class ModelFacts:
     remote_header: RemoteHeader | None = None
     copy: CopyResult | None = None
     verify: CopyResult | None = None
+    #: the Hub's file list of a repository the Model names a quantization of
+    hub_listing: HubListing | None = None
     results_for: ActionTarget | None = None  # None: this reconcile's own, for the current spec
     pending: ModelAction | None = None
     prefetch_jobs: tuple[PrefetchJob, ...] = ()  # the Model's prefetch Jobs

@@ -49,7 +49,9 @@ def spec_target(model: Model) -> ActionTarget:
 def current_facts(facts: ModelFacts, target: ActionTarget) -> ModelFacts:
     """The facts without results, or an action in flight, that are about another spec."""
     if facts.results_for is not None and facts.results_for != target:
-        facts = replace(facts, probe=None, remote_header=None, copy=None, verify=None, results_for=None)
+        facts = replace(
+            facts, probe=None, remote_header=None, copy=None, verify=None, hub_listing=None, results_for=None
+        )
     if facts.pending is not None and facts.pending.target != target:
         facts = replace(facts, pending=None)
     return facts

@@ -29,6 +29,12 @@ from llmkube.plan.model.cache_clear import with_cache_clear
 from llmkube.plan.model.decision import NO_REQUEUE, ModelDecision, ModelPlanConfig
 from llmkube.plan.model.facts import ModelFacts
 from llmkube.plan.model.fileset import FileSetProblem, staging_plan
+from llmkube.plan.model.hub_resolution import (
+    chosen_status,
+    resolve_quantization,
+    resolved_files,
+    wants_resolution,
+)
 from llmkube.plan.model.inputs import PlanInputs, current_facts, rebased, spec_target
 from llmkube.plan.model.phases import failed, invalid_source
 from llmkube.plan.model.remote import remote_source
@@ -61,7 +67,23 @@ def plan_model(
 
 
 def _source_plan(inputs: PlanInputs) -> ModelDecision:
-    """The decision of the module of the Model's kind of source."""
+    """The decision of the module of the Model's kind of source; a repository named with a
+    quantization is first given its files (hub_resolution.py)."""
+    if not wants_resolution(inputs.model):
+        return _kind_plan(inputs)
+    resolved = resolve_quantization(inputs, inputs.config.hf_endpoint)
+    if isinstance(resolved, ModelDecision):
+        return resolved
+    fresh = resolved_files(inputs.model) is None
+    decision = _kind_plan(replace(inputs, model=resolved))
+    if fresh and decision.status is inputs.old:
+        # The next action runs in the background and its result is a fact of another reconcile,
+        # which would not have this listing: the choice goes into status first.
+        return replace(decision, status=chosen_status(inputs, resolved))
+    return decision
+
+
+def _kind_plan(inputs: PlanInputs) -> ModelDecision:
     kind = classify_source(inputs.source)
     files = staging_plan(inputs.model.spec)
     staged = metal.STAGED if inputs.is_metal else _STAGED

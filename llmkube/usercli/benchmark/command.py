@@ -14,6 +14,7 @@ from pathlib import Path
 
 import aiohttp
 
+from llmkube.api.inferenceservice import InferenceServiceSpec
 from llmkube.kube.types import Obj
 from llmkube.plan.inferenceservice.service import DEFAULT_ENDPOINT_PATH
 from llmkube.usercli import render
@@ -40,7 +41,8 @@ from llmkube.usercli.benchmark.report import (
     summary_lines,
     to_document,
 )
-from llmkube.usercli.benchmark.stats import LevelResult, summarize
+from llmkube.usercli.benchmark.sizes import Sizes, fitted_sizes, words_that_fit
+from llmkube.usercli.benchmark.stats import LevelResult, RequestRecord, first_messages, summarize
 from llmkube.usercli.errors import UserError
 from llmkube.usercli.inspect import get_service
 from llmkube.usercli.pods import spec_of
@@ -131,7 +133,13 @@ class ProgressLine:
 
 
 async def measure(
-    url: str, args: argparse.Namespace, *, target: str, model: str | None, progress: ProgressLine
+    url: str,
+    args: argparse.Namespace,
+    *,
+    target: str,
+    model: str | None,
+    progress: ProgressLine,
+    fresh_connections: bool = False,
 ) -> BenchmarkRun:
     shape = _shape(args, model)
     body, prompt = _bodies(args, shape)
@@ -141,7 +149,7 @@ async def measure(
     results: list[LevelResult] = []
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, args.timeout))
     async with aiohttp.ClientSession(
-        connector=connector(), timeout=timeout, trace_configs=[tracing()]
+        connector=connector(fresh=fresh_connections), timeout=timeout, trace_configs=[tracing()]
     ) as http:
         index = 0
         if args.warmup:
@@ -149,8 +157,10 @@ async def measure(
             records = await run_level(http, url, body, stream=shape.stream, level=warm, live=LiveCounts())
             index += len(records)
             if not any(record.ok for record in records):
-                kinds = sorted({record.error or "" for record in records})
-                raise UserError(f"{url} did not answer the warm-up request ({', '.join(kinds)})")
+                said = "; ".join(
+                    f"{kind}: {message}" if message else kind for kind, message in _failures(records).items()
+                )
+                raise UserError(f"{url} did not answer the warm-up request ({said})")
         for number, level in enumerate(levels, start=1):
             live = LiveCounts()
             cpu = time.process_time()
@@ -179,6 +189,12 @@ async def measure(
     return BenchmarkRun(settings=settings, levels=tuple(results), started=started)
 
 
+def _failures(records: Sequence[RequestRecord]) -> dict[str, str]:
+    """Each kind of failure, with what the server said of it (if anything)."""
+    kinds = {record.error: "" for record in records if record.error is not None}
+    return {**kinds, **first_messages(records)}
+
+
 def _stderr_progress() -> ProgressLine:
     def write(text: str) -> None:
         sys.stderr.write(text)
@@ -196,6 +212,11 @@ def _show(runs: Sequence[tuple[str, BenchmarkRun]], args: argparse.Namespace) ->
             sys.stdout.write(line + "\n")
         render.emit(render.plain_table(LEVEL_HEADERS, level_rows(run.levels)))
     for level in run.levels:
+        for kind, message in level.error_messages.items():
+            count = level.errors.get(kind, 0)
+            sys.stderr.write(
+                f"at concurrency {level.concurrency}, {kind} ({count}x): the server said: {message}\n"
+            )
         cpu = level.client_cpu_seconds
         if cpu is not None and level.seconds > 0 and cpu > CLIENT_BUSY_SHARE * level.seconds:
             sys.stderr.write(
@@ -238,6 +259,7 @@ def run_offline(args: argparse.Namespace) -> int:
         if args.compare:
             return compare(args)
         url = endpoint_url(args.url, args.endpoint)
+        args, _ = _sized(args, None)
         run = asyncio.run(measure(url, args, target=url, model=args.model, progress=_stderr_progress()))
         return _show([(url, run)], args)
     except (UserError, ReportError) as error:
@@ -271,10 +293,55 @@ def _service_path(isvc: Obj, endpoint: str) -> str:
     return configured
 
 
+def _sized(args: argparse.Namespace, spec: InferenceServiceSpec | None) -> tuple[argparse.Namespace, Sizes]:
+    """The run's prompt and answer sizes: the user's, else the defaults fitted to the service."""
+    sizes = fitted_sizes(spec, args.prompt_tokens, args.max_tokens)
+    if sizes.note and not args.prompt_file:
+        sys.stderr.write(f"{args.name}: {sizes.note}\n")
+    sized = argparse.Namespace(
+        **{**vars(args), "prompt_tokens": sizes.prompt_tokens, "max_tokens": sizes.max_tokens}
+    )
+    return sized, sizes
+
+
+async def _server_tokens(http: aiohttp.ClientSession, base_url: str, content: str) -> int | None:
+    """llama.cpp's own count of a chat prompt's tokens, its template applied (/apply-template, then
+    /tokenize); None from a server without them."""
+    try:
+        messages = {"messages": [{"role": "user", "content": content}]}
+        async with http.post(f"{base_url}/apply-template", json=messages) as templated:
+            prompt = (await templated.json(content_type=None)).get("prompt")
+        async with http.post(f"{base_url}/tokenize", json={"content": prompt}) as tokenized:
+            tokens = (await tokenized.json(content_type=None)).get("tokens")
+    except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
+        return None
+    return len(tokens) if isinstance(prompt, str) and isinstance(tokens, list) else None
+
+
+async def _fit_prompt(base_url: str, args: argparse.Namespace, sizes: Sizes) -> argparse.Namespace:
+    """Synthetic prompts cut to what really fits the slot, counted by the server itself (a word may
+    be several tokens of a small vocabulary, and the template adds its own)."""
+    if sizes.slot is None or args.prompt_file or args.prompt_tokens is None:
+        return args
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+        template = await _server_tokens(http, base_url, "")
+        words = args.prompt_tokens
+        counted = await _server_tokens(http, base_url, synthetic_prompt(words, 0, args.seed))
+    if template is None or counted is None or counted <= sizes.slot - args.max_tokens - 2:
+        return args
+    fitted = min(words, words_that_fit(sizes.slot, args.max_tokens, template, (words, counted - template)))
+    said = f"{words} words of synthetic prompt are {counted - template} tokens to this server"
+    sys.stderr.write(f"{args.name}: {said}: prompts of {fitted} words\n")
+    return argparse.Namespace(**{**vars(args), "prompt_tokens": fitted})
+
+
 async def run_benchmark(session: Session, args: argparse.Namespace) -> int:
     isvc = await get_service(session, args.name)
     spec = spec_of(isvc)
-    async with service_target(session, isvc, args.via) as target:
+    args, sizes = _sized(args, spec)
+    async with service_target(session, isvc, args.via, many_connections=True) as target:
+        if sizes.note:
+            args = await _fit_prompt(target.base_url, args, sizes)
         model = args.model
         if model is None and spec is not None and spec.runtime in ("vllm", "tgi"):
             model = await _served_model(target.base_url)
@@ -289,5 +356,6 @@ async def run_benchmark(session: Session, args: argparse.Namespace) -> int:
             target=f"InferenceService {session.namespace}/{args.name} via {where}",
             model=model,
             progress=_stderr_progress(),
+            fresh_connections=target.via.startswith("port-forward"),
         )
     return _show([(args.name, run)], args)

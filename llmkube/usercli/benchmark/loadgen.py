@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import aiohttp
 import orjson
 
+from llmkube.sources import read_bounded
 from llmkube.usercli.benchmark.sse import StreamState, answer_tokens
 from llmkube.usercli.benchmark.stats import (
     BAD_RESPONSE,
@@ -28,6 +29,7 @@ from llmkube.usercli.benchmark.stats import (
     TIMEOUT,
     RequestRecord,
     http_error,
+    server_message,
 )
 
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -56,9 +58,11 @@ class LiveCounts:
     started: float = 0.0
 
 
-def connector() -> aiohttp.TCPConnector:
-    # No pool limit of its own: the level's concurrency is the limit.
-    return aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+def connector(*, fresh: bool = False) -> aiohttp.TCPConnector:
+    """No pool limit of its own: the level's concurrency is the limit. `fresh`: a connection per
+    request, for a port-forward, which cannot tell that the server closed a connection until a
+    second later (kube/rest/portforward.py)."""
+    return aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, force_close=fresh)
 
 
 @dataclass
@@ -127,7 +131,9 @@ async def one_request(
     first: float | None = None
     last: float | None = None
 
-    def record(error: str | None, tokens: int = 0, prompt: int | None = None) -> RequestRecord:
+    def record(
+        error: str | None, tokens: int = 0, prompt: int | None = None, detail: str | None = None
+    ) -> RequestRecord:
         finished = time.perf_counter()
         return RequestRecord(
             started=started - origin,
@@ -137,13 +143,14 @@ async def one_request(
             last_token=None if last is None else last - started,
             output_tokens=tokens,
             prompt_tokens=prompt,
+            detail=detail,
         )
 
     try:
         async with asyncio.timeout(within), await _send(http, url, body) as response:
             if response.status >= 400:
-                await response.content.read(ERROR_BODY_LIMIT)
-                return record(http_error(response.status))
+                said = server_message(await read_bounded(response.content, ERROR_BODY_LIMIT))
+                return record(http_error(response.status), detail=said)
             if not stream:
                 try:
                     counted = answer_tokens(orjson.loads(await response.read()))
@@ -156,7 +163,7 @@ async def one_request(
                     last = time.perf_counter()
                     first = first or last
             if state.error is not None:
-                return record(state.error)
+                return record(state.error, detail=state.error_message)
             if not state.finished:
                 return record(INCOMPLETE, state.output_tokens, state.prompt_tokens)
             return record(None, state.output_tokens, state.prompt_tokens)

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from llmkube.usercli.benchmark.stats import BAD_RESPONSE, stream_error
+from llmkube.usercli.benchmark.stats import BAD_RESPONSE, server_message, stream_error
 
 DATA = b"data:"
 DONE = b"[DONE]"
@@ -31,6 +31,7 @@ class StreamState:
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
     error: str | None = None  # the kind of failure (stats): an error chunk, or one that is not JSON
+    error_message: str | None = None  # what the error chunk said
 
     @property
     def output_tokens(self) -> int:
@@ -56,6 +57,7 @@ class StreamState:
         if "error" in chunk:
             error = chunk["error"]
             self.error = stream_error(_count(error.get("code")) if isinstance(error, dict) else None)
+            self.error_message = server_message(payload)
             return False
         self._read_usage(chunk.get("usage"))
         text = False

@@ -9,7 +9,10 @@ its last request's end, so a level that ends with slow stragglers is not flatter
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
 
 # The kinds of failure, named from what happened (an exception type, a status code, a stream that
 # ended early), never from a message: the table groups errors by these.
@@ -44,6 +47,8 @@ class RequestRecord:
     last_token: float | None = None
     output_tokens: int = 0
     prompt_tokens: int | None = None
+    #: what the server said of its error (its JSON `error.message`, or the start of its answer)
+    detail: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -98,6 +103,8 @@ class LevelResult:
     # CPU seconds the benchmark process itself used during the level: near `seconds`, one core was
     # busy sending and reading, and the figures may say more about this machine than the server.
     client_cpu_seconds: float | None = None
+    #: kind -> what the server said the first time it failed so (its own words)
+    error_messages: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> int:
@@ -124,4 +131,41 @@ def summarize(
         tpot=percentiles([t for r in good if (t := r.time_per_output_token) is not None]),
         latency=percentiles([r.latency for r in good]),
         client_cpu_seconds=client_cpu_seconds,
+        error_messages=first_messages(records),
     )
+
+
+def first_messages(records: Sequence[RequestRecord]) -> dict[str, str]:
+    messages: dict[str, str] = {}
+    for record in records:
+        if record.error is not None and record.detail and record.error not in messages:
+            messages[record.error] = record.detail
+    return dict(sorted(messages.items()))
+
+
+#: the most of a server's words kept for one kind of error
+MAX_DETAIL = 300
+
+
+def server_message(body: bytes) -> str | None:
+    """An error answer's message: OpenAI's and llama.cpp's `{"error": {"message": ...}}`, vLLM's and
+    TGI's `{"message"|"error": "..."}`, else the start of the text; None for an empty body."""
+    try:
+        document: Any = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        document = None
+    if isinstance(document, dict):
+        error = document.get("error")
+        for candidate in (
+            error.get("message") if isinstance(error, dict) else error,
+            document.get("message"),
+        ):
+            if isinstance(candidate, str) and candidate.strip():
+                return _bounded(candidate)
+    text = body.decode(errors="replace").strip()
+    return _bounded(text) if text else None
+
+
+def _bounded(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "\u2026"

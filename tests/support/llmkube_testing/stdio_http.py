@@ -6,15 +6,23 @@ server on the paths the user commands use (`/health`, `/v1/models`, `/v1/chat/co
 plainly that it is a stand-in, and exits; the forwarded connection closes with it. This is what
 lets the tests drive `llmkube chat`/`curl` through the real API server's pods/portforward.
 
+A streamed chat request (`"stream": true`) is answered as llama.cpp streams: server-sent events,
+one chunk per word of the answer (at most `max_tokens`), STREAM_GAP seconds apart, each written
+and flushed on its own and stamped with the wall-clock time it was written (`llmkube_sent_at`), so
+a test sees when each chunk reached it against when it left (what a relay holds back).
+
 Run: python -m llmkube_testing.stdio_http
 """
 
 import json
 import sys
+import time
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 STAND_IN_MODEL = "kwok-stand-in"
 MAX_BODY = 1 << 20
+STREAM_GAP = 0.05  # seconds between two streamed chunks, as a slow model's tokens come
 
 
 def _read_request(stream: BinaryIO) -> tuple[str, str, bytes] | None:
@@ -34,6 +42,10 @@ def _read_request(stream: BinaryIO) -> tuple[str, str, bytes] | None:
     return method, path, stream.read(length) if length else b""
 
 
+def _content(said: str) -> str:
+    return f"This is kwok's stand-in for llama.cpp (no model runs here). You said: {said}"
+
+
 def answer(method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
     """(status, JSON body) for one request: pure, so it is tested without a stream."""
     path = path.split("?", 1)[0]
@@ -48,7 +60,7 @@ def answer(method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
             return 400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}}
         messages = request.get("messages") or [{}]
         said = str(messages[-1].get("content") or "")
-        content = f"This is kwok's stand-in for llama.cpp (no model runs here). You said: {said}"
+        content = _content(said)
         prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
         return 200, {
             "id": "chatcmpl-stand-in",
@@ -66,10 +78,66 @@ def answer(method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
     return 404, {"error": {"message": f"{method} {path}: not found", "type": "not_found_error"}}
 
 
+def streamed(body: bytes) -> Iterator[bytes]:
+    """The events of a streamed answer to `body`, or nothing when it does not ask for a stream."""
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return
+    if not isinstance(request, dict) or request.get("stream") is not True:
+        return
+    said = str(((request.get("messages") or [{}])[-1] or {}).get("content") or "")
+    words = _content(said).split()
+    limit = request.get("max_tokens")
+    words = words[: limit if isinstance(limit, int) and limit > 0 else len(words)]
+    for index, word in enumerate(words):
+        last = index == len(words) - 1
+        chunk: dict[str, Any] = {
+            "id": "chatcmpl-stand-in",
+            "object": "chat.completion.chunk",
+            "model": STAND_IN_MODEL,
+            "choices": [
+                {"index": 0, "delta": {"content": word + " "}, "finish_reason": "stop" if last else None}
+            ],
+        }
+        if last:
+            chunk["usage"] = {"prompt_tokens": len(said.split()), "completion_tokens": len(words)}
+        yield json.dumps(chunk).encode()
+    yield b"[DONE]"
+
+
+def _stream(events: Iterator[bytes], out: BinaryIO) -> None:
+    """Chunked, as llama-server streams: the client knows where the answer ends (the forwarded
+    stream itself ends only when the client closes its side: kwok waits for the end of stdin)."""
+    out.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+        b"Connection: close\r\n\r\n"
+    )
+    out.flush()
+    for number, event in enumerate(events):
+        if number:
+            time.sleep(STREAM_GAP)
+        if event != b"[DONE]":
+            stamped = json.loads(event)
+            stamped["llmkube_sent_at"] = time.time()
+            event = json.dumps(stamped).encode()
+        data = b"data: " + event + b"\n\n"
+        out.write(b"%x\r\n%s\r\n" % (len(data), data))
+        out.flush()
+    out.write(b"0\r\n\r\n")
+    out.flush()
+
+
 def main() -> int:
     request = _read_request(sys.stdin.buffer)
     if request is None:
         return 0
+    method, path, body = request
+    if method == "POST" and path.split("?", 1)[0] == "/v1/chat/completions":
+        events = list(streamed(body))
+        if events:
+            _stream(iter(events), sys.stdout.buffer)
+            return 0
     status, payload = answer(*request)
     data = json.dumps(payload).encode()
     reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "Error")

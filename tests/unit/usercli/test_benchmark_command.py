@@ -179,3 +179,21 @@ def test_without_a_target_it_says_what_to_give() -> None:
     result = benchmark(check=False)
     assert result.returncode == 1
     assert "name an InferenceService, or give --url" in result.stderr
+
+
+def test_the_servers_own_words_are_shown() -> None:
+    with standin_process(fail_every=3) as server:
+        run = benchmark(
+            "--url", server.url, "--requests", "6", "--warmup", "0", "--max-tokens", "4", "-o", "json"
+        )
+    (level,) = json.loads(run.stdout)["levels"]
+    assert level["errors"] == {"http-503": 2}
+    assert level["error_messages"] == {"http-503": "the stand-in fails this request on purpose"}
+    assert "http-503 (2x): the server said: the stand-in fails this request on purpose" in run.stderr
+    # A warm-up that fails says what the server said, not only its status.
+    with standin_process(fail_every=1) as server:
+        failed = benchmark("--url", server.url, "--requests", "1", check=False)
+    assert failed.returncode == 1
+    assert failed.stderr.strip().endswith(
+        "did not answer the warm-up request (http-503: the stand-in fails this request on purpose)"
+    )

@@ -9,7 +9,8 @@ import yaml
 from llmkube_testing.hfhub import HubState, running_hub
 
 from llmkube.cli import main
-from llmkube.usercli.hub_files import Chosen, NamedModel, choose_files, quantization_of, split_quantization
+from llmkube.plan.model.hub_files import Chosen, NamedModel, choose_files, quantization_of, split_quantization
+from llmkube.usercli.hub import not_chosen_message
 
 REPO = "org/Tiny-Chat-GGUF"
 FILES = {
@@ -87,7 +88,8 @@ def test_quantization_of(name: str, quantization: str | None) -> None:
     ],
 )
 def test_choose_files(files: dict[str, bytes], asked: str | None, chosen: Chosen | str) -> None:
-    assert choose_files(REPO, files, asked) == chosen
+    found = choose_files(REPO, files, asked)
+    assert (found if isinstance(found, Chosen) else not_chosen_message(found)) == chosen
 
 
 @pytest.fixture

@@ -3,11 +3,13 @@
 themselves run in bash, zsh and fish in tests/e2e/test_usercli_kubectl_habits.py."""
 
 import argparse
+from pathlib import Path
 
 import pytest
 
-from llmkube.cli import build_parser
+from llmkube.cli import build_parser, main
 from llmkube.usercli.completion import NAME_COMMANDS, Command, commands, completion_script
+from llmkube.usercli.completion_names import context_names
 from llmkube.usercli.kinds import MODEL_KINDS, SERVICE_KINDS
 from llmkube.usercli.parser import RUNTIMES
 
@@ -40,7 +42,10 @@ def test_the_connection_flags_are_global_and_take_a_value() -> None:
 
 @pytest.mark.parametrize(
     ("command", "choices"),
-    [("list", (*SERVICE_KINDS, *MODEL_KINDS)), ("completion", ("bash", "zsh", "fish"))],
+    [
+        ("list", (*SERVICE_KINDS, *MODEL_KINDS)),
+        ("completion", ("bash", "zsh", "fish", "namespaces", "contexts")),
+    ],
 )
 def test_positional_choices(command: str, choices: tuple[str, ...]) -> None:
     assert by_name()[command].choices == choices
@@ -68,3 +73,24 @@ def test_each_script_names_every_command(shell: str) -> None:
         assert (f"    {name})" if shell != "fish" else f"-a {name}") in script, (shell, name)
     if shell == "zsh":
         assert script.startswith("autoload -U +X compinit")
+
+
+def test_contexts_are_read_from_the_kubeconfig(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
+        "contexts: [{name: prod, context: {cluster: c}}, {name: b, context: {cluster: c}}]\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+    )
+    assert context_names(str(kubeconfig)) == ["b", "prod"]
+    assert main(["completion", "contexts", "--kubeconfig", str(kubeconfig)]) == 0
+    assert capsys.readouterr().out == "b prod\n"
+    assert context_names(str(tmp_path / "absent")) == []
+
+
+def test_the_scripts_complete_namespaces_and_contexts() -> None:
+    bash = completion_script("bash", build_parser())
+    assert '-n|--namespace) COMPREPLY=($(compgen -W "$(llmkube completion namespaces $conn' in bash
+    assert '--context) COMPREPLY=($(compgen -W "$(llmkube completion contexts $conn' in bash
+    fish = completion_script("fish", build_parser())
+    assert "complete -c llmkube -s n -l namespace -r -a '(__llmkube_conn_names namespaces)'" in fish

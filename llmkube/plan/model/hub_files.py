@@ -1,4 +1,6 @@
-"""Which GGUF file(s) of a Hugging Face repository `llmkube deploy` serves (pure).
+"""Which GGUF file(s) of a Hugging Face repository serve a quantization (pure): for `llmkube deploy
+org/repo:QUANT` and for the Model controller, which resolves a Model that names a repository and a
+`spec.quantization` but no `spec.files`.
 
 People name these models the way llama.cpp does: `org/repo-GGUF:Q4_K_M` (a repository and a
 quantization), or the repository and `--file`. A repository of GGUF files holds one file (or one
@@ -7,9 +9,14 @@ file. So the repository's file list (the Hub's own) decides: the quantization as
 only one there is; otherwise the user is told which quantizations exist.
 """
 
+import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import orjson
 
 from llmkube.plan.model.source import SourceKind, classify_source
 
@@ -17,6 +24,8 @@ from llmkube.plan.model.source import SourceKind, classify_source
 _QUANT = re.compile(r"(?i)(?:^|[._-])((?:i?q[0-9](?:_[a-z0-9]+)*)|bf16|f16|f32)(?=[._-]|$)")
 _SHARD = re.compile(r"(?i)-(\d{5})-of-(\d{5})\.gguf$")
 _SUFFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+#: the largest file list read (a repository of thousands of files is a few MiB)
+MAX_LISTING_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -55,27 +64,60 @@ class Chosen:
     quantization: str | None
 
 
-def choose_files(repository: str, paths: Iterable[str], quantization: str | None) -> Chosen | str:
-    """The model file (or shards) to serve from the repository's file list; else what is wrong."""
+class Missing(enum.Enum):
+    NO_GGUF = "NoGGUF"  # no GGUF model file at all
+    AMBIGUOUS = "Ambiguous"  # several, and none was named
+    NO_SUCH_QUANTIZATION = "NoSuchQuantization"  # the one named is not there
+
+
+@dataclass(frozen=True)
+class NotChosen:
+    """Why no file was chosen; each caller says it in its own terms (a flag, a spec field)."""
+
+    kind: Missing
+    repository: str
+    #: the quantizations the repository has (named in its files), sorted
+    quantizations: tuple[str, ...]
+    models: int = 0  # how many GGUF models (quantizations, and files naming none) it holds
+    asked: str | None = None
+
+
+def choose_files(repository: str, paths: Iterable[str], quantization: str | None) -> Chosen | NotChosen:
+    """The model file (or shards) to serve from the repository's file list; else why not."""
     by_quant: dict[str | None, list[str]] = {}
     for path in sorted(paths):
         if _is_model_file(path):
             by_quant.setdefault(quantization_of(path), []).append(path)
+    named = tuple(sorted(q for q in by_quant if q is not None))
     if not by_quant:
-        return f'the Hugging Face repository "{repository}" has no GGUF model file (llama.cpp serves GGUF)'
-    named = sorted(q for q in by_quant if q is not None)
+        return NotChosen(Missing.NO_GGUF, repository, ())
     if quantization is None:
         if len(by_quant) == 1:
             (only, files), *_ = by_quant.items()
             return Chosen(tuple(files), only)
-        return (
-            f'the Hugging Face repository "{repository}" has {len(by_quant)} GGUF models: name one as '
-            f"{repository}:QUANT ({', '.join(named)}) or with --file"
-        )
+        return NotChosen(Missing.AMBIGUOUS, repository, named, models=len(by_quant))
     chosen = by_quant.get(quantization.upper())
     if not chosen:
-        return (
-            f'the Hugging Face repository "{repository}" has no {quantization} GGUF file; it has: '
-            f"{', '.join(named) or 'files without a quantization in their names (use --file)'}"
-        )
+        return NotChosen(Missing.NO_SUCH_QUANTIZATION, repository, named, asked=quantization)
     return Chosen(tuple(chosen), quantization.upper())
+
+
+def listing_url(endpoint: str, repo: str, revision: str) -> str:
+    """The Hub's API answer for a repository at a revision: its `siblings` are its files."""
+    return f"{endpoint.rstrip('/')}/api/models/{repo}/revision/{quote(revision, safe='')}"
+
+
+def listed_files(body: bytes) -> list[str] | None:
+    """The repository-relative paths of the Hub's answer (`siblings[].rfilename`); None when the
+    answer is not the Hub's file list."""
+    try:
+        document: Any = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("siblings") or [], list):
+        return None
+    return [
+        str(entry["rfilename"])
+        for entry in document.get("siblings") or []
+        if isinstance(entry, dict) and isinstance(entry.get("rfilename"), str)
+    ]
