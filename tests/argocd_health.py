@@ -12,6 +12,7 @@ ARGOCD = Path(__file__).resolve().parents[1] / "manifests" / "gitops" / "argocd"
 SCRIPTS = {
     "InferenceService": ARGOCD / "health-inferenceservice.lua",
     "Model": ARGOCD / "health-model.lua",
+    "ModelRouter": ARGOCD / "health-modelrouter.lua",
 }
 #: What Argo CD accepts from a health script.
 ARGO_HEALTH_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
