@@ -608,13 +608,14 @@ def router_dashboard() -> dict[str, Any]:
     panels = [
         panel(
             "Requests per second by code",
-            [(f"sum by (namespace, router, code) (rate({RM['requests']}{{{sel}}}{R}))", f"{leg} {{{{code}}}}")],
+            [(f"sum by (namespace, router, code) (rate({RM['requests']}{{{sel}}}{R}))",
+              f"{leg} {{{{code}}}}")],
             0, 0, unit="reqps",
         ),
         panel(
             "5xx answers (share)",
-            [(f'{by} (rate({RM["requests"]}{{{sel},code=~"5.."}}{R})) / {by} (rate({RM["requests"]}{{{sel}}}{R}))',
-              leg)],
+            [(f'{by} (rate({RM["requests"]}{{{sel},code=~"5.."}}{R}))'
+              f' / {by} (rate({RM["requests"]}{{{sel}}}{R}))', leg)],
             12, 0, unit="percentunit",
         ),
         panel(
@@ -654,7 +655,8 @@ def router_dashboard() -> dict[str, Any]:
         panel(
             "In flight per backend, and waiting for an endpoint",
             [
-                (f"sum by (namespace, router, backend) ({RM['in_flight']}{{{sel}}})", f"{leg} {{{{backend}}}}"),
+                (f"sum by (namespace, router, backend) ({RM['in_flight']}{{{sel}}})",
+                 f"{leg} {{{{backend}}}}"),
                 (f"{by} ({RM['waiting']}{{{sel}}})", f"{leg} waiting"),
             ],
             0, 24,

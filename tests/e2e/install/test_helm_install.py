@@ -115,23 +115,40 @@ def test_default_values_render_the_kustomize_install(helm_env: dict[str, str]) -
 
 
 def test_monitoring_renders_the_monitoring_component(helm_env: dict[str, str], tmp_path: Path) -> None:
+    """monitoring.enabled is the one switch: every object of the component (for the release
+    "llmkube" the chart's names are the component's)."""
     kinds = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"}
     component = {
-        key[0]: doc
+        key: doc
         for key, doc in by_key(documents(kustomize_overlay(tmp_path, "monitoring"))).items()
         if key[0] in kinds
     }
     chart = {
-        key[0]: doc
+        key: doc
         for key, doc in by_key(template(helm_env, "monitoring.enabled=true")).items()
         if key[0] in kinds
     }
-    assert set(chart) == set(component) == kinds
-    for kind in kinds:
-        expected, found = without_labels(component[kind]), without_labels(chart[kind])
-        expected["metadata"].pop("name"), found["metadata"].pop("name")  # release-prefixed in the chart
-        assert found == expected, kind
-    assert chart["ConfigMap"]["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert sorted(chart, key=str) == sorted(component, key=str)
+    assert {key[0] for key in chart} == kinds
+    assert sorted(key[1] for key in chart if key[0] == "PodMonitor") == [
+        "llmkube-inference",
+        "llmkube-router",
+    ]
+    for key, expected in component.items():
+        assert without_labels(chart[key]) == without_labels(expected), key
+    dashboards = chart[("ConfigMap", "llmkube-dashboards", "llmkube-system")]
+    assert dashboards["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert sorted(dashboards["data"]) == sorted(
+        p.name for p in (MANIFESTS / "monitoring" / "dashboards").glob("*.json")
+    )
+
+
+def test_the_monitoring_parts_can_be_left_out(helm_env: dict[str, str]) -> None:
+    docs = template(
+        helm_env, "monitoring.enabled=true", "monitoring.routers=false", "monitoring.inferencePods=false"
+    )
+    assert [d["kind"] for d in docs if d["kind"] == "PodMonitor"] == []
+    assert {d["kind"] for d in docs} >= {"ServiceMonitor", "PrometheusRule"}
 
 
 @pytest.mark.parametrize(
