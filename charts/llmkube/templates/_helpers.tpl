@@ -71,3 +71,9 @@ app.kubernetes.io/component: monitoring
 {{- end -}}
 {{- join "," $pairs -}}
 {{- end -}}
+
+{{- /* "true" where the cluster serves the API of the admission policies (admissionregistration.k8s.io/v1
+       ValidatingAdmissionPolicy, Kubernetes 1.30+; the chart's kubeVersion asks 1.35+ for the CEL libraries they use). */ -}}
+{{- define "llmkube.admissionPolicyServed" -}}
+{{- .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}
+{{- end -}}

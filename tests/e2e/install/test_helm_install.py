@@ -28,6 +28,9 @@ Key = tuple[str, str, str | None]
 # The Kubernetes version the tests run against (helm assumes its client library's, 1.37, offline:
 # test_helm_assumes_the_kubernetes_version_of_its_client_library).
 KUBE_VERSION = ("--kube-version", K8S_VERSION)
+# What `helm install` learns from a cluster and `helm template` is told: it serves the API of the
+# admission policies (without it they are left out: tests/e2e/install/test_chart_kube_versions.py).
+CLUSTER_APIS = ("--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
 
 
 @pytest.fixture
@@ -43,7 +46,16 @@ def helm_env(tmp_path: Path) -> dict[str, str]:
 def template(
     helm_env: dict[str, str], *values: str, namespace: str = "llmkube-system"
 ) -> list[dict[str, Any]]:
-    argv = ["template", "llmkube", CHART, "--namespace", namespace, "--include-crds", *KUBE_VERSION]
+    argv = [
+        "template",
+        "llmkube",
+        CHART,
+        "--namespace",
+        namespace,
+        "--include-crds",
+        *KUBE_VERSION,
+        *CLUSTER_APIS,
+    ]
     for value in values:
         argv += ["--set", value]
     return documents(run(tool("helm"), *argv, env=helm_env))
