@@ -49,7 +49,10 @@ def router(status: dict[str, Any] | None, generation: int = 1) -> dict[str, Any]
         "apiVersion": API,
         "kind": "ModelRouter",
         "metadata": {"name": "gateway", "namespace": "team-a", "generation": generation},
-        "spec": {"backends": [{"name": "chat", "inferenceServiceRef": {"name": "chat"}}], "defaultRoute": "chat"},
+        "spec": {
+            "backends": [{"name": "chat", "inferenceServiceRef": {"name": "chat"}}],
+            "defaultRoute": "chat",
+        },
     }
     if status is not None:
         obj["status"] = status
@@ -395,7 +398,10 @@ ROUTER_CASES = [
                 "observedGeneration": 1,
                 "conditions": [
                     condition(
-                        "Ready", "False", "Provisioning", "The router's Deployment has no available replica yet."
+                        "Ready",
+                        "False",
+                        "Provisioning",
+                        "The router's Deployment has no available replica yet.",
                     ),
                     condition("Reconciling", "True", "RollingOut", "The router's Deployment is rolling out."),
                 ],
@@ -432,8 +438,12 @@ ROUTER_CASES = [
                 "observedGeneration": 1,
                 "conditions": [
                     condition("Ready", "False", "InvalidSpec", 'The spec is invalid: spec.defaultRoute: "x"'),
-                    condition("Reconciling", "False", "InvalidSpec", "Nothing is deployed for an invalid spec."),
-                    condition("Stalled", "True", "InvalidSpec", 'The spec is invalid: spec.defaultRoute: "x"'),
+                    condition(
+                        "Reconciling", "False", "InvalidSpec", "Nothing is deployed for an invalid spec."
+                    ),
+                    condition(
+                        "Stalled", "True", "InvalidSpec", 'The spec is invalid: spec.defaultRoute: "x"'
+                    ),
                 ],
             }
         ),

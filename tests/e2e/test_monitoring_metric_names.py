@@ -30,7 +30,9 @@ async def test_every_controller_metric_the_kit_queries_is_exported(operator: Run
         for name in generator().ROUTER_METRICS.values()
         for suffix in ("", "_bucket", "_sum", "_count")
     }
-    queried = {name for query in all_queries() for name in metric_names(query)} - runtime - routers - SYNTHETIC
+    queried = (
+        {name for query in all_queries() for name in metric_names(query)} - runtime - routers - SYNTHETIC
+    )
     assert queried, "no controller metric found in the kit's queries"
     missing = sorted(queried - exported)
     assert not missing, f"the kit queries metrics the controller does not export: {missing}"
