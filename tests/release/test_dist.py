@@ -62,10 +62,11 @@ def test_dist_writes_the_packages_and_the_chart_with_their_sums(tmp_path: Path) 
     with tarfile.open(out / sdist) as source:
         assert f"llmkube-{__version__}/pyproject.toml" in source.getnames()
     with tarfile.open(out / chart) as packaged:
-        member = packaged.extractfile("llmkube/Chart.yaml")
+        top = "llmkube"  # helm package's directory: the chart's name
+        member = packaged.extractfile(f"{top}/Chart.yaml")
         assert member is not None
         meta = yaml.safe_load(member.read())
-        assert "llmkube/values.schema.json" in packaged.getnames()
+        assert f"{top}/values.schema.json" in packaged.getnames()
     assert (meta["version"], meta["appVersion"]) == (__version__, __version__)
 
 
