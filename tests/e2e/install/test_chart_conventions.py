@@ -94,16 +94,3 @@ def test_the_chart_names_its_home_and_sources() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["home"] == "https://github.com/llmkube/llmkube"
     assert chart["sources"] == ["https://github.com/llmkube/llmkube"]
-
-
-def test_the_notes_warn_while_the_image_is_the_unpublished_default(helm_env: dict[str, str]) -> None:
-    def notes(*values: str) -> str:
-        argv: list[str | Path] = ["install", "llmkube", CHART, "--dry-run=client", "--namespace", "ops"]
-        for value in values:
-            argv += ["--set", value]
-        return run(tool("helm"), *argv, env=helm_env).split("NOTES:", 1)[1]
-
-    default = notes()
-    assert "WARNING: the controller's image ghcr.io/llmkube/llmkube:" in default
-    assert "make image" in default and "helm upgrade llmkube charts/llmkube -n ops --reuse-values" in default
-    assert "controller's image" not in notes("image.repository=localhost/llmkube", "image.pullPolicy=Never")
