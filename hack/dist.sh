@@ -71,7 +71,7 @@ case "$DIST_IMAGE" in
     ;;
 esac
 
-(cd "$DIST" && find . -maxdepth 1 -type f ! -name SHA256SUMS ! -name '.*' -printf '%P\n' | LC_ALL=C sort | xargs sha256sum --) \
+(cd "$DIST" && find . -maxdepth 1 -type f ! -name 'SHA256SUMS*' ! -name '.*' -printf '%P\n' | LC_ALL=C sort | xargs sha256sum --) \
   > "$DIST/SHA256SUMS.tmp"
 mv "$DIST/SHA256SUMS.tmp" "$DIST/SHA256SUMS"
 (cd "$DIST" && sha256sum --check --quiet SHA256SUMS)
