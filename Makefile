@@ -6,9 +6,19 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s-binaries tools node-prereqs image push test test-unit fuzz-long lint lock crds run bench clean faults fault-long soak
+.PHONY: help all venv k8s-binaries tools node-prereqs image push dist test test-unit fuzz-long lint lock crds run bench clean faults fault-long soak
 
+## Lint, then the whole test suite (the default target).
 all: lint test
+
+## This list: each target with what it does (the comment above it in this Makefile).
+help:
+	@awk 'function flush(t) { if (t != "" && doc != "") { printf "  %-14s", t; n = split(doc, w, " "); col = 0; \
+	        for (i = 1; i <= n; i++) { if (col + length(w[i]) > 80) { printf "\n  %-14s", ""; col = 0 } \
+	        printf "%s%s", (col ? " " : ""), w[i]; col += length(w[i]) + 1 } printf "\n" } doc = "" } \
+	    /^## / { doc = doc (doc == "" ? "" : " ") substr($$0, 4); next } \
+	    /^[a-z][a-z0-9-]*:/ { split($$0, t, ":"); gsub(/\$$\$$/, "$$", doc); flush(t[1]); next } \
+	    { doc = "" }' $(firstword $(MAKEFILE_LIST))
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -16,6 +26,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@rm -f $(VENV)/.installed-*; touch $@
 
+## The development environment in .venv (the package, editable, with its dev extra).
 venv: $(STAMP)
 
 ## Build (or reuse from ~/.cache/llmkube) kube-apiserver, controller-manager, scheduler, etcd, kwok.
@@ -42,6 +53,13 @@ image:
 ## Push that image: make push REGISTRY=ghcr.io/you -> ghcr.io/you/llmkube:<version>.
 push:
 	bash hack/image.sh push
+
+## Everything a release publishes, into dist/ with SHA256SUMS: the wheel, the sdist, the chart
+## (helm package) and the image as an OCI archive (make image's path, with its variables;
+## DIST_IMAGE=none leaves the image out). hack/dist.sh; .github/workflows/release.yml pushes them.
+dist: venv
+	@bash hack/build-tools.sh helm >/dev/null
+	PYTHON=$(abspath $(BIN))/python bash hack/dist.sh
 
 ## The whole test suite: unit, integration (real kube-apiserver), e2e (full local control plane)
 ## and node (a real kubelet and containerd, where the machine allows). The release tools and the
@@ -71,6 +89,7 @@ soak: venv k8s-binaries
 test-unit: venv
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
+## ruff, ruff format, mypy --strict, the import contracts, hadolint.
 lint: venv
 	$(BIN)/ruff check llmkube tests bench hack
 	$(BIN)/ruff format --check llmkube tests bench hack
@@ -110,5 +129,6 @@ run: venv
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory node-prereqs; fi
 	$(BIN)/llmkube run $(if $(AGENT),--with-agent) $(RUN_ARGS)
 
+## Remove the venv and the linters' caches (~/.cache/llmkube stays).
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -19,10 +19,12 @@
 #                       github.com/yuin/gopher-lua $GOPHER_LUA, as Argo CD's controller runs them
 #   minio      <- github.com/minio/minio $MINIO_VERSION: the S3-compatible server the Model tests
 #                 download s3:// sources from (SigV4, private buckets, the S3 error codes)
+#   actionlint <- github.com/rhysd/actionlint $ACTIONLINT_VERSION: the linter of GitHub Actions
+#                 workflows (.github/workflows/release.yml; tests/release)
 #
 # Output: $LLMKUBE_TOOLS_BIN (default ~/.cache/llmkube/tools/bin). Idempotent: a binary whose stamp
 # file names the pinned version is not rebuilt. Progress on stderr; the bin directory on stdout.
-#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter|minio]
+#   bash hack/build-tools.sh [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter|minio|actionlint]
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
@@ -41,6 +43,7 @@ PROMETHEUS_ADAPTER="${PROMETHEUS_ADAPTER:-v0.12.0}"
 # MinIO tags its releases RELEASE.<date>, which are no Go module versions: the module proxy serves
 # its commits as pseudo-versions. This one is the newest it serves (2026-02-12).
 MINIO_VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
+ACTIONLINT_VERSION="${ACTIONLINT_VERSION:-v1.7.12}"
 CACHE_ROOT="${LLMKUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmkube}"
 BIN="${LLMKUBE_TOOLS_BIN:-$CACHE_ROOT/tools/bin}"
 
@@ -187,10 +190,15 @@ build_minio() {
     "-s -w -X github.com/minio/minio/cmd.Version=$MINIO_VERSION -X github.com/minio/minio/cmd.ReleaseTag=$MINIO_VERSION"
 }
 
+build_actionlint() {
+  install_tool actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint \
+    "-s -w -X github.com/rhysd/actionlint.version=$ACTIONLINT_VERSION"
+}
+
 t_start=$SECONDS
 case "${1:-all}" in
   all) build_kustomize; build_promtool; build_helm; build_monitoring_check; build_gitops_health; build_argocd_health
-       build_prometheus; build_prometheus_adapter; build_minio ;;
+       build_prometheus; build_prometheus_adapter; build_minio; build_actionlint ;;
   helm) build_helm ;;
   promtool) build_promtool ;;
   kustomize) build_kustomize ;;
@@ -200,7 +208,8 @@ case "${1:-all}" in
   prometheus) build_prometheus ;;
   prometheus-adapter) build_prometheus_adapter ;;
   minio) build_minio ;;
-  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter|minio]" >&2; exit 2 ;;
+  actionlint) build_actionlint ;;
+  *) echo "usage: $0 [all|helm|promtool|kustomize|monitoring-check|gitops-health|argocd-health|prometheus|prometheus-adapter|minio|actionlint]" >&2; exit 2 ;;
 esac
 log "done in $((SECONDS - t_start)) s; tools in $BIN"
 echo "$BIN"

@@ -19,6 +19,10 @@ MONITORING = ROOT / "manifests" / "monitoring"
 
 #: The `job` label of the controller's series: the ServiceMonitor sets it whatever the Service is called.
 JOB = "llmkube-controller"
+#: The `job` labels the PodMonitors set on the inference pods' and the router pods' series (and the
+#: plain scrape config's job name, manifests/monitoring/prometheus-scrape-config.yaml).
+INFERENCE_JOB = "llmkube-inference"
+ROUTER_JOB = "llmkube-router"
 LEASE = "882d6afe.llmkube.dev"
 
 #: Every controller metric the alerts and dashboards use (controller-runtime's names, process
@@ -48,6 +52,24 @@ METRICS = {
     "gpu_queue_wait": "llmkube_gpu_queue_wait_duration_seconds",
     "model_status": "llmkube_model_status",
     "model_download": "llmkube_model_download_duration_seconds",
+}
+
+#: What the router pods of a ModelRouter export (llmkube/router/metrics.py), by role; a test reads
+#: a running router's /metrics and fails on any name here it does not export.
+ROUTER_METRICS = {
+    "requests": "llmkube_router_requests_total",
+    "duration": "llmkube_router_request_duration_seconds",
+    "first_byte": "llmkube_router_time_to_first_byte_seconds",
+    "refused": "llmkube_router_refused_requests_total",
+    "upstream_failures": "llmkube_router_upstream_failures_total",
+    "healthy": "llmkube_router_backend_healthy",
+    "endpoints": "llmkube_router_backend_endpoints",
+    "in_flight": "llmkube_router_in_flight_requests",
+    "waiting": "llmkube_router_waiting_requests",
+    "budget_remaining": "llmkube_router_budget_remaining",
+    "tokens": "llmkube_router_tokens_total",
+    "cost": "llmkube_router_cost_usd_total",
+    "connections": "llmkube_router_open_connections",
 }
 
 #: What the inference runtimes export (scraped by the PodMonitor); from their documentation, since no
@@ -80,13 +102,17 @@ RUNTIME_METRICS = {
     ],
 }
 
+#: The project's repository (the chart's `home`, the image's ghcr.io/llmkube/llmkube).
+REPOSITORY = "https://github.com/llmkube/llmkube"
 #: Where each alert's runbook_url points: a heading of docs/operations.md per alert (its anchor is
-#: the alert's name in lower case). The chart's monitoring.runbookBaseURL replaces this base; with
-#: kustomize, patch it (or mirror the repository there).
-RUNBOOK_BASE = "https://git.example.com/platform/llmkube/blob/main/docs/operations.md"
+#: the alert's name in lower case), in this repository. The chart's monitoring.runbookBaseURL
+#: replaces this base (a mirror, your own docs site); with kustomize, patch it.
+RUNBOOK_BASE = f"{REPOSITORY}/blob/main/docs/operations.md"
 
 M = METRICS
+RM = ROUTER_METRICS
 C = f'job="{JOB}"'
+RJ = f'job="{ROUTER_JOB}"'
 R = "[$__rate_interval]"  # Grafana picks the rate window from the scrape interval
 
 
@@ -201,10 +227,72 @@ def rule_groups() -> list[dict[str, Any]]:
             "The Model could not be fetched or copied (an unreachable or unsupported source, a missing "
             "claim, an integrity failure). Its Degraded condition has the reason.",
         ),
+        alert(
+            "LLMKubeInferencePodNotServing",
+            # A pod the PodMonitor finds has an address (it runs); up 0 means its server does not
+            # answer on the service port: still loading a model, hung, or crash-looping between scrapes.
+            f'max by (namespace, inferenceservice, pod) (up{{job="{INFERENCE_JOB}"}}) == 0',
+            "15m",
+            "warning",
+            "Inference pod {{ $labels.namespace }}/{{ $labels.pod }} runs but does not serve",
+            "The inference server of {{ $labels.namespace }}/{{ $labels.inferenceservice }} in pod "
+            "{{ $labels.pod }} has not answered on its service port for 15 minutes, although the pod runs: "
+            "a model still loading, a hung server, or one that restarts. `kubectl logs -n "
+            "{{ $labels.namespace }} {{ $labels.pod }}`.",
+        ),
+    ]
+    by = "sum by (namespace, router)"
+    routers = [
+        alert(
+            "LLMKubeRouterErrors",
+            f'{by} (rate({RM["requests"]}{{{RJ},code=~"5.."}}[5m]))'
+            f" / {by} (rate({RM['requests']}{{{RJ}}}[5m])) > 0.05",
+            "10m",
+            "warning",
+            "ModelRouter {{ $labels.namespace }}/{{ $labels.router }} answers with 5xx",
+            "More than 5% of the answers of ModelRouter {{ $labels.namespace }}/{{ $labels.router }} have "
+            "been 5xx for 10 minutes ({{ $value | humanizePercentage }}): backends failing (502, 504) or "
+            "none able to serve (503). llmkube_router_upstream_failures_total and the refusals by reason "
+            "say which.",
+        ),
+        alert(
+            "LLMKubeRouterFailClosed",
+            f'{by} (rate({RM["refused"]}{{{RJ},reason="fail_closed"}}[5m])) > 0',
+            "5m",
+            "warning",
+            "ModelRouter {{ $labels.namespace }}/{{ $labels.router }} refuses sensitive requests",
+            "ModelRouter {{ $labels.namespace }}/{{ $labels.router }} has answered fail-closed (503) for "
+            "5 minutes: a rule with failClosed has no backend that can serve, and its requests may not go "
+            "elsewhere. The rule's backends: `kubectl describe mr -n {{ $labels.namespace }} "
+            "{{ $labels.router }}`.",
+        ),
+        alert(
+            "LLMKubeRouterBudgetExhausted",
+            f'{by} (rate({RM["refused"]}{{{RJ},reason="budget"}}[5m])) > 0',
+            "5m",
+            "warning",
+            "ModelRouter {{ $labels.namespace }}/{{ $labels.router }} refuses requests over budget",
+            "ModelRouter {{ $labels.namespace }}/{{ $labels.router }} has answered 429 budget_exceeded for 5 "
+            "minutes: a budget is used up for its window. llmkube_router_budget_remaining and the "
+            "ModelRouter's status.budgetUtilization show which.",
+        ),
+        alert(
+            "LLMKubeRouterBackendUnavailable",
+            f"max by (namespace, router, backend) ({RM['healthy']}{{{RJ}}}) == 0",
+            "5m",
+            "warning",
+            "Backend {{ $labels.backend }} of ModelRouter {{ $labels.namespace }}/{{ $labels.router }} "
+            "cannot serve",
+            "No router replica of {{ $labels.namespace }}/{{ $labels.router }} has been able to send to "
+            "backend {{ $labels.backend }} for 5 minutes: every endpoint is quarantined after failed "
+            "requests or health probes, or (an InferenceService backend) none is ready "
+            "(llmkube_router_backend_endpoints).",
+        ),
     ]
     return [
         {"name": "llmkube-controller", "rules": controller},
         {"name": "llmkube-inference", "rules": services},
+        {"name": "llmkube-router", "rules": routers},
     ]
 
 
@@ -512,11 +600,104 @@ def inference_dashboard() -> dict[str, Any]:
     return dashboard("llmkube-inference", "llmkube / Inference", panels, variables)
 
 
+def router_dashboard() -> dict[str, Any]:
+    """The router pods of each ModelRouter, scraped by the PodMonitor `llmkube-router`."""
+    sel = f'{RJ},namespace=~"$namespace",router=~"$router"'
+    by = "sum by (namespace, router)"
+    leg = "{{namespace}}/{{router}}"
+    panels = [
+        panel(
+            "Requests per second by code",
+            [(f"sum by (namespace, router, code) (rate({RM['requests']}{{{sel}}}{R}))",
+              f"{leg} {{{{code}}}}")],
+            0, 0, unit="reqps",
+        ),
+        panel(
+            "5xx answers (share)",
+            [(f'{by} (rate({RM["requests"]}{{{sel},code=~"5.."}}{R}))'
+              f' / {by} (rate({RM["requests"]}{{{sel}}}{R}))', leg)],
+            12, 0, unit="percentunit",
+        ),
+        panel(
+            "Answer duration and time to first byte (p50, p99)",
+            [
+                (f"histogram_quantile(0.5, sum by (namespace, router, le) "
+                 f"(rate({RM['duration']}_bucket{{{sel}}}{R})))", f"{leg} p50"),
+                (f"histogram_quantile(0.99, sum by (namespace, router, le) "
+                 f"(rate({RM['duration']}_bucket{{{sel}}}{R})))", f"{leg} p99"),
+                (f"histogram_quantile(0.5, sum by (namespace, router, le) "
+                 f"(rate({RM['first_byte']}_bucket{{{sel}}}{R})))", f"{leg} first byte p50"),
+            ],
+            0, 8, unit="s",
+        ),
+        panel(
+            "Refused by the router, by reason (fail_closed, budget, ...)",
+            [(f"sum by (namespace, router, reason) (rate({RM['refused']}{{{sel}}}{R}))",
+              f"{leg} {{{{reason}}}}")],
+            12, 8, unit="reqps",
+        ),
+        panel(
+            "Backends that can serve",
+            [(f"max by (namespace, router, backend) ({RM['healthy']}{{{sel}}})", f"{leg} {{{{backend}}}}")],
+            0, 16, w=8,
+        ),
+        panel(
+            "Ready endpoints per backend",
+            [(f"max by (namespace, router, backend) ({RM['endpoints']}{{{sel}}})", f"{leg} {{{{backend}}}}")],
+            8, 16, w=8,
+        ),
+        panel(
+            "Failed attempts by backend and reason",
+            [(f"sum by (namespace, router, backend, reason) (rate({RM['upstream_failures']}{{{sel}}}{R}))",
+              f"{leg} {{{{backend}}}} {{{{reason}}}}")],
+            16, 16, w=8, unit="ops",
+        ),
+        panel(
+            "In flight per backend, and waiting for an endpoint",
+            [
+                (f"sum by (namespace, router, backend) ({RM['in_flight']}{{{sel}}})",
+                 f"{leg} {{{{backend}}}}"),
+                (f"{by} ({RM['waiting']}{{{sel}}})", f"{leg} waiting"),
+            ],
+            0, 24,
+        ),
+        panel(
+            "Budget left in its window",
+            [(f"min by (namespace, router, budget, unit) ({RM['budget_remaining']}{{{sel}}})",
+              f"{leg} {{{{budget}}}} ({{{{unit}}}})")],
+            12, 24,
+        ),
+        panel(
+            "Tokens per second by backend",
+            [(f"sum by (namespace, router, backend, kind) (rate({RM['tokens']}{{{sel}}}{R}))",
+              f"{leg} {{{{backend}}}} {{{{kind}}}}")],
+            0, 32, w=8,
+        ),
+        panel(
+            "Cost per hour by backend (USD)",
+            [(f"sum by (namespace, router, backend) (rate({RM['cost']}{{{sel}}}{R})) * 3600",
+              f"{leg} {{{{backend}}}}")],
+            8, 32, w=8, unit="currencyUSD",
+        ),
+        panel(
+            "Open client connections",
+            [(f"{by} ({RM['connections']}{{{sel}}})", leg)],
+            16, 32, w=8,
+        ),
+    ]  # fmt: skip
+    variables = [
+        variable("namespace", f"label_values({RM['requests']}{{{RJ}}}, namespace)"),
+        variable("router", f'label_values({RM["requests"]}{{{RJ},namespace=~"$namespace"}}, router)'),
+    ]
+    return dashboard("llmkube-router", "llmkube / Routers", panels, variables)
+
+
 def dashboards() -> dict[str, dict[str, Any]]:
     return {
         "llmkube-controller.json": controller_dashboard(),
         "llmkube-services.json": services_dashboard(),
         "llmkube-inference.json": inference_dashboard(),
+        "llmkube-router.json": router_dashboard(),
     }
 
 

@@ -13,6 +13,7 @@ SCRIPTS = {
     "InferenceService": ARGOCD / "health-inferenceservice.lua",
     "Model": ARGOCD / "health-model.lua",
     "GPUQuota": ARGOCD / "health-gpuquota.lua",
+    "ModelRouter": ARGOCD / "health-modelrouter.lua",
 }
 #: What Argo CD accepts from a health script.
 ARGO_HEALTH_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}

@@ -44,6 +44,21 @@ def model(status: dict[str, Any] | None, generation: int = 1) -> dict[str, Any]:
     return obj
 
 
+def router(status: dict[str, Any] | None, generation: int = 1) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": API,
+        "kind": "ModelRouter",
+        "metadata": {"name": "gateway", "namespace": "team-a", "generation": generation},
+        "spec": {
+            "backends": [{"name": "chat", "inferenceServiceRef": {"name": "chat"}}],
+            "defaultRoute": "chat",
+        },
+    }
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
 READY = {
     "phase": "Ready",
     "endpoint": "http://chat.team-a.svc.cluster.local:8080/v1/chat/completions",
@@ -353,6 +368,100 @@ MODEL_CASES = [
         model({"phase": "Ready", "conditions": [condition("Available", "True", "ModelReady", "ok")]}, 2),
         "Progressing",
         "generation 2",
+    ),
+]
+
+ROUTER_SERVES = "The router serves at http://gateway-router-proxy.team-a.svc.cluster.local:8080."
+#: As llmkube/plan/router/status.py writes them.
+ROUTER_CASES = [
+    ("no status yet", router(None), "Progressing", "Waiting for the llmkube controller to report status"),
+    (
+        "Ready",
+        router(
+            {
+                "phase": "Ready",
+                "observedGeneration": 1,
+                "conditions": [
+                    condition("Ready", "True", "Ready", ROUTER_SERVES),
+                    condition("Reconciling", "False", "Converged", "The router's Deployment is up to date."),
+                ],
+            }
+        ),
+        "Healthy",
+        ROUTER_SERVES,
+    ),
+    (
+        "Provisioning: the Deployment has no available replica yet",
+        router(
+            {
+                "phase": "Provisioning",
+                "observedGeneration": 1,
+                "conditions": [
+                    condition(
+                        "Ready",
+                        "False",
+                        "Provisioning",
+                        "The router's Deployment has no available replica yet.",
+                    ),
+                    condition("Reconciling", "True", "RollingOut", "The router's Deployment is rolling out."),
+                ],
+            }
+        ),
+        "Progressing",
+        "Provisioning: The router's Deployment has no available replica yet.",
+    ),
+    (
+        "Degraded: it serves, a backend is not Ready",
+        router(
+            {
+                "phase": "Degraded",
+                "observedGeneration": 1,
+                "conditions": [
+                    condition(
+                        "Ready",
+                        "True",
+                        "BackendsNotReady",
+                        'The router serves; not ready: chat: InferenceService "chat" is Creating',
+                    ),
+                    condition("Reconciling", "False", "Converged", "The router's Deployment is up to date."),
+                ],
+            }
+        ),
+        "Degraded",
+        'not ready: chat: InferenceService "chat" is Creating',
+    ),
+    (
+        "Failed: an invalid spec (Stalled)",
+        router(
+            {
+                "phase": "Failed",
+                "observedGeneration": 1,
+                "conditions": [
+                    condition("Ready", "False", "InvalidSpec", 'The spec is invalid: spec.defaultRoute: "x"'),
+                    condition(
+                        "Reconciling", "False", "InvalidSpec", "Nothing is deployed for an invalid spec."
+                    ),
+                    condition(
+                        "Stalled", "True", "InvalidSpec", 'The spec is invalid: spec.defaultRoute: "x"'
+                    ),
+                ],
+            }
+        ),
+        "Degraded",
+        "The spec is invalid: spec.defaultRoute",
+    ),
+    (
+        "Ready, but the spec changed since",
+        router(
+            {
+                "phase": "Ready",
+                "observedGeneration": 1,
+                "conditions": [condition("Ready", "True", "Ready", ROUTER_SERVES)],
+            },
+            generation=2,
+        ),
+        "Progressing",
+        "Waiting for the controller to observe generation 2 (status is for 1)",
     ),
 ]
 

@@ -12,7 +12,7 @@ TESTS = Path(__file__).parent
 #: (the node tier): `make test` runs everything else while those build, then each group once its
 #: build is done (hack/test.sh). A module elsewhere marks itself (`pytestmark`): the node tier's
 #: modules that drive helm, Prometheus or MinIO are marked `tools` too.
-NEEDS_TOOLS = [TESTS / "monitoring", TESTS / "gitops", TESTS / "e2e" / "install"]
+NEEDS_TOOLS = [TESTS / "monitoring", TESTS / "gitops", TESTS / "e2e" / "install", TESTS / "release"]
 NEEDS_NODE_PREREQS = [TESTS / "node"]
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from argocd_health import health
-from argocd_health_cases import ISVC_CASES, MODEL_CASES, QUOTA_CASES
+from argocd_health_cases import ISVC_CASES, MODEL_CASES, QUOTA_CASES, ROUTER_CASES
 from tools import ROOT, run, tool
 
 ARGOCD_CM = ROOT / "manifests" / "gitops" / "argocd" / "argocd-cm-health.yaml"
-CASES = ISVC_CASES + MODEL_CASES + QUOTA_CASES
+CASES = ISVC_CASES + MODEL_CASES + QUOTA_CASES + ROUTER_CASES
 
 
 def gopher_lua(objects: list[dict[str, Any]], directory: Path, cm: Path = ARGOCD_CM) -> list[dict[str, str]]:

@@ -18,6 +18,14 @@ def series(name: str, labels: str, values: str) -> dict[str, str]:
     return {"series": f"{name}{{{JOB}{',' if labels else ''}{labels}}}", "values": values}
 
 
+def router_series(name: str, labels: str, values: str) -> dict[str, str]:
+    """A router pod's series, as the PodMonitor llmkube-router labels them."""
+    return {
+        "series": f'{name}{{job="{GEN.ROUTER_JOB}",namespace="team-a",router="gateway",{labels}}}',
+        "values": values,
+    }
+
+
 def annotations(alertname: str, **labels: str) -> dict[str, str]:
     """The alert's annotations with `{{ $labels.x }}` filled in (the rule's own text, so a reworded
     description needs no test change; `$value` is checked where a case gives it)."""
@@ -260,6 +268,132 @@ CASES = [
 ]
 
 
+RM: dict[str, str] = GEN.ROUTER_METRICS
+REQUESTS = RM["requests"]
+REFUSED = RM["refused"]
+
+
+def inference_up(pod: str, values: str) -> dict[str, str]:
+    labels = f'job="{GEN.INFERENCE_JOB}",namespace="team-a",inferenceservice="chat",pod="{pod}"'
+    return {"series": f"up{{{labels}}}", "values": values}
+
+
+CASES += [
+    # An inference pod that runs but has not answered a scrape since minute 5; its sibling serves.
+    case(
+        [
+            inference_up("chat-1", "1x5 0x40"),
+            inference_up("chat-2", "1x45"),
+        ],
+        [
+            ("15m", "LLMKubeInferencePodNotServing", []),
+            (
+                "30m",
+                "LLMKubeInferencePodNotServing",
+                [
+                    firing(
+                        "LLMKubeInferencePodNotServing",
+                        "warning",
+                        namespace="team-a",
+                        inferenceservice="chat",
+                        pod="chat-1",
+                    )
+                ],
+            ),
+        ],
+    ),
+    # A router answering 10% 5xx (6 of 60 a minute) for 20 minutes; a second router at 1% stays quiet.
+    case(
+        [
+            router_series(REQUESTS, 'rule="default",backend="chat",code="200"', "0+54x30"),
+            router_series(REQUESTS, 'rule="default",backend="chat",code="502"', "0+6x30"),
+            {
+                "series": f'{REQUESTS}{{job="{GEN.ROUTER_JOB}",namespace="team-a",router="calm",code="200"}}',
+                "values": "0+99x30",
+            },
+            {
+                "series": f'{REQUESTS}{{job="{GEN.ROUTER_JOB}",namespace="team-a",router="calm",code="503"}}',
+                "values": "0+1x30",
+            },
+        ],
+        [
+            ("8m", "LLMKubeRouterErrors", []),
+            (
+                "20m",
+                "LLMKubeRouterErrors",
+                [
+                    firing(
+                        "LLMKubeRouterErrors",
+                        "warning",
+                        {
+                            "description": "More than 5% of the answers of ModelRouter team-a/gateway "
+                            "have been 5xx for 10 minutes (10%): backends failing (502, 504) or none able to "
+                            "serve (503). llmkube_router_upstream_failures_total and the refusals by reason "
+                            "say which."
+                        },
+                        namespace="team-a",
+                        router="gateway",
+                    )
+                ],
+            ),
+        ],
+    ),
+    # Fail-closed answers from minute 10 on; budget refusals only in a burst that ends.
+    case(
+        [
+            router_series(REFUSED, 'reason="fail_closed"', "0x10 0+3x30"),
+            router_series(REFUSED, 'reason="budget"', "0x10 0+5x2 10x30"),
+        ],
+        [
+            ("8m", "LLMKubeRouterFailClosed", []),
+            (
+                "25m",
+                "LLMKubeRouterFailClosed",
+                [firing("LLMKubeRouterFailClosed", "warning", namespace="team-a", router="gateway")],
+            ),
+            ("12m", "LLMKubeRouterBudgetExhausted", []),
+            ("30m", "LLMKubeRouterBudgetExhausted", []),
+        ],
+    ),
+    # Budget refusals for 20 minutes.
+    case(
+        [router_series(REFUSED, 'reason="budget"', "0+2x30")],
+        [
+            (
+                "20m",
+                "LLMKubeRouterBudgetExhausted",
+                [firing("LLMKubeRouterBudgetExhausted", "warning", namespace="team-a", router="gateway")],
+            )
+        ],
+    ),
+    # Backend "cloud" quarantined on both router replicas; "chat" out of service on one replica only.
+    case(
+        [
+            router_series(RM["healthy"], 'pod="gateway-a",backend="cloud"', "1x5 0x30"),
+            router_series(RM["healthy"], 'pod="gateway-b",backend="cloud"', "1x5 0x30"),
+            router_series(RM["healthy"], 'pod="gateway-a",backend="chat"', "0x35"),
+            router_series(RM["healthy"], 'pod="gateway-b",backend="chat"', "1x35"),
+        ],
+        [
+            ("8m", "LLMKubeRouterBackendUnavailable", []),
+            (
+                "20m",
+                "LLMKubeRouterBackendUnavailable",
+                [
+                    firing(
+                        "LLMKubeRouterBackendUnavailable",
+                        "warning",
+                        namespace="team-a",
+                        router="gateway",
+                        backend="cloud",
+                    )
+                ],
+            ),
+        ],
+    ),
+]
+
+
 def rules_file(directory: Path) -> Path:
     rule = yaml.safe_load((MONITORING / "prometheusrule.yaml").read_text())
     path = directory / "rules.yaml"
@@ -269,7 +403,7 @@ def rules_file(directory: Path) -> Path:
 
 def test_the_rules_pass_promtool_check(tmp_path: Path) -> None:
     output = run(tool("promtool"), "check", "rules", rules_file(tmp_path))
-    assert "SUCCESS: 10 rules found" in output
+    assert "SUCCESS: 15 rules found" in output
 
 
 def test_every_alert_fires_when_it_should_and_only_then(tmp_path: Path) -> None:

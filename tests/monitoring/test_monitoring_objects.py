@@ -16,7 +16,7 @@ def check(path: Path) -> str:
 def test_the_monitoring_component_is_valid(tmp_path: Path) -> None:
     built = tmp_path / "component.yaml"
     built.write_text(kustomize_overlay(tmp_path, "monitoring"))
-    assert check(built).strip().endswith("3 monitoring objects ok")
+    assert check(built).strip().endswith("4 monitoring objects ok")
 
 
 def test_the_charts_monitoring_objects_are_valid(tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ def test_the_charts_monitoring_objects_are_valid(tmp_path: Path) -> None:
             env={"HELM_CACHE_HOME": str(tmp_path / "h"), "HELM_CONFIG_HOME": str(tmp_path / "h")},
         )
     )
-    assert check(rendered).strip().endswith("3 monitoring objects ok")
+    assert check(rendered).strip().endswith("4 monitoring objects ok")
 
 
 def test_a_misspelt_field_is_caught(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""Every dashboard and alert query is valid PromQL and uses only names from the kit's metric list
-(the end-to-end suite checks that list against a running controller's /metrics)."""
+"""Every dashboard and alert query is valid PromQL and uses only names from the kit's metric lists
+(the end-to-end suite checks the controller's list against a running controller's /metrics,
+tests/unit/router/test_router_metric_names.py the router's against a running router's)."""
 
 from monitoring_support import SYNTHETIC, all_queries, dashboard_queries, generator, metric_names
 
@@ -8,7 +9,7 @@ HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 def known_names() -> set[str]:
-    controller = set(GEN.METRICS.values())
+    controller = set(GEN.METRICS.values()) | set(GEN.ROUTER_METRICS.values())
     histograms = {name + suffix for name in controller for suffix in HISTOGRAM_SUFFIXES}
     runtimes = {name for names in GEN.RUNTIME_METRICS.values() for name in names}
     return controller | histograms | runtimes | SYNTHETIC
@@ -23,7 +24,12 @@ def test_every_query_parses_and_names_only_known_metrics() -> None:
 
 def test_every_dashboard_has_queries_and_a_datasource_variable() -> None:
     boards = dashboard_queries()
-    assert set(boards) == {"llmkube-controller.json", "llmkube-services.json", "llmkube-inference.json"}
+    assert set(boards) == {
+        "llmkube-controller.json",
+        "llmkube-services.json",
+        "llmkube-inference.json",
+        "llmkube-router.json",
+    }
     assert all(boards.values())
     for board in GEN.dashboards().values():
         assert board["templating"]["list"][0]["type"] == "datasource"
@@ -31,10 +37,10 @@ def test_every_dashboard_has_queries_and_a_datasource_variable() -> None:
         assert len(panel_ids) == len(set(panel_ids))
 
 
-def test_every_listed_controller_metric_is_used() -> None:
+def test_every_listed_controller_and_router_metric_is_used() -> None:
     used = {name for query in all_queries() for name in metric_names(query)}
     base = {
         name.removesuffix(suffix) for name in used for suffix in HISTOGRAM_SUFFIXES if name.endswith(suffix)
     }
-    unused = set(GEN.METRICS.values()) - used - base
-    assert not unused, f"METRICS lists names no query uses: {sorted(unused)}"
+    unused = (set(GEN.METRICS.values()) | set(GEN.ROUTER_METRICS.values())) - used - base
+    assert not unused, f"METRICS or ROUTER_METRICS list names no query uses: {sorted(unused)}"

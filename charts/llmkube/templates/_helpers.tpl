@@ -62,12 +62,29 @@ app.kubernetes.io/component: monitoring
 {{- if eq $owner "controller" -}}true{{- else -}}false{{- end -}}
 {{- end -}}
 
-{{/* --runtime-images from the runtimeImages values that are set, in a stable order. */}}
+{{/* --runtime-images from the runtimeImages values that are set, in a stable order. The values are
+     camelCase (llamacppCuda); the dashed names of older charts (llamacpp-cuda, the flag's own) are
+     still read, and the two spellings of one image may not disagree. */}}
 {{- define "llmkube.runtimeImages" -}}
+{{- $flags := dict "llamacpp" "llamacpp" "llamacppCuda" "llamacpp-cuda" "llamacppRocm" "llamacpp-rocm" "llamacppVulkan" "llamacpp-vulkan" "llamacppIntel" "llamacpp-intel" "vllm" "vllm" "tgi" "tgi" -}}
+{{- $images := dict -}}
+{{- range $value, $flag := $flags -}}
+{{- $image := index $.Values.runtimeImages $value | default "" -}}
+{{- $older := index $.Values.runtimeImages $flag | default "" -}}
+{{- if and $image $older (ne $image $older) -}}
+{{- fail (printf "runtimeImages.%s and runtimeImages.%s (its older name) name different images: set only runtimeImages.%s" $value $flag $value) -}}
+{{- end -}}
+{{- with (or $image $older) -}}{{- $_ := set $images $flag . -}}{{- end -}}
+{{- end -}}
 {{- $pairs := list -}}
-{{- range $key := keys .Values.runtimeImages | sortAlpha -}}
-{{- $image := index $.Values.runtimeImages $key -}}
-{{- if $image -}}{{- $pairs = append $pairs (printf "%s=%s" $key $image) -}}{{- end -}}
+{{- range $flag := keys $images | sortAlpha -}}
+{{- $pairs = append $pairs (printf "%s=%s" $flag (index $images $flag)) -}}
 {{- end -}}
 {{- join "," $pairs -}}
+{{- end -}}
+
+{{- /* "true" where the cluster serves the API of the admission policies (admissionregistration.k8s.io/v1
+       ValidatingAdmissionPolicy, Kubernetes 1.30+; the chart's kubeVersion asks 1.35+ for the CEL libraries they use). */ -}}
+{{- define "llmkube.admissionPolicyServed" -}}
+{{- .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}
 {{- end -}}

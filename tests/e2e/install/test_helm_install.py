@@ -28,6 +28,9 @@ Key = tuple[str, str, str | None]
 # The Kubernetes version the tests run against (helm assumes its client library's, 1.37, offline:
 # test_helm_assumes_the_kubernetes_version_of_its_client_library).
 KUBE_VERSION = ("--kube-version", K8S_VERSION)
+# What `helm install` learns from a cluster and `helm template` is told: it serves the API of the
+# admission policies (without it they are left out: tests/e2e/install/test_chart_kube_versions.py).
+CLUSTER_APIS = ("--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
 
 
 @pytest.fixture
@@ -43,7 +46,16 @@ def helm_env(tmp_path: Path) -> dict[str, str]:
 def template(
     helm_env: dict[str, str], *values: str, namespace: str = "llmkube-system"
 ) -> list[dict[str, Any]]:
-    argv = ["template", "llmkube", CHART, "--namespace", namespace, "--include-crds", *KUBE_VERSION]
+    argv = [
+        "template",
+        "llmkube",
+        CHART,
+        "--namespace",
+        namespace,
+        "--include-crds",
+        *KUBE_VERSION,
+        *CLUSTER_APIS,
+    ]
     for value in values:
         argv += ["--set", value]
     return documents(run(tool("helm"), *argv, env=helm_env))
@@ -115,23 +127,40 @@ def test_default_values_render_the_kustomize_install(helm_env: dict[str, str]) -
 
 
 def test_monitoring_renders_the_monitoring_component(helm_env: dict[str, str], tmp_path: Path) -> None:
+    """monitoring.enabled is the one switch: every object of the component (for the release
+    "llmkube" the chart's names are the component's)."""
     kinds = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"}
     component = {
-        key[0]: doc
+        key: doc
         for key, doc in by_key(documents(kustomize_overlay(tmp_path, "monitoring"))).items()
         if key[0] in kinds
     }
     chart = {
-        key[0]: doc
+        key: doc
         for key, doc in by_key(template(helm_env, "monitoring.enabled=true")).items()
         if key[0] in kinds
     }
-    assert set(chart) == set(component) == kinds
-    for kind in kinds:
-        expected, found = without_labels(component[kind]), without_labels(chart[kind])
-        expected["metadata"].pop("name"), found["metadata"].pop("name")  # release-prefixed in the chart
-        assert found == expected, kind
-    assert chart["ConfigMap"]["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert sorted(chart, key=str) == sorted(component, key=str)
+    assert {key[0] for key in chart} == kinds
+    assert sorted(key[1] for key in chart if key[0] == "PodMonitor") == [
+        "llmkube-inference",
+        "llmkube-router",
+    ]
+    for key, expected in component.items():
+        assert without_labels(chart[key]) == without_labels(expected), key
+    dashboards = chart[("ConfigMap", "llmkube-dashboards", "llmkube-system")]
+    assert dashboards["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert sorted(dashboards["data"]) == sorted(
+        p.name for p in (MANIFESTS / "monitoring" / "dashboards").glob("*.json")
+    )
+
+
+def test_the_monitoring_parts_can_be_left_out(helm_env: dict[str, str]) -> None:
+    docs = template(
+        helm_env, "monitoring.enabled=true", "monitoring.routers=false", "monitoring.inferencePods=false"
+    )
+    assert [d["kind"] for d in docs if d["kind"] == "PodMonitor"] == []
+    assert {d["kind"] for d in docs} >= {"ServiceMonitor", "PrometheusRule"}
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,9 @@ def test_the_argocd_snippet_carries_each_lua_script_verbatim() -> None:
         "resource.customizations.health.inference.llmkube.dev_GPUQuota": (
             argocd / "health-gpuquota.lua"
         ).read_text(),
+        "resource.customizations.health.inference.llmkube.dev_ModelRouter": (
+            argocd / "health-modelrouter.lua"
+        ).read_text(),
     }
 
 
@@ -49,6 +52,7 @@ def test_the_health_scripts_share_one_prelude() -> None:
     for source, script in (
         ("inferenceservice.lua", "health-inferenceservice.lua"),
         ("model.lua", "health-model.lua"),
+        ("modelrouter.lua", "health-modelrouter.lua"),
     ):
         text = (sources / source).read_text()
         assert text.count("-- #include prelude.lua\n") == 1 and prelude not in text

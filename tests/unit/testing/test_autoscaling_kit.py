@@ -60,9 +60,12 @@ def test_the_scrape_job_selects_what_the_podmonitor_selects() -> None:
     assert runtimes.split("|") == expression["values"]
     assert keep["__meta_kubernetes_pod_container_port_name"] == endpoint["port"]
     assert job["metrics_path"] == endpoint["path"] and job["scrape_interval"] == endpoint["interval"]
-    podmonitor_labels = {r["targetLabel"] for r in endpoint["relabelings"]}
+    podmonitor_labels = {r["targetLabel"] for r in endpoint["relabelings"]} - {"job"}
     # namespace and pod: what the Prometheus Operator adds itself, and what the adapter rule maps.
     assert relabelled_targets(job) == podmonitor_labels | {"namespace", "pod"}
+    # the PodMonitor's job label is the plain job's name, which the alerts select on
+    (job_label,) = [r["replacement"] for r in endpoint["relabelings"] if r["targetLabel"] == "job"]
+    assert job_label == job["job_name"]
 
 
 def test_the_test_prometheus_runs_the_shipped_job_faster_through_a_kubeconfig() -> None:
