@@ -275,6 +275,20 @@ async def exercise_every_permission(admin: KubeRest, namespace: str) -> None:
             lambda a=api_version, k=kind: exists(admin, a, k, "front-router-proxy", ns), what=f"router {kind}"
         )
     await eventually(lambda: phase(admin, "ModelRouter", "front", ns) == "Provisioning", what="router status")
+    # A GPUQuota: its status (what it holds, who waits) written.
+    quota = {
+        "apiVersion": API,
+        "kind": "GPUQuota",
+        "metadata": {"name": "team"},
+        "spec": {"namespaceRef": ns, "gpuCount": 2},
+    }
+    admin.create(quota, namespace=ns)
+
+    def quota_observed() -> bool:
+        found = admin.get_or_none(API, "GPUQuota", "team", ns) or {}
+        return (found.get("status") or {}).get("observedGeneration") == 1
+
+    await eventually(quota_observed, what="the GPUQuota's status")
     # A prefetched Model: its Job is created, and deleted once prefetch is turned off.
     admin.create(model("early", "https://models.invalid/early.gguf", prefetch=True), namespace=ns)
 
