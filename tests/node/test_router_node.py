@@ -400,11 +400,14 @@ def test_neither_the_router_nor_the_controller_is_refused_anything(
     # Completed requests: its lists (its watches are still open; one refused would have ended).
     asked = {(e.verb, e.resource) for e in router_requests}
     assert {("list", "modelrouters"), ("list", "endpointslices")} <= asked, asked
+    # Its backends' InferenceServices too, each by name: whether one sleeps (scale to zero).
     assert asked <= {
         ("list", "modelrouters"),
         ("watch", "modelrouters"),
         ("list", "endpointslices"),
         ("watch", "endpointslices"),
+        ("list", "inferenceservices"),
+        ("watch", "inferenceservices"),
     }, asked
     assert [e for e in router_requests if e.code == 403] == []
     controller_requests = [
