@@ -44,7 +44,7 @@ def benchmark(cluster: NodeCluster, *args: str) -> dict[str, Any]:
     return document
 
 
-def test_the_benchmark_through_the_cli_port_forward_is_within_a_few_ms_of_the_direct_path(
+def test_the_benchmark_through_the_cli_port_forward_adds_no_second_to_the_first_token(
     node_cluster: NodeCluster, controller: str, model_source: ModelSource, node_namespace: str
 ) -> None:
     admin, ns = node_cluster.admin(), node_namespace
