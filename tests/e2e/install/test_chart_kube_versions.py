@@ -51,7 +51,7 @@ def test_the_chart_claims_the_oldest_version_the_policies_run_on() -> None:
 def test_the_oldest_claimed_version_renders_every_default_policy(helm_env: dict[str, str]) -> None:
     docs = render(helm_env, "--kube-version", OLDEST, "--api-versions", VAP_API)
     assert admission_objects(docs) == shipped_policies()
-    assert len(shipped_policies()) == 12  # six policies and their bindings
+    assert len(shipped_policies()) == 14  # seven policies (GPUQuota's the seventh) and their bindings
     assert {d["kind"] for d in docs} >= {"Deployment", "ClusterRole", "PodDisruptionBudget"}
 
 
