@@ -49,7 +49,13 @@ from llmkube.kube.control import (
 )
 from llmkube.kube.resource import Resource
 from llmkube.kube.types import Obj, ObjectKey
-from llmkube.plan.router.objects import RouterPlanConfig, controlled_by, router_name, router_objects
+from llmkube.plan.router.objects import (
+    RouterPlanConfig,
+    backend_services,
+    controlled_by,
+    router_name,
+    router_objects,
+)
 from llmkube.plan.router.policy import policy_issues
 from llmkube.plan.router.status import router_status, stamped, status_changed
 from llmkube.plan.router.validation import Issue, errors, validate
@@ -66,18 +72,11 @@ def encode_status(status: ModelRouterStatus) -> Obj:
     return status.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def _referenced_isvcs(router: Obj) -> set[str]:
-    names = set()
-    for backend in (router.get("spec") or {}).get("backends") or ():
-        ref = backend.get("inferenceServiceRef") if isinstance(backend, dict) else None
-        name = ref.get("name") if isinstance(ref, dict) else None
-        if isinstance(name, str) and name:
-            names.add(name)
-    return names
-
-
 def _backends_reference(router: Obj, isvc: str) -> bool:
-    return isvc in _referenced_isvcs(router)
+    for backend in (router.get("spec") or {}).get("backends") or ():
+        if ((backend or {}).get("inferenceServiceRef") or {}).get("name") == isvc:
+            return True
+    return False
 
 
 class ModelRouterController:
@@ -184,7 +183,7 @@ class ModelRouterController:
         problems = errors(issues)
         now = datetime.now(UTC)
         # The backends' services alone, by name: a namespace of many services is not parsed whole.
-        isvcs = {name: self.isvcs.store.get_object(key.namespace, name) for name in _referenced_isvcs(raw)}
+        isvcs = {name: self.isvcs.store.get_object(key.namespace, name) for name in backend_services(router)}
         status = router_status(
             router,
             spec,
